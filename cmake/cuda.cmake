@@ -1,0 +1,40 @@
+# CUDA backend: with RLPT_CUDA=AUTO it is built whenever nvcc is found, even on a
+# machine without a GPU (the GPU tests then skip). ON fails when anything is missing.
+set(RLPT_HAVE_CUDA OFF)
+set(RLPT_CUDA_SOURCES "")
+set(RLPT_CUDA_LIBRARIES "")
+if(NOT RLPT_CUDA STREQUAL "OFF")
+  include(CheckLanguage)
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES 90 CACHE STRING "CUDA architectures (Hopper by default)")
+  endif()
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    find_path(NCCL_INCLUDE_DIR nccl.h HINTS $ENV{NCCL_HOME} ${NCCL_HOME}
+      ${CUDAToolkit_INCLUDE_DIRS} PATH_SUFFIXES include)
+    find_library(NCCL_LIBRARY nccl HINTS $ENV{NCCL_HOME} ${NCCL_HOME}
+      ${CUDAToolkit_LIBRARY_DIR} PATH_SUFFIXES lib lib64)
+    if(NOT NCCL_INCLUDE_DIR OR NOT NCCL_LIBRARY)
+      if(RLPT_CUDA STREQUAL "ON")
+        message(FATAL_ERROR "RLPT_CUDA=ON but NCCL was not found: set NCCL_HOME to the "
+          "directory holding include/nccl.h and lib/libnccl.so")
+      endif()
+      message(STATUS "rlpt: NCCL not found, building without CUDA (set NCCL_HOME)")
+    else()
+      set(RLPT_HAVE_CUDA ON)
+      file(GLOB RLPT_CUDA_SOURCES CONFIGURE_DEPENDS
+        ${CMAKE_SOURCE_DIR}/kernels/*.cu ${CMAKE_SOURCE_DIR}/kernels/*.c)
+      set(RLPT_CUDA_LIBRARIES CUDA::cudart CUDA::cublasLt ${NCCL_LIBRARY})
+      include_directories(${NCCL_INCLUDE_DIR} ${CUDAToolkit_INCLUDE_DIRS})
+      set(CMAKE_CUDA_STANDARD 17)
+      message(STATUS "rlpt: CUDA backend ON (archs ${CMAKE_CUDA_ARCHITECTURES}, NCCL ${NCCL_LIBRARY})")
+    endif()
+  elseif(RLPT_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "RLPT_CUDA=ON but no CUDA compiler (nvcc) was found: put nvcc on PATH "
+      "or set CMAKE_CUDA_COMPILER")
+  else()
+    message(STATUS "rlpt: nvcc not found, building without CUDA")
+  endif()
+endif()

@@ -1,0 +1,17 @@
+/* cuda_check.h: check macros for the CUDA libraries. Each prints the rank-free
+ * location (file:line), the call, the library's error string and a hint, then
+ * aborts the job: a CUDA fault on one rank must not leave the others waiting. */
+#ifndef RLPT_CUDA_CHECK_H
+#define RLPT_CUDA_CHECK_H
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+void cuda_fail(const char *lib, const char *call, const char *what, const char *hint,
+               const char *file, int line);
+
+#define CUDA_CHECK(call) do { cudaError_t _e = (call); if (_e != cudaSuccess) \
+  cuda_fail("CUDA", #call, cudaGetErrorString(_e), \
+            "check the device is visible (CUDA_VISIBLE_DEVICES) and has free memory", \
+            __FILE__, __LINE__); } while (0)
+#endif

@@ -1,0 +1,104 @@
+/* config.h: the validated run configuration (the deck) and its schema table.
+ *
+ * One table (src/config_schema.c, one row per key) is the single source of truth
+ * for every deck key: section, name, type, default, range or choices, unit, help,
+ * and where the value lives in struct config. Parsing, validation, overrides,
+ * canonical echo and `rlpt deck-help` all walk that table. To add a key: add a
+ * field below and a row in config_schema.c; nothing else. */
+#ifndef RLPT_CONFIG_H
+#define RLPT_CONFIG_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#define CFG_STR_MAX 512   /* longest string/path value, checked at parse time */
+#define CFG_LIST_MAX 16   /* most items in a list value */
+
+enum cfg_type { CFG_INT, CFG_FLOAT, CFG_BOOL, CFG_STRING, CFG_ENUM, CFG_PATH, CFG_LIST };
+
+/* Row flags. */
+#define CFG_AUTO     1  /* int key that also accepts `auto` (stored as -1) */
+#define CFG_REQUIRED 2  /* no default: the deck must set it */
+
+struct cfg_key {
+  const char *section;
+  const char *name;
+  enum cfg_type type;
+  const char *def;      /* default as deck text (NULL with CFG_REQUIRED) */
+  double min, max;      /* inclusive range for int/float/list items; ignored when min > max */
+  const char *choices;  /* enum: "a|b|c", stored as the index */
+  const char *unit;     /* "" when dimensionless */
+  const char *help;
+  size_t offset;        /* into struct config */
+  int flags;
+};
+
+struct cfg_list { int n; double v[CFG_LIST_MAX]; };
+
+/* Enum values: the order must match the `choices` string of the row. */
+enum run_mode { MODE_SYNC, MODE_COLOCATE_ASYNC, MODE_SEPARATE_ASYNC };
+enum run_device { DEVICE_AUTO, DEVICE_CPU, DEVICE_CUDA };
+enum ranks_layout { LAYOUT_SEPARATE, LAYOUT_COLOCATED };
+enum model_dtype { DTYPE_FP32, DTYPE_BF16 };
+enum lr_schedule { SCHED_CONSTANT, SCHED_LINEAR, SCHED_COSINE };
+
+struct config {
+  struct {
+    long seed, steps;
+    int mode, device;
+    char restart[CFG_STR_MAX];
+  } run;
+  struct {
+    long steps, batch_size, pool, eval_prompts;
+    double lr;
+    long warmup_steps;
+    struct cfg_list target_band;
+  } sft;
+  struct {
+    char init[CFG_STR_MAX];
+    long vocab_size, dim, layers, heads, kv_heads, ffn_dim, max_seq;
+    double rope_theta, norm_eps, init_std;
+    int tie_embeddings, qkv_bias, value_head, dtype;
+  } model;
+  struct {
+    double lr, weight_decay, beta1, beta2, eps, grad_clip, min_lr_ratio;
+    int schedule;
+    long warmup_steps, zero;
+  } optim;
+  struct {
+    char name[64];
+    long digits_min, digits_max;
+    char ops[64];
+  } task;
+  struct {
+    int name;
+    long group_size, prompts_per_step, mini_batches, ppo_epochs;
+  } algo;
+  struct {
+    long max_new_tokens, top_k, kv_cache_mb, max_batch_tokens, max_num_seqs;
+    double temperature, top_p;
+  } rollout;
+  struct {
+    long every, samples, k, prompts;
+  } eval;
+  struct {
+    char metrics_path[CFG_STR_MAX], samples_path[CFG_STR_MAX];
+    long samples_every;
+  } log;
+  struct {
+    char dir[CFG_STR_MAX];
+    long every, keep_last;
+  } checkpoint;
+  struct {
+    long controller, rollout, reward, train;  /* -1 = auto */
+    int layout;
+    long rollout_tp, train_dp, train_tp, train_pp, threads_per_rank, cores_per_node;
+    long micro_batch_seqs;
+    double device_memory_gb;
+  } ranks;
+};
+
+extern const struct cfg_key cfg_schema[];
+extern const int cfg_schema_len;
+
+#endif

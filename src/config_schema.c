@@ -1,0 +1,124 @@
+/* config_schema.c: every deck key, one row each (see config.h). The defaults here
+ * are the documented defaults; `rlpt deck-help` prints this table as markdown. */
+#include "config.h"
+
+#define OFF(field) offsetof(struct config, field)
+#define NORANGE 1, 0
+#define INT(sec, key, def, lo, hi, unit, help, field) \
+  { sec, key, CFG_INT, def, lo, hi, NULL, unit, help, OFF(field), 0 }
+#define AUTOINT(sec, key, def, lo, hi, unit, help, field) \
+  { sec, key, CFG_INT, def, lo, hi, NULL, unit, help, OFF(field), CFG_AUTO }
+#define FLT(sec, key, def, lo, hi, unit, help, field) \
+  { sec, key, CFG_FLOAT, def, lo, hi, NULL, unit, help, OFF(field), 0 }
+#define BOOL(sec, key, def, help, field) \
+  { sec, key, CFG_BOOL, def, NORANGE, NULL, "", help, OFF(field), 0 }
+#define ENUM(sec, key, def, choices, help, field) \
+  { sec, key, CFG_ENUM, def, NORANGE, choices, "", help, OFF(field), 0 }
+#define STR(sec, key, def, help, field) \
+  { sec, key, CFG_STRING, def, NORANGE, NULL, "", help, OFF(field), 0 }
+#define PATH(sec, key, def, help, field) \
+  { sec, key, CFG_PATH, def, NORANGE, NULL, "", help, OFF(field), 0 }
+#define LIST(sec, key, def, lo, hi, unit, help, field) \
+  { sec, key, CFG_LIST, def, lo, hi, NULL, unit, help, OFF(field), 0 }
+
+const struct cfg_key cfg_schema[] = {
+  /* [run] */
+  INT("run", "seed", "1234", 0, 9.2e18, "", "Seed of every random stream (rng.h keys it by step, prompt, sample, position)", run.seed),
+  INT("run", "steps", "10", 0, 1e9, "steps", "RL steps (0 = no RL phase, e.g. SFT only)", run.steps),
+  ENUM("run", "mode", "sync", "sync|colocate_async|separate_async", "Step scheduling: sync waits for each update; the async modes overlap rollout and training", run.mode),
+  ENUM("run", "device", "auto", "auto|cpu|cuda", "Compute device; auto = cuda when the build has it and a GPU is visible", run.device),
+  PATH("run", "restart", "", "Checkpoint to restart from: empty, `latest` or a path", run.restart),
+
+  /* [sft] */
+  INT("sft", "steps", "0", 0, 1e9, "steps", "Supervised warm-start steps before RL (0 = none)", sft.steps),
+  INT("sft", "batch_size", "64", 1, 1e7, "sequences", "SFT sequences per step (global)", sft.batch_size),
+  FLT("sft", "lr", "1e-3", 0, 10, "", "SFT peak learning rate", sft.lr),
+  INT("sft", "warmup_steps", "0", 0, 1e9, "steps", "SFT linear warm-up steps", sft.warmup_steps),
+  INT("sft", "pool", "0", 0, 1e9, "examples", "SFT sees only this many fixed examples (0 = fresh examples every step)", sft.pool),
+  INT("sft", "eval_prompts", "200", 1, 1e7, "prompts", "Held-out prompts for the end-of-SFT greedy exact match", sft.eval_prompts),
+  LIST("sft", "target_band", "0.0, 1.0", 0, 1, "fraction", "Post-SFT pass@1 must land in [lo, hi]; the run says so clearly when it does not", sft.target_band),
+
+  /* [model] */
+  STR("model", "init", "scratch", "Initial weights: scratch | gguf:PATH | hf:DIR | ckpt:PATH", model.init),
+  AUTOINT("model", "vocab_size", "auto", 1, 1e8, "tokens", "Vocabulary size (auto = from the tokenizer)", model.vocab_size),
+  INT("model", "dim", "128", 1, 1e6, "", "Hidden size", model.dim),
+  INT("model", "layers", "4", 1, 1e4, "", "Transformer blocks", model.layers),
+  INT("model", "heads", "4", 1, 1e4, "", "Attention (query) heads; dim must divide by it", model.heads),
+  INT("model", "kv_heads", "4", 1, 1e4, "", "Key/value heads (grouped-query attention); heads must divide by it", model.kv_heads),
+  INT("model", "ffn_dim", "344", 1, 1e7, "", "SwiGLU inner size", model.ffn_dim),
+  INT("model", "max_seq", "64", 2, 1e7, "tokens", "Longest sequence (prompt + response) the model accepts", model.max_seq),
+  FLT("model", "rope_theta", "10000", 1, 1e12, "", "RoPE base frequency", model.rope_theta),
+  FLT("model", "norm_eps", "1e-5", 0, 1, "", "RMSNorm epsilon", model.norm_eps),
+  FLT("model", "init_std", "0.02", 0, 10, "", "Std of the normal init of weight matrices (scratch init)", model.init_std),
+  BOOL("model", "tie_embeddings", "true", "lm_head shares model.embed_tokens.weight", model.tie_embeddings),
+  BOOL("model", "qkv_bias", "false", "q/k/v projections carry a bias (Qwen2)", model.qkv_bias),
+  BOOL("model", "value_head", "false", "Add a scalar value head score.weight (critic, reward model)", model.value_head),
+  ENUM("model", "dtype", "fp32", "fp32|bf16", "Compute precision (bf16 on GPU only)", model.dtype),
+
+  /* [optim] */
+  FLT("optim", "lr", "3e-5", 0, 10, "", "Peak learning rate of the RL phase", optim.lr),
+  FLT("optim", "weight_decay", "0.0", 0, 10, "", "AdamW decoupled weight decay", optim.weight_decay),
+  FLT("optim", "beta1", "0.9", 0, 0.999999, "", "AdamW beta1", optim.beta1),
+  FLT("optim", "beta2", "0.999", 0, 0.9999999, "", "AdamW beta2", optim.beta2),
+  FLT("optim", "eps", "1e-8", 0, 1, "", "AdamW epsilon", optim.eps),
+  FLT("optim", "grad_clip", "1.0", 0, 1e9, "", "Global-norm gradient clip (0 = off)", optim.grad_clip),
+  ENUM("optim", "schedule", "constant", "constant|linear|cosine", "LR schedule after warm-up", optim.schedule),
+  INT("optim", "warmup_steps", "0", 0, 1e9, "steps", "Linear LR warm-up", optim.warmup_steps),
+  FLT("optim", "min_lr_ratio", "0.0", 0, 1, "", "Final LR of linear/cosine decay as a fraction of lr", optim.min_lr_ratio),
+  INT("optim", "zero", "0", 0, 1, "", "ZeRO stage for AdamW state (0 = replicated, 1 = sharded over DP)", optim.zero),
+
+  /* [task] */
+  STR("task", "name", "arith", "Built-in task (arith | countdown) or jsonl", task.name),
+  INT("task", "digits_min", "1", 1, 9, "digits", "arith: fewest operand digits", task.digits_min),
+  INT("task", "digits_max", "2", 1, 9, "digits", "arith: most operand digits", task.digits_max),
+  STR("task", "ops", "+", "arith: operators to draw from, e.g. +-*", task.ops),
+
+  /* [algo] */
+  ENUM("algo", "name", "grpo", "grpo|dr_grpo|dapo|gspo|ppo|rloo|reinforce_pp|dpo", "Algorithm preset (every knob below can still be set)", algo.name),
+  INT("algo", "group_size", "8", 1, 1e5, "samples", "Samples per prompt (G)", algo.group_size),
+  INT("algo", "prompts_per_step", "16", 1, 1e7, "prompts", "Prompts per RL step (global)", algo.prompts_per_step),
+  INT("algo", "mini_batches", "1", 1, 1e5, "", "Optimizer updates per step per epoch", algo.mini_batches),
+  INT("algo", "ppo_epochs", "1", 1, 1e3, "", "Passes over each step's batch", algo.ppo_epochs),
+
+  /* [rollout] */
+  INT("rollout", "max_new_tokens", "16", 1, 1e7, "tokens", "Longest response", rollout.max_new_tokens),
+  FLT("rollout", "temperature", "1.0", 0, 100, "", "Sampling temperature (0 = greedy)", rollout.temperature),
+  FLT("rollout", "top_p", "1.0", 0, 1, "", "Nucleus sampling mass (1 = off)", rollout.top_p),
+  INT("rollout", "top_k", "0", 0, 1e8, "tokens", "Top-k sampling (0 = off)", rollout.top_k),
+  INT("rollout", "kv_cache_mb", "256", 1, 1e8, "MiB", "KV-cache pool per rollout rank", rollout.kv_cache_mb),
+  INT("rollout", "max_batch_tokens", "4096", 1, 1e9, "tokens", "Most tokens per forward (prefill + decode)", rollout.max_batch_tokens),
+  INT("rollout", "max_num_seqs", "256", 1, 1e7, "sequences", "Most sequences decoded together", rollout.max_num_seqs),
+
+  /* [eval] */
+  INT("eval", "every", "0", 0, 1e9, "steps", "Evaluate every N RL steps (0 = only at the end)", eval.every),
+  INT("eval", "prompts", "200", 1, 1e7, "prompts", "Held-out prompts per evaluation", eval.prompts),
+  INT("eval", "samples", "4", 1, 1e5, "samples", "Sampled completions per prompt (n of pass@k)", eval.samples),
+  INT("eval", "k", "4", 1, 1e5, "", "k of pass@k (k <= samples)", eval.k),
+
+  /* [log] */
+  PATH("log", "metrics_path", "metrics.jsonl", "Per-step metrics, one JSON line per step", log.metrics_path),
+  PATH("log", "samples_path", "", "Sample dumps (prompt, response, reward, advantage); empty = off", log.samples_path),
+  INT("log", "samples_every", "0", 0, 1e9, "steps", "Write samples every N steps (0 = off)", log.samples_every),
+
+  /* [checkpoint] */
+  PATH("checkpoint", "dir", "checkpoints", "Directory of step_%08d.h5 files and `latest`", checkpoint.dir),
+  INT("checkpoint", "every", "0", 0, 1e9, "steps", "Checkpoint every N steps (0 = only at the end)", checkpoint.every),
+  INT("checkpoint", "keep_last", "3", 1, 1e6, "files", "Complete checkpoints to keep", checkpoint.keep_last),
+
+  /* [ranks] */
+  AUTOINT("ranks", "controller", "auto", 0, 1, "ranks", "Controller ranks (auto = 1 with layout separate, 0 colocated)", ranks.controller),
+  AUTOINT("ranks", "rollout", "auto", 0, 1e7, "ranks", "Rollout ranks (auto = what is left after the others)", ranks.rollout),
+  AUTOINT("ranks", "reward", "auto", 0, 1e7, "ranks", "Reward ranks (auto = 1 with layout separate, 0 colocated)", ranks.reward),
+  AUTOINT("ranks", "train", "auto", 1, 1e7, "ranks", "Train ranks (auto = train_dp * train_tp * train_pp)", ranks.train),
+  ENUM("ranks", "layout", "separate", "separate|colocated", "separate: disjoint role ranks; colocated: every rank runs rollout, reward and train in turn", ranks.layout),
+  INT("ranks", "rollout_tp", "1", 1, 1e4, "ranks", "Tensor-parallel size of one rollout engine instance", ranks.rollout_tp),
+  INT("ranks", "train_dp", "1", 1, 1e7, "ranks", "Data-parallel size of the train grid", ranks.train_dp),
+  INT("ranks", "train_tp", "1", 1, 1e4, "ranks", "Tensor-parallel size of the train grid", ranks.train_tp),
+  INT("ranks", "train_pp", "1", 1, 1e4, "ranks", "Pipeline-parallel size of the train grid", ranks.train_pp),
+  INT("ranks", "threads_per_rank", "1", 1, 4096, "threads", "BLAS threads per rank; ranks x threads on a node must not exceed its cores", ranks.threads_per_rank),
+  AUTOINT("ranks", "cores_per_node", "auto", 1, 1e5, "cores", "Cores of one node (auto = read from the machine)", ranks.cores_per_node),
+  INT("ranks", "micro_batch_seqs", "8", 1, 1e7, "sequences", "Sequences per train micro-batch (activation memory)", ranks.micro_batch_seqs),
+  FLT("ranks", "device_memory_gb", "0", 0, 1e6, "GB", "Memory of one device/rank; `plan` checks every role fits (0 = no check)", ranks.device_memory_gb),
+};
+
+const int cfg_schema_len = (int)(sizeof cfg_schema / sizeof cfg_schema[0]);

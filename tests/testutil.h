@@ -1,0 +1,23 @@
+/* testutil.h: tiny check macros for the C tests. A failed check prints file:line
+ * and the values, and the test's exit code counts failures (never 0 on failure). */
+#ifndef RLPT_TESTUTIL_H
+#define RLPT_TESTUTIL_H
+#include <math.h>
+#include <stdio.h>
+
+static int tu_failures = 0;
+
+#define CHECK(cond) do { if (!(cond)) { tu_failures++; \
+  fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); } } while (0)
+#define CHECK_MSG(cond, ...) do { if (!(cond)) { tu_failures++; \
+  fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond); \
+  fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+/* |a - b| <= tol (absolute). NaN always fails. */
+#define CHECK_NEAR(a, b, tol) do { double _a = (a), _b = (b); \
+  if (!(fabs(_a - _b) <= (tol))) { tu_failures++; fprintf(stderr, \
+  "%s:%d: CHECK_NEAR failed: %s = %.9g vs %s = %.9g (diff %.3g > tol %.3g)\n", \
+  __FILE__, __LINE__, #a, _a, #b, _b, fabs(_a - _b), (double)(tol)); } } while (0)
+#define TEST_RESULT(name) (tu_failures ? (fprintf(stderr, "%s: %d check(s) failed\n", \
+  name, tu_failures), 1) : (printf("%s: all checks passed\n", name), 0))
+
+#endif
