@@ -101,4 +101,23 @@ struct config {
 extern const struct cfg_key cfg_schema[];
 extern const int cfg_schema_len;
 
+/* ---- API (src/config.c) ----------------------------------------------------
+ * Every function that can fail on user input returns 0 or 2 (the exit code for
+ * bad input) and describes the problem as "FILE:LINE: message" in err. */
+
+/* Every key at its default. */
+void config_defaults(struct config *cfg);
+/* Parse deck text (path is used in messages), then apply command-line overrides
+ * "section.key=value" (validated the same way), then the cross-key checks. */
+int config_parse(struct config *cfg, const char *path, const char *text, int n_over,
+                 char *const *over, char *err, size_t errlen);
+/* Read and parse a deck file without MPI; prints the error to stderr. */
+int config_load_serial(struct config *cfg, const char *path, int n_over, char *const *over);
+/* Collective over comm (an MPI_Comm, passed as void* so this header needs no
+ * mpi.h): rank 0 reads and validates, the bytes are broadcast, every rank ends
+ * with the same struct. On error rank 0 prints one message; all ranks return 2. */
+int config_load(struct config *cfg, const char *path, int n_over, char *const *over, void *comm);
+/* The canonical deck: every key, in schema order, `key = value  # source`. */
+void config_write_canonical(const struct config *cfg, FILE *f);
+
 #endif
