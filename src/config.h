@@ -8,6 +8,7 @@
 #ifndef RLPT_CONFIG_H
 #define RLPT_CONFIG_H
 
+#include <mpi.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -113,10 +114,9 @@ int config_parse(struct config *cfg, const char *path, const char *text, int n_o
                  char *const *over, char *err, size_t errlen);
 /* Read and parse a deck file without MPI; prints the error to stderr. */
 int config_load_serial(struct config *cfg, const char *path, int n_over, char *const *over);
-/* Collective over comm (an MPI_Comm, passed as void* so this header needs no
- * mpi.h): rank 0 reads and validates, the bytes are broadcast, every rank ends
+/* Collective over comm: rank 0 reads and validates, the bytes are broadcast, every rank ends
  * with the same struct. On error rank 0 prints one message; all ranks return 2. */
-int config_load(struct config *cfg, const char *path, int n_over, char *const *over, void *comm);
+int config_load(struct config *cfg, const char *path, int n_over, char *const *over, MPI_Comm comm);
 /* The canonical deck: every key, in schema order, `key = value  # source`. */
 void config_write_canonical(const struct config *cfg, FILE *f);
 
