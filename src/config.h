@@ -14,6 +14,7 @@
 
 #define CFG_STR_MAX 512   /* longest string/path value, checked at parse time */
 #define CFG_LIST_MAX 16   /* most items in a list value */
+#define CFG_KEYS_MAX 512  /* most schema rows (config.c checks cfg_schema_len against it) */
 
 enum cfg_type { CFG_INT, CFG_FLOAT, CFG_BOOL, CFG_STRING, CFG_ENUM, CFG_PATH, CFG_LIST };
 
@@ -32,6 +33,7 @@ struct cfg_key {
   const char *help;
   size_t offset;        /* into struct config */
   int flags;
+  size_t size;          /* string/path: sizeof the char array (set by STR/PATH); 0 = CFG_STR_MAX */
 };
 
 struct cfg_list { int n; double v[CFG_LIST_MAX]; };
@@ -44,6 +46,9 @@ enum model_dtype { DTYPE_FP32, DTYPE_BF16 };
 enum lr_schedule { SCHED_CONSTANT, SCHED_LINEAR, SCHED_COSINE };
 
 struct config {
+  /* Bookkeeping (config.c): where each row's value came from, indexed like cfg_schema:
+   * 0 = default, > 0 = deck line, < 0 = command-line override number -(i + 1). */
+  int src[CFG_KEYS_MAX];
   struct {
     long seed, steps;
     int mode, device;
@@ -119,5 +124,13 @@ int config_load_serial(struct config *cfg, const char *path, int n_over, char *c
 int config_load(struct config *cfg, const char *path, int n_over, char *const *over, MPI_Comm comm);
 /* The canonical deck: every key, in schema order, `key = value  # source`. */
 void config_write_canonical(const struct config *cfg, FILE *f);
+/* Row index of [section] name in cfg_schema, or -1. */
+int config_find(const char *section, const char *name);
+/* 1 when arg looks like an override `section.key=value` (the rest is options/positionals). */
+int config_is_override(const char *arg);
+/* Commands take `DECK [--options] [section.key=value ...]` in any order: this moves argv[1..]
+ * into over (the overrides) and rest (everything else), both in their original order; both
+ * arrays need room for argc pointers. */
+void config_split_args(int argc, char **argv, char **over, int *n_over, char **rest, int *n_rest);
 
 #endif

@@ -5,21 +5,22 @@
 #define OFF(field) offsetof(struct config, field)
 #define NORANGE 1, 0
 #define INT(sec, key, def, lo, hi, unit, help, field) \
-  { sec, key, CFG_INT, def, lo, hi, NULL, unit, help, OFF(field), 0 }
+  { sec, key, CFG_INT, def, lo, hi, NULL, unit, help, OFF(field), 0, 0 }
 #define AUTOINT(sec, key, def, lo, hi, unit, help, field) \
-  { sec, key, CFG_INT, def, lo, hi, NULL, unit, help, OFF(field), CFG_AUTO }
+  { sec, key, CFG_INT, def, lo, hi, NULL, unit, help, OFF(field), CFG_AUTO, 0 }
 #define FLT(sec, key, def, lo, hi, unit, help, field) \
-  { sec, key, CFG_FLOAT, def, lo, hi, NULL, unit, help, OFF(field), 0 }
+  { sec, key, CFG_FLOAT, def, lo, hi, NULL, unit, help, OFF(field), 0, 0 }
 #define BOOL(sec, key, def, help, field) \
-  { sec, key, CFG_BOOL, def, NORANGE, NULL, "", help, OFF(field), 0 }
+  { sec, key, CFG_BOOL, def, NORANGE, NULL, "", help, OFF(field), 0, 0 }
 #define ENUM(sec, key, def, choices, help, field) \
-  { sec, key, CFG_ENUM, def, NORANGE, choices, "", help, OFF(field), 0 }
+  { sec, key, CFG_ENUM, def, NORANGE, choices, "", help, OFF(field), 0, 0 }
+#define FSIZE(field) sizeof(((struct config *)0)->field)
 #define STR(sec, key, def, help, field) \
-  { sec, key, CFG_STRING, def, NORANGE, NULL, "", help, OFF(field), 0 }
+  { sec, key, CFG_STRING, def, NORANGE, NULL, "", help, OFF(field), 0, FSIZE(field) }
 #define PATH(sec, key, def, help, field) \
-  { sec, key, CFG_PATH, def, NORANGE, NULL, "", help, OFF(field), 0 }
+  { sec, key, CFG_PATH, def, NORANGE, NULL, "", help, OFF(field), 0, FSIZE(field) }
 #define LIST(sec, key, def, lo, hi, unit, help, field) \
-  { sec, key, CFG_LIST, def, lo, hi, NULL, unit, help, OFF(field), 0 }
+  { sec, key, CFG_LIST, def, lo, hi, NULL, unit, help, OFF(field), 0, 0 }
 
 const struct cfg_key cfg_schema[] = {
   /* [run] */
