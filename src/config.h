@@ -44,6 +44,7 @@ enum run_device { DEVICE_AUTO, DEVICE_CPU, DEVICE_CUDA };
 enum ranks_layout { LAYOUT_SEPARATE, LAYOUT_COLOCATED };
 enum model_dtype { DTYPE_FP32, DTYPE_BF16 };
 enum lr_schedule { SCHED_CONSTANT, SCHED_LINEAR, SCHED_COSINE };
+enum rollout_scheduling { ROLLOUT_FCFS, ROLLOUT_LONGEST_FIRST };
 
 struct config {
   /* Bookkeeping (config.c): where each row's value came from, indexed like cfg_schema:
@@ -83,6 +84,9 @@ struct config {
   struct {
     long max_new_tokens, top_k, kv_cache_mb, max_batch_tokens, max_num_seqs;
     double temperature, top_p;
+    long block_size;
+    int scheduling, prefix_sharing;
+    char stop[CFG_STR_MAX];
   } rollout;
   struct {
     long every, samples, k, prompts;

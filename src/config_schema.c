@@ -89,6 +89,10 @@ const struct cfg_key cfg_schema[] = {
   INT("rollout", "kv_cache_mb", "256", 1, 1e8, "MiB", "KV-cache pool per rollout rank", rollout.kv_cache_mb),
   INT("rollout", "max_batch_tokens", "4096", 1, 1e9, "tokens", "Most tokens per forward (prefill + decode)", rollout.max_batch_tokens),
   INT("rollout", "max_num_seqs", "256", 1, 1e7, "sequences", "Most sequences decoded together", rollout.max_num_seqs),
+  INT("rollout", "block_size", "16", 1, 4096, "tokens", "Tokens per KV-cache block (paged attention page)", rollout.block_size),
+  ENUM("rollout", "scheduling", "fcfs", "fcfs|longest_first", "Admission order: fcfs = request order; longest_first = longest prompt first (ties in request order)", rollout.scheduling),
+  BOOL("rollout", "prefix_sharing", "true", "Prefill each prompt once and share its KV blocks among its G samples (copy-on-write)", rollout.prefix_sharing),
+  STR("rollout", "stop", "", "Stop string: a response ends (finish_reason = stop) once its decoded text ends with it; empty = none", rollout.stop),
 
   /* [eval] */
   INT("eval", "every", "0", 0, 1e9, "steps", "Evaluate every N RL steps (0 = only at the end)", eval.every),
