@@ -1,0 +1,64 @@
+/* tokenizer.h: text <-> token ids. One struct for every kind of tokenizer; the
+ * kind's functions sit behind `ops`, so a byte-level BPE (tokenizer_bpe.c) slots
+ * in beside the built-in character tokenizer without touching callers.
+ *
+ * Built-in character tokenizer (TOK_CHAR), vocab 98:
+ *   ids 0..94  = printable ASCII bytes 32..126 (id = byte - 32; ' ' is 0, '~' is 94)
+ *   id  95     = BOS, 96 = EOS, 97 = PAD
+ * Any other byte (newline, tab, control, >= 128) is not encodable: encode returns
+ * TOK_ERR_UNKNOWN and the byte offset, for the caller to report (no silent mapping). */
+#ifndef RLPT_TOKENIZER_H
+#define RLPT_TOKENIZER_H
+
+#include <stddef.h>
+
+enum tok_kind { TOK_CHAR = 0, TOK_BPE = 1 };
+
+#define TOK_CHAR_BOS 95
+#define TOK_CHAR_EOS 96
+#define TOK_CHAR_PAD 97
+#define TOK_CHAR_VOCAB 98
+
+/* Return codes of encode/decode. */
+#define TOK_OK 0
+#define TOK_ERR_UNKNOWN 1   /* encode: a byte/sequence with no token; decode: id out of range */
+#define TOK_ERR_SPACE 2     /* the output buffer is too small */
+
+struct tokenizer;
+
+struct tokenizer_ops {
+  /* text[0..len) -> ids; writes at most cap ids. On success *n_ids = count.
+   * On TOK_ERR_UNKNOWN *err_at = byte offset of the culprit; on TOK_ERR_SPACE
+   * *n_ids = the ids needed when known (else 0). */
+  int (*encode)(const struct tokenizer *t, const char *text, size_t len, int *ids, size_t cap,
+                size_t *n_ids, size_t *err_at);
+  /* ids -> text (NUL-terminated, out_cap includes the NUL). Special tokens are
+   * skipped. On TOK_ERR_UNKNOWN *len_out = index of the bad id. */
+  int (*decode)(const struct tokenizer *t, const int *ids, size_t n, char *out, size_t out_cap,
+                size_t *len_out);
+  /* Printable form of one token ("a", "<eos>"); "<invalid>" for out-of-range ids. */
+  const char *(*token_str)(const struct tokenizer *t, int id);
+  void (*release)(struct tokenizer *t);  /* frees impl; NULL when nothing to free */
+};
+
+struct tokenizer {
+  enum tok_kind kind;
+  int vocab_size;
+  int bos_id, eos_id, pad_id;
+  const struct tokenizer_ops *ops;
+  void *impl;  /* kind-specific state (NULL for TOK_CHAR) */
+};
+
+/* The built-in character tokenizer (cannot fail). */
+void tokenizer_init_char(struct tokenizer *t);
+void tokenizer_free(struct tokenizer *t);
+const char *tokenizer_kind_name(enum tok_kind kind);
+
+int tokenizer_encode(const struct tokenizer *t, const char *text, size_t len, int *ids, size_t cap,
+                     size_t *n_ids, size_t *err_at);
+int tokenizer_decode(const struct tokenizer *t, const int *ids, size_t n, char *out, size_t out_cap,
+                     size_t *len_out);
+const char *tokenizer_token_str(const struct tokenizer *t, int id);
+int tokenizer_is_special(const struct tokenizer *t, int id);
+
+#endif

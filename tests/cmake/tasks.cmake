@@ -1,0 +1,3 @@
+# tasks.cmake: tests of rng, tokenizer, tasks, verifiers and rewards.
+add_unit_test(test_rng SOURCES test_rng.c)
+add_unit_test(test_tokenizer SOURCES test_tokenizer.c)
