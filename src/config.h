@@ -44,6 +44,20 @@ enum run_device { DEVICE_AUTO, DEVICE_CPU, DEVICE_CUDA };
 enum ranks_layout { LAYOUT_SEPARATE, LAYOUT_COLOCATED };
 enum model_dtype { DTYPE_FP32, DTYPE_BF16 };
 enum lr_schedule { SCHED_CONSTANT, SCHED_LINEAR, SCHED_COSINE };
+/* [algo] enums (src/algo.h uses them; order = the schema row's choices). */
+enum algo_name { ALGO_GRPO, ALGO_DR_GRPO, ALGO_DAPO, ALGO_GSPO, ALGO_PPO, ALGO_RLOO,
+                 ALGO_REINFORCE_PP, ALGO_DPO };
+enum adv_estimator { ADV_GRPO, ADV_DR_GRPO, ADV_RLOO, ADV_REINFORCE_PP, ADV_REINFORCE_PP_BASELINE,
+                     ADV_GAE };
+enum adv_std { STD_UNBIASED, STD_BIASED };
+enum policy_loss { PL_PPO_CLIP, PL_GSPO, PL_CISPO };
+enum loss_agg { AGG_TOKEN_MEAN, AGG_SEQ_MEAN_TOKEN_SUM, AGG_SEQ_MEAN_TOKEN_MEAN,
+                AGG_SEQ_MEAN_TOKEN_SUM_NORM };
+enum kl_estimator { KL_K1, KL_K2, KL_K3, KL_LOW_VAR };
+enum kl_place { KL_IN_LOSS, KL_IN_REWARD };
+enum old_logprobs { OLDLP_RECOMPUTE, OLDLP_ROLLOUT };
+enum dpo_loss { DPO_SIGMOID, DPO_IPO };
+enum tis_mode { TIS_OFF, TIS_TOKEN_TRUNCATE, TIS_SEQ_TRUNCATE, TIS_TOKEN_MASK, TIS_SEQ_MASK };
 enum rollout_scheduling { ROLLOUT_FCFS, ROLLOUT_LONGEST_FIRST };
 
 struct config {
@@ -80,6 +94,11 @@ struct config {
   struct {
     int name;
     long group_size, prompts_per_step, mini_batches, ppo_epochs;
+    int adv_estimator, std, policy_loss, loss_agg, kl_estimator, kl_in, old_logprobs, dpo_loss, tis;
+    int whiten_adv, dynamic_sampling;
+    double adv_eps, clip_low, clip_high, dual_clip, kl_coef, entropy_coef, gamma, lam, vf_coef;
+    double value_clip, logprob_min, overlong_penalty, dpo_beta, tis_cap, tis_min;
+    long max_resample_rounds, overlong_buffer;
   } algo;
   struct {
     long max_new_tokens, top_k, kv_cache_mb, max_batch_tokens, max_num_seqs;
@@ -136,5 +155,8 @@ int config_is_override(const char *arg);
  * into over (the overrides) and rest (everything else), both in their original order; both
  * arrays need room for argc pointers. */
 void config_split_args(int argc, char **argv, char **over, int *n_over, char **rest, int *n_rest);
+/* For `rlpt deck-help`: "int", "float", ...; the allowed values of a row ("[1, 64]", "a|b"). */
+const char *config_type_name(enum cfg_type t);
+void config_allowed_text(const struct cfg_key *k, char *buf, size_t len);
 
 #endif
