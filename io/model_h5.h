@@ -1,0 +1,38 @@
+/* model_h5.h: model weights in HDF5 (serial), in the checkpoint's layout.
+ *
+ *   /meta            attrs: model_config (JSON string, params.c), format_version (int)
+ *   /model/<hf-name> float32, [out, in] for matrices, [n] for norm weights and biases
+ *
+ * The group functions read/write any parameter table + flat buffer under a
+ * group name, so the checkpoint module can reuse them for /optim/m, /ref, ...
+ * Every function that can fail on user input returns 0 or 2 (bad input) or 1
+ * (I/O failure while writing) and prints one message naming the file and the
+ * dataset or attribute. */
+#ifndef RLPT_MODEL_H5_H
+#define RLPT_MODEL_H5_H
+
+#include <hdf5.h>
+
+#include "params.h"
+
+#define MODEL_H5_FORMAT_VERSION 1
+
+/* Write every tensor of t from buf as <group>/<hf-name> (group is created). */
+int h5_params_write(hid_t loc, const char *group, const struct param_table *t, const float *buf,
+                    const char *path);
+/* Read every tensor of t into buf from <group>/<hf-name>; a missing dataset or
+ * a shape that differs from the table is an error (2). */
+int h5_params_read(hid_t loc, const char *group, const struct param_table *t, float *buf,
+                   const char *path);
+/* /meta attributes: model_config JSON and format_version. */
+int h5_meta_write(hid_t file, const struct model_config *mc, const char *path);
+int h5_meta_read_config(hid_t file, struct model_config *mc, const char *path);
+
+/* Whole model files: create/overwrite path with /meta and /model. */
+int model_h5_write(const char *path, const struct model_config *mc, const float *params);
+/* The config stored in path's /meta (validated). */
+int model_h5_read_config(const char *path, struct model_config *mc);
+/* /model of path into params, laid out by t (built from the same config). */
+int model_h5_read_params(const char *path, const struct param_table *t, float *params);
+
+#endif

@@ -1,0 +1,340 @@
+/* model.c: forward and backward of the transformer on a packed batch.
+ *
+ * Written once against backend.h. Each layer keeps what its backward needs
+ * (inputs of the norms, q/k/v after RoPE, attention output and log-sum-exp,
+ * gate/up); the normed inputs and the SwiGLU product are recomputed in the
+ * backward, which costs a few elementwise passes and saves two [T, C] and one
+ * [T, F] buffer per layer. The attention op takes separate query and key
+ * spans (struct attn_batch), so a KV-cache path can call the same layer code
+ * with cached keys. */
+#include "model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rng.h"
+
+static float *W(const struct model *m, enum param_kind kind, int layer) {
+  size_t off = param_offset(&m->table, kind, layer);
+  return off == (size_t)-1 ? NULL : m->params + off;
+}
+
+static float *G(const struct model *m, enum param_kind kind, int layer) {
+  size_t off = param_offset(&m->table, kind, layer);
+  return off == (size_t)-1 ? NULL : m->grads + off;
+}
+
+/* ---- allocation ----------------------------------------------------------- */
+
+/* Hands out consecutive pieces of the arena; with base == NULL it only counts. */
+struct carver { float *base; size_t used; };
+
+static float *carve(struct carver *c, size_t n) {
+  float *p = c->base ? c->base + c->used : NULL;
+  c->used += (n + 15) & ~(size_t)15; /* 64-byte aligned pieces */
+  return p;
+}
+
+static void model_carve(struct model *m, struct carver *c) {
+  const struct model_config *mc = &m->cfg;
+  size_t T = (size_t)m->max_tokens, C = mc->dim, F = mc->ffn_dim;
+  size_t KV = (size_t)mc->kv_heads * mc->head_dim;
+  int span = mc->max_seq < m->max_tokens ? mc->max_seq : m->max_tokens;
+  for (int l = 0; l < mc->layers; l++) {
+    struct layer_acts *a = &m->layers[l];
+    a->res_in = carve(c, T * C);
+    a->rstd1 = carve(c, T);
+    a->q = carve(c, T * C);
+    a->k = carve(c, T * KV);
+    a->v = carve(c, T * KV);
+    a->att = carve(c, T * C);
+    a->lse = carve(c, T * mc->heads);
+    a->res_mid = carve(c, T * C);
+    a->rstd2 = carve(c, T);
+    a->gate = carve(c, T * F);
+    a->up = carve(c, T * F);
+  }
+  m->res_final = carve(c, T * C);
+  m->rstdf = carve(c, T);
+  m->xf = carve(c, T * C);
+  m->lse_out = carve(c, T);
+  m->ent_out = carve(c, T);
+  m->xn = carve(c, T * C);
+  m->h = carve(c, T * F);
+  m->dres = carve(c, T * C);
+  m->dxn = carve(c, T * C);
+  m->datt = carve(c, T * C);
+  m->dq = carve(c, T * C);
+  m->dk = carve(c, T * KV);
+  m->dv = carve(c, T * KV);
+  m->dgate = carve(c, T * F);
+  m->dup = carve(c, T * F);
+  m->logits = carve(c, (size_t)MODEL_LOGIT_CHUNK * mc->vocab_size);
+  m->attn_scratch = carve(c, attn_scratch_floats(span, span));
+}
+
+/* cos/sin of pos * theta^(-2i/D), computed in double, stored fp32. */
+static void rope_tables(struct model *m) {
+  int half = m->cfg.head_dim / 2;
+  for (int p = 0; p < m->cfg.max_seq; p++)
+    for (int i = 0; i < half; i++) {
+      double inv_freq = pow(m->cfg.rope_theta, -2.0 * i / m->cfg.head_dim);
+      m->rope_cos[(size_t)p * half + i] = (float)cos(p * inv_freq);
+      m->rope_sin[(size_t)p * half + i] = (float)sin(p * inv_freq);
+    }
+}
+
+int model_create(struct model *m, const struct model_config *mc, int max_tokens,
+                 const struct backend_ops *ops) {
+  memset(m, 0, sizeof *m);
+  m->cfg = *mc;
+  m->cfg.head_dim = mc->dim / mc->heads;
+  m->ops = ops;
+  m->max_tokens = max_tokens;
+  m->logit_chunk = MODEL_LOGIT_CHUNK;
+  param_table_build(&m->table, &m->cfg);
+  size_t half = (size_t)m->cfg.head_dim / 2;
+  m->params = calloc(m->table.total, sizeof(float));
+  m->grads = calloc(m->table.total, sizeof(float));
+  m->tokens = malloc(sizeof(int) * (size_t)max_tokens);
+  m->pos = malloc(sizeof(int) * (size_t)max_tokens);
+  m->targets = malloc(sizeof(int) * (size_t)max_tokens);
+  m->cu_seqlens = malloc(sizeof(int) * ((size_t)max_tokens + 1));
+  m->rope_cos = malloc(sizeof(float) * half * mc->max_seq);
+  m->rope_sin = malloc(sizeof(float) * half * mc->max_seq);
+  m->layers = calloc((size_t)mc->layers, sizeof *m->layers);
+  struct carver count = {NULL, 0};
+  model_carve(m, &count);
+  m->arena = malloc(sizeof(float) * count.used);
+  if (!m->params || !m->grads || !m->tokens || !m->pos || !m->targets || !m->cu_seqlens ||
+      !m->rope_cos || !m->rope_sin || !m->layers || !m->arena) {
+    fprintf(stderr, "rlpt: out of memory for the model (%zu parameters, %zu activation floats "
+            "for %d tokens)\n", m->table.total, count.used, max_tokens);
+    model_free(m);
+    return -1;
+  }
+  struct carver c = {m->arena, 0};
+  model_carve(m, &c);
+  rope_tables(m);
+  return 0;
+}
+
+void model_free(struct model *m) {
+  free(m->params);
+  free(m->grads);
+  free(m->tokens);
+  free(m->pos);
+  free(m->targets);
+  free(m->cu_seqlens);
+  free(m->rope_cos);
+  free(m->rope_sin);
+  free(m->layers);
+  free(m->arena);
+  param_table_free(&m->table);
+  memset(m, 0, sizeof *m);
+}
+
+/* ---- initialisation --------------------------------------------------------- */
+
+void model_init_params(struct model *m, uint64_t seed) {
+  for (int n = 0; n < m->table.n; n++) {
+    const struct param_entry *e = &m->table.e[n];
+    float *p = m->params + e->offset;
+    switch (e->kind) {
+    case P_ATTN_NORM: case P_FFN_NORM: case P_FINAL_NORM:
+      for (size_t i = 0; i < e->numel; i++) p[i] = 1.0f;
+      break;
+    case P_BQ: case P_BK: case P_BV:
+      memset(p, 0, sizeof(float) * e->numel);
+      break;
+    default: {
+      /* one rng stream per tensor: values depend on (seed, tensor index) only */
+      struct rng_seq s;
+      rng_seq_init(&s, seed, RNG_STREAM_INIT, (uint32_t)n, 0);
+      rng_seq_fill_normal(&s, p, e->numel, 0.0f, (float)m->cfg.init_std);
+    }
+    }
+  }
+}
+
+void model_zero_grad(struct model *m) {
+  memset(m->grads, 0, sizeof(float) * m->table.total);
+}
+
+/* ---- forward ---------------------------------------------------------------- */
+
+/* Checks the packed batch and keeps tokens, positions and targets. */
+static int batch_set(struct model *m, const int *tokens, const int *cu, int nseq) {
+  if (nseq < 1 || cu[0] != 0 || cu[nseq] > m->max_tokens) {
+    fprintf(stderr, "rlpt: model batch of %d sequences, %d tokens exceeds the budget of %d tokens\n",
+            nseq, nseq >= 1 ? cu[nseq] : 0, m->max_tokens);
+    return -1;
+  }
+  int maxlen = 0;
+  for (int s = 0; s < nseq; s++) {
+    int len = cu[s + 1] - cu[s];
+    if (len < 1 || len > m->cfg.max_seq) {
+      fprintf(stderr, "rlpt: model sequence %d has %d tokens (must be 1..max_seq = %d)\n", s, len,
+              m->cfg.max_seq);
+      return -1;
+    }
+    maxlen = len > maxlen ? len : maxlen;
+    for (int t = cu[s]; t < cu[s + 1]; t++) {
+      if (tokens[t] < 0 || tokens[t] >= m->cfg.vocab_size) {
+        fprintf(stderr, "rlpt: token %d at position %d is outside the vocabulary (0..%d)\n",
+                tokens[t], t, m->cfg.vocab_size - 1);
+        return -1;
+      }
+      m->tokens[t] = tokens[t];
+      m->pos[t] = t - cu[s];
+      m->targets[t] = t + 1 < cu[s + 1] ? tokens[t + 1] : -1;
+    }
+  }
+  memcpy(m->cu_seqlens, cu, sizeof(int) * ((size_t)nseq + 1));
+  m->T = cu[nseq];
+  m->nseq = nseq;
+  m->attn = (struct attn_batch){nseq, m->cu_seqlens, m->cu_seqlens, maxlen, maxlen};
+  return 0;
+}
+
+/* y[T, out] = x[T, in] W^T (+ b): a linear layer with W [out, in]. */
+static void linear_fwd(const struct model *m, float *y, const float *x, const float *w,
+                       const float *b, int T, int out, int in, float beta) {
+  m->ops->matmul(0, 1, T, out, in, 1.0f, x, in, w, in, beta, y, out);
+  if (b) m->ops->bias_add(y, b, T, out);
+}
+
+/* dx[T, in] (+)= dy W;  dW += dy^T x;  db += colsum(dy). */
+static void linear_bwd(const struct model *m, float *dx, float *dw, float *db, const float *dy,
+                       const float *x, const float *w, int T, int out, int in, float beta) {
+  m->ops->matmul(0, 0, T, in, out, 1.0f, dy, out, w, in, beta, dx, in);
+  m->ops->matmul(1, 0, out, in, T, 1.0f, dy, out, x, in, 1.0f, dw, in);
+  if (db) m->ops->bias_bwd(db, dy, T, out);
+}
+
+static void layer_forward(struct model *m, int l, float *out) {
+  const struct model_config *mc = &m->cfg;
+  const struct backend_ops *ops = m->ops;
+  struct layer_acts *a = &m->layers[l];
+  int T = m->T, C = mc->dim, F = mc->ffn_dim, H = mc->heads, KVH = mc->kv_heads, D = mc->head_dim;
+  int KV = KVH * D;
+  ops->rmsnorm_fwd(m->xn, a->rstd1, a->res_in, W(m, P_ATTN_NORM, l), T, C, (float)mc->norm_eps);
+  linear_fwd(m, a->q, m->xn, W(m, P_WQ, l), W(m, P_BQ, l), T, C, C, 0.0f);
+  linear_fwd(m, a->k, m->xn, W(m, P_WK, l), W(m, P_BK, l), T, KV, C, 0.0f);
+  linear_fwd(m, a->v, m->xn, W(m, P_WV, l), W(m, P_BV, l), T, KV, C, 0.0f);
+  ops->rope(a->q, m->pos, m->rope_cos, m->rope_sin, T, H, D, 0);
+  ops->rope(a->k, m->pos, m->rope_cos, m->rope_sin, T, KVH, D, 0);
+  ops->attention_fwd(a->att, a->lse, a->q, a->k, a->v, &m->attn, H, KVH, D,
+                     1.0f / sqrtf((float)D), m->attn_scratch);
+  /* res_mid = res_in + att Wo^T (GEMM with beta = 1 adds the residual) */
+  memcpy(a->res_mid, a->res_in, sizeof(float) * T * C);
+  linear_fwd(m, a->res_mid, a->att, W(m, P_WO, l), NULL, T, C, C, 1.0f);
+  ops->rmsnorm_fwd(m->xn, a->rstd2, a->res_mid, W(m, P_FFN_NORM, l), T, C, (float)mc->norm_eps);
+  linear_fwd(m, a->gate, m->xn, W(m, P_WGATE, l), NULL, T, F, C, 0.0f);
+  linear_fwd(m, a->up, m->xn, W(m, P_WUP, l), NULL, T, F, C, 0.0f);
+  ops->swiglu_fwd(m->h, a->gate, a->up, (size_t)T * F);
+  memcpy(out, a->res_mid, sizeof(float) * T * C);
+  linear_fwd(m, out, m->h, W(m, P_WDOWN, l), NULL, T, C, F, 1.0f);
+}
+
+static const float *lm_head(const struct model *m) {
+  return m->cfg.tie_embeddings ? W(m, P_EMBED, -1) : W(m, P_LM_HEAD, -1);
+}
+
+static int chunk_rows(const struct model *m) {
+  int r = m->logit_chunk;
+  return r < 1 ? 1 : r > MODEL_LOGIT_CHUNK ? MODEL_LOGIT_CHUNK : r;
+}
+
+int model_forward(struct model *m, const int *tokens, const int *cu_seqlens, int nseq,
+                  float *logprob_out, float *entropy_out, float *value_out) {
+  if (batch_set(m, tokens, cu_seqlens, nseq)) return -1;
+  const struct model_config *mc = &m->cfg;
+  int T = m->T, C = mc->dim, V = mc->vocab_size, L = mc->layers;
+  m->ops->embed_fwd(m->layers[0].res_in, m->tokens, W(m, P_EMBED, -1), T, C);
+  for (int l = 0; l < L; l++)
+    layer_forward(m, l, l + 1 < L ? m->layers[l + 1].res_in : m->res_final);
+  m->ops->rmsnorm_fwd(m->xf, m->rstdf, m->res_final, W(m, P_FINAL_NORM, -1), T, C,
+                      (float)mc->norm_eps);
+  if (value_out && mc->value_head)
+    m->ops->matmul(0, 1, T, 1, C, 1.0f, m->xf, C, W(m, P_SCORE, -1), C, 0.0f, value_out, 1);
+  int R = chunk_rows(m);
+  for (int r0 = 0; r0 < T; r0 += R) {
+    int n = T - r0 < R ? T - r0 : R;
+    /* logits[n, V] = xf[r0 .. r0+n) lm_head^T, one chunk at a time */
+    m->ops->matmul(0, 1, n, V, C, 1.0f, m->xf + (size_t)r0 * C, C, lm_head(m), C, 0.0f, m->logits,
+                   V);
+    m->ops->logprob_fwd(logprob_out + r0, m->ent_out + r0, m->lse_out + r0, m->logits,
+                        m->targets + r0, n, V);
+  }
+  if (entropy_out) memcpy(entropy_out, m->ent_out, sizeof(float) * T);
+  return 0;
+}
+
+/* ---- backward --------------------------------------------------------------- */
+
+/* dxn = dL/dxf from the logits (recomputed chunk by chunk) and the value head. */
+static void head_backward(struct model *m, const float *dlogprob, const float *dentropy,
+                          const float *dvalue) {
+  const struct model_config *mc = &m->cfg;
+  int T = m->T, C = mc->dim, V = mc->vocab_size, R = chunk_rows(m);
+  float *dhead = mc->tie_embeddings ? G(m, P_EMBED, -1) : G(m, P_LM_HEAD, -1);
+  for (int r0 = 0; r0 < T; r0 += R) {
+    int n = T - r0 < R ? T - r0 : R;
+    const float *x = m->xf + (size_t)r0 * C;
+    m->ops->matmul(0, 1, n, V, C, 1.0f, x, C, lm_head(m), C, 0.0f, m->logits, V);
+    m->ops->logprob_bwd(m->logits, m->lse_out + r0, m->ent_out + r0, m->targets + r0,
+                        dlogprob ? dlogprob + r0 : NULL, dentropy ? dentropy + r0 : NULL, n, V);
+    linear_bwd(m, m->dxn + (size_t)r0 * C, dhead, NULL, m->logits, x, lm_head(m), n, V, C, 0.0f);
+  }
+  if (dvalue && mc->value_head) {
+    /* value[t] = xf[t] . w:  dxf += dvalue w;  dw += dvalue^T xf */
+    linear_bwd(m, m->dxn, G(m, P_SCORE, -1), NULL, dvalue, m->xf, W(m, P_SCORE, -1), T, 1, C,
+               1.0f);
+  }
+}
+
+static void layer_backward(struct model *m, int l) {
+  const struct model_config *mc = &m->cfg;
+  const struct backend_ops *ops = m->ops;
+  struct layer_acts *a = &m->layers[l];
+  int T = m->T, C = mc->dim, F = mc->ffn_dim, H = mc->heads, KVH = mc->kv_heads, D = mc->head_dim;
+  int KV = KVH * D;
+  float eps = (float)mc->norm_eps;
+  /* MLP branch: out = res_mid + swiglu(xn2) Wdown^T; dres holds dL/dout. */
+  ops->rmsnorm_fwd(m->xn, a->rstd2, a->res_mid, W(m, P_FFN_NORM, l), T, C, eps);
+  ops->swiglu_fwd(m->h, a->gate, a->up, (size_t)T * F);
+  ops->matmul(1, 0, C, F, T, 1.0f, m->dres, C, m->h, F, 1.0f, G(m, P_WDOWN, l), F);
+  ops->matmul(0, 0, T, F, C, 1.0f, m->dres, C, W(m, P_WDOWN, l), F, 0.0f, m->h, F); /* h := dh */
+  ops->swiglu_bwd(m->dgate, m->dup, m->h, a->gate, a->up, (size_t)T * F);
+  linear_bwd(m, m->dxn, G(m, P_WGATE, l), NULL, m->dgate, m->xn, W(m, P_WGATE, l), T, F, C, 0.0f);
+  linear_bwd(m, m->dxn, G(m, P_WUP, l), NULL, m->dup, m->xn, W(m, P_WUP, l), T, F, C, 1.0f);
+  ops->rmsnorm_bwd(m->dres, G(m, P_FFN_NORM, l), m->dxn, a->res_mid, W(m, P_FFN_NORM, l),
+                   a->rstd2, T, C);
+  /* Attention branch: res_mid = res_in + att Wo^T; dres now holds dL/dres_mid. */
+  linear_bwd(m, m->datt, G(m, P_WO, l), NULL, m->dres, a->att, W(m, P_WO, l), T, C, C, 0.0f);
+  ops->attention_bwd(m->dq, m->dk, m->dv, m->datt, a->att, a->lse, a->q, a->k, a->v, &m->attn, H,
+                     KVH, D, 1.0f / sqrtf((float)D), m->attn_scratch);
+  ops->rope(m->dq, m->pos, m->rope_cos, m->rope_sin, T, H, D, 1);
+  ops->rope(m->dk, m->pos, m->rope_cos, m->rope_sin, T, KVH, D, 1);
+  ops->rmsnorm_fwd(m->xn, a->rstd1, a->res_in, W(m, P_ATTN_NORM, l), T, C, eps);
+  linear_bwd(m, m->dxn, G(m, P_WQ, l), G(m, P_BQ, l), m->dq, m->xn, W(m, P_WQ, l), T, C, C, 0.0f);
+  linear_bwd(m, m->dxn, G(m, P_WK, l), G(m, P_BK, l), m->dk, m->xn, W(m, P_WK, l), T, KV, C, 1.0f);
+  linear_bwd(m, m->dxn, G(m, P_WV, l), G(m, P_BV, l), m->dv, m->xn, W(m, P_WV, l), T, KV, C, 1.0f);
+  ops->rmsnorm_bwd(m->dres, G(m, P_ATTN_NORM, l), m->dxn, a->res_in, W(m, P_ATTN_NORM, l),
+                   a->rstd1, T, C);
+}
+
+void model_backward(struct model *m, const float *dlogprob, const float *dentropy,
+                    const float *dvalue) {
+  const struct model_config *mc = &m->cfg;
+  int T = m->T, C = mc->dim;
+  head_backward(m, dlogprob, dentropy, dvalue);
+  memset(m->dres, 0, sizeof(float) * T * C);
+  m->ops->rmsnorm_bwd(m->dres, G(m, P_FINAL_NORM, -1), m->dxn, m->res_final,
+                      W(m, P_FINAL_NORM, -1), m->rstdf, T, C);
+  for (int l = mc->layers - 1; l >= 0; l--) layer_backward(m, l);
+  m->ops->embed_bwd(G(m, P_EMBED, -1), m->tokens, m->dres, T, C);
+}

@@ -1,0 +1,89 @@
+/* model.h: the Llama / Qwen2 / SmolLM2 transformer on a packed batch.
+ *
+ * Token embedding; per layer RMSNorm, q/k/v projections (optional bias), RoPE
+ * (Hugging Face rotate_half), causal grouped-query attention, o_proj, residual,
+ * RMSNorm, SwiGLU MLP, residual; final RMSNorm; lm_head (tied to the embedding
+ * when tie_embeddings); optional value head score.weight [1, dim].
+ *
+ * Sequences are packed without padding: tokens[cu_seqlens[s] .. cu_seqlens[s+1])
+ * is sequence s, and positions restart at 0 in each. The logits are never held
+ * as a [tokens x vocab] tensor: they are computed logit_chunk rows at a time
+ * and recomputed in the backward. Parameters and gradients are two flat
+ * buffers laid out by the parameter table (params.h). */
+#ifndef RLPT_MODEL_H
+#define RLPT_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "params.h"
+
+#define MODEL_LOGIT_CHUNK 128 /* default rows of logits computed at a time */
+
+/* Saved activations of one layer, pointers into the model's arena. */
+struct layer_acts {
+  float *res_in;   /* [T, C] layer input (residual stream) */
+  float *rstd1;    /* [T] */
+  float *q;        /* [T, H*D] after RoPE */
+  float *k, *v;    /* [T, KVH*D], k after RoPE */
+  float *att;      /* [T, C] attention output before o_proj */
+  float *lse;      /* [T, H] attention log-sum-exp */
+  float *res_mid;  /* [T, C] after the attention residual */
+  float *rstd2;    /* [T] */
+  float *gate, *up;/* [T, F] */
+};
+
+struct model {
+  struct model_config cfg;
+  struct param_table table;
+  const struct backend_ops *ops;
+  float *params, *grads;  /* table.total floats each */
+  int max_tokens;         /* token budget of one packed batch */
+  int logit_chunk;        /* rows of logits at a time (tests may lower it) */
+
+  /* inputs of the last forward, kept for the backward */
+  int T, nseq;
+  int *tokens, *cu_seqlens, *pos, *targets;
+  struct attn_batch attn;
+
+  float *rope_cos, *rope_sin;   /* [max_seq, D/2] */
+  float *arena;                 /* every activation and scratch buffer below */
+  struct layer_acts *layers;
+  float *res_final, *rstdf, *xf; /* final residual, its rstd, the normed output [T, C] */
+  float *lse_out, *ent_out;      /* [T] logits log-sum-exp and entropy */
+  /* scratch, reused by every layer */
+  float *xn, *h, *dres, *dxn, *datt, *dq, *dk, *dv, *dgate, *dup, *logits, *attn_scratch;
+};
+
+/* Allocate a model for mc with room for max_tokens packed tokens per call.
+ * Parameters start at zero (call model_init_params or load them). Returns 0,
+ * or -1 when out of memory (message printed). */
+int model_create(struct model *m, const struct model_config *mc, int max_tokens,
+                 const struct backend_ops *ops);
+void model_free(struct model *m);
+
+/* normal(0, init_std) for matrices, ones for norms, zeros for biases;
+ * deterministic from seed (rng.h stream RNG_STREAM_INIT, one sequence per
+ * tensor index), independent of thread count. */
+void model_init_params(struct model *m, uint64_t seed);
+void model_zero_grad(struct model *m);
+
+/* Forward on nseq packed sequences (cu_seqlens[nseq] tokens in all).
+ * logprob_out[t] = log p(tokens[t+1] | tokens[start..t]) within the sequence;
+ * the last token of each sequence has no target and gets 0.
+ * entropy_out[t] = entropy of the next-token distribution at t (every t,
+ * the last position included). value_out[t] = score.weight . h_t (value head
+ * models only; may be NULL). Returns 0, or -1 when the batch exceeds the token
+ * budget, a sequence exceeds max_seq or is empty, or a token is out of range
+ * (message printed). */
+int model_forward(struct model *m, const int *tokens, const int *cu_seqlens, int nseq,
+                  float *logprob_out, float *entropy_out, float *value_out);
+
+/* Backward of L = sum_t dlogprob[t] logprob[t] + dentropy[t] entropy[t]
+ * + dvalue[t] value[t] through the last forward; accumulates into m->grads.
+ * Any of the three may be NULL (zero). */
+void model_backward(struct model *m, const float *dlogprob, const float *dentropy,
+                    const float *dvalue);
+
+#endif
