@@ -128,7 +128,7 @@ static void fmt_bound(double v, char *buf, size_t len) {
 
 /* "[lo, hi] unit" */
 static void fmt_range(const struct cfg_key *k, char *buf, size_t len) {
-  char lo[32], hi[32];
+  char lo[48], hi[48];
   fmt_bound(k->min, lo, sizeof lo);
   fmt_bound(k->max, hi, sizeof hi);
   snprintf(buf, len, "[%s, %s]%s%s", lo, hi, k->unit[0] ? " " : "", k->unit);
@@ -138,9 +138,9 @@ static int has_range(const struct cfg_key *k) { return k->min <= k->max; }
 
 static int out_of_range(const struct cfg_key *k, double v, const char *text, char *msg, size_t len) {
   if (!has_range(k) || (v >= k->min && v <= k->max)) return 0;
-  char r[96];
+  char r[160];
   fmt_range(k, r, sizeof r);
-  snprintf(msg, len, "%s is out of range %s", text, r);
+  snprintf(msg, len, "%s is out of range %s%s", text, r, k->flags & CFG_AUTO ? " (or auto)" : "");
   return 1;
 }
 
@@ -166,7 +166,7 @@ static int parse_int(const struct cfg_key *k, const char *s, long *out, char *ms
     return 2;
   }
   if (errno == ERANGE) {
-    char r[96];
+    char r[160];
     fmt_range(k, r, sizeof r);
     snprintf(msg, len, "%s overflows a 64-bit integer (range %s)", s, r);
     return 2;
@@ -427,6 +427,7 @@ static int fail_at(char *err, size_t errlen, const char *loc, const char *sectio
   char what[160] = "";
   if (section && key) snprintf(what, sizeof what, "[%s] %s: ", section, key);
   else if (section) snprintf(what, sizeof what, "[%s]: ", section);
+  else if (key) snprintf(what, sizeof what, "%s: ", key);
   snprintf(err, errlen, "%s: %s%s%s%s", loc, what, msg, hint && hint[0] ? "\n  " : "", hint ? hint : "");
   return 2;
 }
@@ -620,7 +621,7 @@ static void row_loc(const struct cross *x, int r, char *loc, size_t len) {
   else snprintf(loc, len, "%s", x->path);
 }
 
-/* Fails naming key a (located where a, or else b, was set). */
+/* Fails naming key a or b, located where that key was set. */
 static int cross_fail(const struct cross *x, const char *sa, const char *ka, const char *sb, const char *kb,
                       const char *fmt, ...) {
   char msg[512], loc[CFG_STR_MAX + 64];
@@ -628,8 +629,10 @@ static int cross_fail(const struct cross *x, const char *sa, const char *ka, con
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  /* name the key the user touched last: an override, else a deck line, else a */
   int ra = config_find(sa, ka), rb = kb ? config_find(sb, kb) : -1;
-  int r = (ra >= 0 && x->cfg->src[ra]) || rb < 0 || !x->cfg->src[rb] ? ra : rb;
+  int s_a = ra >= 0 ? x->cfg->src[ra] : 0, s_b = rb >= 0 ? x->cfg->src[rb] : 0;
+  int r = (s_b < 0 && s_a >= 0) || (s_a == 0 && s_b > 0) ? rb : ra;
   row_loc(x, r, loc, sizeof loc);
   return fail_at(x->err, x->errlen, loc, r == rb ? sb : sa, r == rb ? kb : ka, NULL, "%s", msg);
 }
@@ -781,7 +784,7 @@ void config_allowed_text(const struct cfg_key *k, char *buf, size_t len) {
   if (k->type == CFG_ENUM) snprintf(buf, len, "%s", k->choices);
   else if (k->type == CFG_BOOL) snprintf(buf, len, "true|false");
   else if (has_range(k) && (k->type == CFG_INT || k->type == CFG_FLOAT || k->type == CFG_LIST)) {
-    char lo[32], hi[32];
+    char lo[48], hi[48];
     fmt_bound(k->min, lo, sizeof lo);
     fmt_bound(k->max, hi, sizeof hi);
     snprintf(buf, len, "%s[%s, %s]%s", k->flags & CFG_AUTO ? "auto or " : "", lo, hi,
