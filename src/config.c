@@ -444,6 +444,10 @@ static char *deck_reader(char *str, int num, void *stream) {
   const char *src = p->pos;
   p->pos += n + (nl ? 1 : 0);
   p->line++;
+  if (p->line == 1 && n >= 3 && !memcmp(src, "\xEF\xBB\xBF", 3)) { /* UTF-8 byte-order mark */
+    src += 3;
+    n -= 3;
+  }
   char loc[CFG_STR_MAX + 32];
   deck_loc(p, loc, sizeof loc);
   if (n + 3 > (size_t)num || n + 3 > DECK_LINE_MAX) {

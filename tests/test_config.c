@@ -282,6 +282,8 @@ static void test_messages(void) {
   expect_fail("[run] seed = 1\n", "t.ini:1: unparsable line");
   expect_fail("seed = 1\n", "t.ini:1: seed: key outside of any section");
   expect_fail("[model]\ndim = 64;c\n", "t.ini:2: [model] dim: trailing junk ';c'"); /* ';' after a blank only */
+  expect_ok("\xEF\xBB\xBF[run]\r\nseed = 3\r\n"); /* byte-order mark, CRLF */
+  CHECK(cfg.run.seed == 3);
   expect_ok("[model]\n  dim = 64\n    heads = 4\n"); /* indentation is not a continuation line */
   CHECK(cfg.model.dim == 64 && cfg.model.heads == 4);
   /* cross-key checks name the keys and the line of the key that was set */
