@@ -147,6 +147,9 @@ int config_load_serial(struct config *cfg, const char *path, int n_over, char *c
 int config_load(struct config *cfg, const char *path, int n_over, char *const *over, MPI_Comm comm);
 /* The canonical deck: every key, in schema order, `key = value  # source`. */
 void config_write_canonical(const struct config *cfg, FILE *f);
+/* The checks across keys (src/config_check.c), run by config_parse; over as given to it. */
+int config_cross_check(const struct config *cfg, const char *path, char *const *over, char *err,
+                       size_t errlen);
 /* Row index of [section] name in cfg_schema, or -1. */
 int config_find(const char *section, const char *name);
 /* 1 when arg looks like an override `section.key=value` (the rest is options/positionals). */
