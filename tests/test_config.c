@@ -1,10 +1,13 @@
 /* test_config.c: the deck parser. The schema table is sane; defaults; a good deck; the
  * canonical deck parses back to the identical struct; overrides; each type's edge cases;
- * every message names file:line (or the override) and the key. */
+ * every message names file:line (or the override) and the key; die_local without MPI. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "config.h"
+#include "error.h"
 #include "testutil.h"
 
 static char err[4096];
@@ -298,6 +301,26 @@ static void test_messages(void) {
   CHECK(config_load_serial(&c, "/nonexistent/deck.ini", 0, NULL) == 2);
 }
 
+/* die_local without MPI: prints "rlpt: ..." and exits 1 (checked in a child process). */
+static void test_die_local(void) {
+  int fds[2];
+  CHECK(pipe(fds) == 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 2);
+    die_local("broken invariant %d", 42);
+  }
+  close(fds[1]);
+  char buf[256] = "";
+  ssize_t n = read(fds[0], buf, sizeof buf - 1);
+  close(fds[0]);
+  buf[n > 0 ? n : 0] = '\0';
+  int status = 0;
+  waitpid(pid, &status, 0);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+  CHECK_MSG(!strcmp(buf, "rlpt: broken invariant 42\n"), "die_local printed '%s'", buf);
+}
+
 int main(void) {
   test_schema();
   test_defaults();
@@ -306,5 +329,6 @@ int main(void) {
   test_overrides();
   test_types();
   test_messages();
+  test_die_local();
   return TEST_RESULT("test_config");
 }

@@ -1,11 +1,13 @@
 /* test_config_mpi.c GOOD_DECK BAD_DECK: config_load over MPI_COMM_WORLD (run it on 3 ranks).
  * A bad deck: every rank returns 2 and exactly one line starting "rlpt:" is printed, by rank 0.
- * A good deck with an override: every rank holds the same struct and canonical text. */
+ * A good deck with an override: every rank holds the same struct and canonical text.
+ * error_agree gives every rank the largest exit code. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "config.h"
+#include "error.h"
 #include "testutil.h"
 
 /* Run config_load with this rank's stderr captured; returns rc, *n_msgs = lines starting "rlpt:". */
@@ -91,6 +93,11 @@ int main(int argc, char **argv) {
   CHECK(config_load_serial(&serial, argv[1], 1, over) == 0 && !memcmp(&serial, &cfg, sizeof cfg));
   free(mine);
   free(ref);
+
+  /* error_agree: one rank's 2 becomes everyone's 2; all zeros stay 0 */
+  CHECK(error_agree(MPI_COMM_WORLD, rank == size - 1 ? 2 : 0) == 2);
+  CHECK(error_agree(MPI_COMM_WORLD, 0) == 0);
+  CHECK(error_agree(MPI_COMM_WORLD, rank == 0 ? 1 : 2) == 2);
 
   int fails = tu_failures, total;
   MPI_Allreduce(&fails, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
