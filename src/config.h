@@ -90,7 +90,13 @@ struct config {
     char name[64];
     long digits_min, digits_max;
     char ops[64];
+    double heldout_frac;
+    long numbers_min, numbers_max, number_max, target_max;
   } task;
+  struct {
+    double correct_weight, format_weight, length_weight;
+    char format_tags[CFG_STR_MAX];
+  } reward;
   struct {
     int name;
     long group_size, prompts_per_step, mini_batches, ppo_epochs;

@@ -73,6 +73,17 @@ const struct cfg_key cfg_schema[] = {
   INT("task", "digits_min", "1", 1, 9, "digits", "arith: fewest operand digits", task.digits_min),
   INT("task", "digits_max", "2", 1, 9, "digits", "arith: most operand digits", task.digits_max),
   STR("task", "ops", "+", "arith: operators to draw from, e.g. +-*", task.ops),
+  FLT("task", "heldout_frac", "0.1", 0.001, 0.5, "fraction", "Share of the problem space reserved for held-out prompts (a keyed hash of each problem decides; train and eval never share a problem)", task.heldout_frac),
+  INT("task", "numbers_min", "3", 2, 6, "numbers", "countdown: fewest given numbers", task.numbers_min),
+  INT("task", "numbers_max", "4", 2, 6, "numbers", "countdown: most given numbers", task.numbers_max),
+  INT("task", "number_max", "99", 2, 999, "", "countdown: given numbers are drawn from 1..number_max", task.number_max),
+  INT("task", "target_max", "999", 1, 1e6, "", "countdown: targets lie in 1..target_max", task.target_max),
+
+  /* [reward] */
+  FLT("reward", "correct_weight", "1.0", -1e6, 1e6, "", "Weight of the verifier's correctness score (0 or 1)", reward.correct_weight),
+  FLT("reward", "format_weight", "0.0", -1e6, 1e6, "", "Weight of the format score (1 when the response holds exactly one format_tags block)", reward.format_weight),
+  FLT("reward", "length_weight", "0.0", -1e6, 1e6, "", "Weight of the length score -len/max_new_tokens (a plain length penalty)", reward.length_weight),
+  STR("reward", "format_tags", "", "Answer tags \"OPEN,CLOSE\", e.g. <answer>,</answer>; when set, the verifier reads the inside of the single block (empty = whole response)", reward.format_tags),
 
   /* [algo] */
   ENUM("algo", "name", "grpo", "grpo|dr_grpo|dapo|gspo|ppo|rloo|reinforce_pp|dpo", "Algorithm preset (every knob below can still be set)", algo.name),

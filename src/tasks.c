@@ -1,0 +1,236 @@
+/* tasks.c: the built-in arith and countdown tasks: deck validation, the keyed
+ * prompt generators with a disjoint held-out split, verification and SFT tokens
+ * (rules in tasks.h). */
+#include "tasks.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "rng.h"
+#include "verify.h"
+
+const char *task_name(enum task_kind kind) {
+  switch (kind) {
+    case TASK_ARITH: return "arith";
+    case TASK_COUNTDOWN: return "countdown";
+  }
+  return "?";
+}
+
+static int task_fail(char *err, size_t errlen, const char *key, const char *msg) {
+  snprintf(err, errlen, "[task] %s: %s", key, msg);
+  return 2;
+}
+
+static int init_ops(struct task *t, const char *ops, char *err, size_t errlen) {
+  char msg[160];
+  t->n_ops = 0;
+  for (const char *c = ops; *c; c++) {
+    if (*c != '+' && *c != '-' && *c != '*') {
+      snprintf(msg, sizeof msg, "'%c' is not an operator of arith (use some of +-*)", *c);
+      return task_fail(err, errlen, "ops", msg);
+    }
+    if (memchr(t->ops, *c, (size_t)t->n_ops)) {
+      snprintf(msg, sizeof msg, "'%c' is listed twice in \"%s\"", *c, ops);
+      return task_fail(err, errlen, "ops", msg);
+    }
+    t->ops[t->n_ops++] = *c;
+  }
+  if (t->n_ops == 0) return task_fail(err, errlen, "ops", "empty: give at least one of +-*");
+  return 0;
+}
+
+int task_init(struct task *t, const struct config *cfg, char *err, size_t errlen) {
+  char msg[256];
+  memset(t, 0, sizeof *t);
+  t->seed = (uint64_t)cfg->run.seed;
+  t->heldout_frac = cfg->task.heldout_frac;
+  if (!strcmp(cfg->task.name, "arith")) t->kind = TASK_ARITH;
+  else if (!strcmp(cfg->task.name, "countdown")) t->kind = TASK_COUNTDOWN;
+  else {
+    snprintf(msg, sizeof msg, "'%s' is not a built-in task (arith | countdown)", cfg->task.name);
+    return task_fail(err, errlen, "name", msg);
+  }
+  if (t->kind == TASK_ARITH) {
+    t->digits_min = (int)cfg->task.digits_min;
+    t->digits_max = (int)cfg->task.digits_max;
+    if (t->digits_min > t->digits_max) {
+      snprintf(msg, sizeof msg, "digits_min = %d is larger than digits_max = %d", t->digits_min, t->digits_max);
+      return task_fail(err, errlen, "digits_min", msg);
+    }
+    return init_ops(t, cfg->task.ops, err, errlen);
+  }
+  t->numbers_min = (int)cfg->task.numbers_min;
+  t->numbers_max = (int)cfg->task.numbers_max;
+  t->number_max = cfg->task.number_max;
+  t->target_max = cfg->task.target_max;
+  if (t->numbers_min > t->numbers_max) {
+    snprintf(msg, sizeof msg, "numbers_min = %d is larger than numbers_max = %d", t->numbers_min, t->numbers_max);
+    return task_fail(err, errlen, "numbers_min", msg);
+  }
+  if (t->numbers_max > TASK_MAX_NUMS) return task_fail(err, errlen, "numbers_max", "at most 6");
+  return 0;
+}
+
+/* Does the problem (hashed words) belong to the held-out split? */
+static int is_heldout(const struct task *t, const uint32_t *w, size_t n) {
+  uint64_t h = rng_hash_words(t->seed, RNG_STREAM_TASK_SPLIT, w, n);
+  return (double)(h >> 11) * 0x1.0p-53 < t->heldout_frac;
+}
+
+static long pow10l_int(int d) {
+  long p = 1;
+  while (d-- > 0) p *= 10;
+  return p;
+}
+
+static long draw_operand(const struct task *t, struct rng_seq *s) {
+  int d = t->digits_min + (int)rng_seq_below(s, (uint64_t)(t->digits_max - t->digits_min + 1));
+  long lo = d == 1 ? 0 : pow10l_int(d - 1), hi = pow10l_int(d) - 1;
+  return lo + (long)rng_seq_below(s, (uint64_t)(hi - lo + 1));
+}
+
+static int arith_prompt(const struct task *t, struct rng_seq *s, enum task_split split, struct task_prompt *p) {
+  for (int attempt = 0; attempt < TASK_MAX_ATTEMPTS; attempt++) {
+    long a = draw_operand(t, s);
+    char op = t->ops[rng_seq_below(s, (uint64_t)t->n_ops)];
+    long b = draw_operand(t, s);
+    const uint32_t w[3] = {(uint32_t)a, (uint32_t)op, (uint32_t)b};
+    if (is_heldout(t, w, 3) != (split == TASK_EVAL)) continue;
+    long long r = op == '+' ? (long long)a + b : op == '-' ? (long long)a - b : (long long)a * b;
+    snprintf(p->text, sizeof p->text, "%ld%c%ld=", a, op, b);
+    snprintf(p->answer, sizeof p->answer, "%lld", r);
+    return 0;
+  }
+  return 1;
+}
+
+/* A countdown sub-expression: value, precedence of its top operator (3 = a number), text. */
+struct cd_node {
+  long v;
+  int prec;
+  char s[TASK_TEXT_MAX];
+};
+
+static int op_prec(char op) { return (op == '+' || op == '-') ? 1 : 2; }
+
+static size_t append(char *buf, size_t off, const char *s) {
+  size_t n = strlen(s);
+  if (off + n >= TASK_TEXT_MAX) return off;  /* cannot happen: 6 numbers of 3 digits need < 50 */
+  memcpy(buf + off, s, n + 1);
+  return off + n;
+}
+
+/* out = l op r with the fewest parentheses that keep the meaning. */
+static void cd_combine(const struct cd_node *l, char op, const struct cd_node *r, long v, struct cd_node *out) {
+  int p = op_prec(op);
+  int wl = l->prec < p, wr = r->prec < p || (r->prec == p && (op == '-' || op == '/'));
+  char buf[TASK_TEXT_MAX] = "", ops[2] = {op, '\0'};
+  size_t off = 0;
+  off = append(buf, off, wl ? "(" : "");
+  off = append(buf, off, l->s);
+  off = append(buf, off, wl ? ")" : "");
+  off = append(buf, off, ops);
+  off = append(buf, off, wr ? "(" : "");
+  off = append(buf, off, r->s);
+  append(buf, off, wr ? ")" : "");
+  memcpy(out->s, buf, sizeof buf);
+  out->v = v;
+  out->prec = p;
+}
+
+/* Fold the numbers (in a random order) into one expression; 0 when every
+ * intermediate stayed in 1..10*target_max. */
+static int cd_build(const struct task *t, struct rng_seq *s, const long *nums, int n, struct cd_node *cur) {
+  int perm[TASK_MAX_NUMS];
+  for (int i = 0; i < n; i++) perm[i] = i;
+  for (int i = n - 1; i > 0; i--) {
+    int j = (int)rng_seq_below(s, (uint64_t)i + 1), tmp = perm[i];
+    perm[i] = perm[j];
+    perm[j] = tmp;
+  }
+  cur->v = nums[perm[0]];
+  cur->prec = 3;
+  snprintf(cur->s, sizeof cur->s, "%ld", cur->v);
+  for (int k = 1; k < n; k++) {
+    struct cd_node x = {.v = nums[perm[k]], .prec = 3};
+    snprintf(x.s, sizeof x.s, "%ld", x.v);
+    char op = "+-*/"[rng_seq_below(s, 4)];
+    int swap = (int)rng_seq_below(s, 2);
+    const struct cd_node *l = swap ? &x : cur, *r = swap ? cur : &x;
+    if (op == '-' && l->v <= r->v) { const struct cd_node *tmp = l; l = r; r = tmp; }
+    if (op == '-' && l->v == r->v) op = '+';
+    if (op == '/' && !(r->v > 1 && l->v % r->v == 0)) {
+      const struct cd_node *tmp = l; l = r; r = tmp;
+      if (!(r->v > 1 && l->v % r->v == 0)) op = '*';
+    }
+    long v = op == '+' ? l->v + r->v : op == '-' ? l->v - r->v : op == '*' ? l->v * r->v : l->v / r->v;
+    if (v < 1 || v > 10 * t->target_max) return 1;
+    struct cd_node out;
+    cd_combine(l, op, r, v, &out);
+    *cur = out;
+  }
+  return 0;
+}
+
+static int countdown_prompt(const struct task *t, struct rng_seq *s, enum task_split split, struct task_prompt *p) {
+  /* drawn once, so the count stays uniform even though larger sets are rejected more often */
+  int n = t->numbers_min + (int)rng_seq_below(s, (uint64_t)(t->numbers_max - t->numbers_min + 1));
+  for (int attempt = 0; attempt < TASK_MAX_ATTEMPTS; attempt++) {
+    long nums[TASK_MAX_NUMS];
+    for (int i = 0; i < n; i++) nums[i] = 1 + (long)rng_seq_below(s, (uint64_t)t->number_max);
+    struct cd_node e;
+    if (cd_build(t, s, nums, n, &e) || e.v > t->target_max) continue;
+    int trivial = 0;
+    for (int i = 0; i < n; i++) trivial |= nums[i] == e.v;
+    if (trivial) continue;
+    uint32_t w[TASK_MAX_NUMS + 2];
+    long sorted[TASK_MAX_NUMS];
+    memcpy(sorted, nums, sizeof(long) * (size_t)n);
+    for (int i = 1; i < n; i++)
+      for (int j = i; j > 0 && sorted[j - 1] > sorted[j]; j--) { long tmp = sorted[j]; sorted[j] = sorted[j - 1]; sorted[j - 1] = tmp; }
+    w[0] = (uint32_t)n;
+    for (int i = 0; i < n; i++) w[1 + i] = (uint32_t)sorted[i];
+    w[n + 1] = (uint32_t)e.v;
+    if (is_heldout(t, w, (size_t)n + 2) != (split == TASK_EVAL)) continue;
+    int off = snprintf(p->text, sizeof p->text, "Using");
+    for (int i = 0; i < n; i++) off += snprintf(p->text + off, sizeof p->text - (size_t)off, " %ld", nums[i]);
+    snprintf(p->text + off, sizeof p->text - (size_t)off, " make %ld:", e.v);
+    snprintf(p->answer, sizeof p->answer, "%s", e.s);
+    p->n_nums = n;
+    memcpy(p->nums, nums, sizeof(long) * (size_t)n);
+    p->target = e.v;
+    return 0;
+  }
+  return 1;
+}
+
+int task_prompt(const struct task *t, uint64_t index, enum task_split split, struct task_prompt *p) {
+  struct rng_seq s;
+  memset(p, 0, sizeof *p);
+  p->index = index;
+  p->split = split;
+  rng_seq_init(&s, t->seed, split == TASK_EVAL ? RNG_STREAM_TASK_EVAL : RNG_STREAM_TASK_TRAIN, (uint32_t)index,
+               (uint32_t)(index >> 32));
+  return t->kind == TASK_ARITH ? arith_prompt(t, &s, split, p) : countdown_prompt(t, &s, split, p);
+}
+
+double task_verify(const struct task *t, const struct task_prompt *p, const char *resp, size_t len) {
+  if (t->kind == TASK_ARITH) return verify_arith(resp, len, p->answer);
+  return verify_countdown(resp, len, p->nums, p->n_nums, p->target);
+}
+
+int task_sft_tokens(const struct tokenizer *tok, const struct task_prompt *p, int *ids, size_t cap,
+                    size_t *n_prompt, size_t *n_total) {
+  size_t n = 0, m = 0, bad = 0;
+  if (cap < 2) return TOK_ERR_SPACE;
+  ids[0] = tok->bos_id;
+  int rc = tokenizer_encode(tok, p->text, strlen(p->text), ids + 1, cap - 2, &n, &bad);
+  if (rc) return rc;
+  rc = tokenizer_encode(tok, p->answer, strlen(p->answer), ids + 1 + n, cap - 2 - n, &m, &bad);
+  if (rc) return rc;
+  ids[1 + n + m] = tok->eos_id;
+  *n_prompt = 1 + n;
+  *n_total = 2 + n + m;
+  return 0;
+}

@@ -1,0 +1,76 @@
+/* tasks.h: built-in synthetic tasks with verifiable answers.
+ *
+ *   arith      "a+b=" / "a-b=" / "a*b=": operands with digits_min..digits_max digits
+ *              (a d-digit operand is uniform in [10^(d-1), 10^d - 1]; 1 digit is 0..9),
+ *              the operator uniform over [task] ops. Answer: the exact integer.
+ *   countdown  "Using 3 7 25 make 46:": numbers_min..numbers_max numbers from
+ *              1..number_max and a target in 1..target_max reachable by construction
+ *              (a random expression over all the numbers with + - * and exact /,
+ *              intermediates positive); the target is never one of the numbers.
+ *              Answer: that expression, e.g. "25+3*7".
+ *
+ * Prompt i of a split is a pure function of (seed, split, i) (rng.h streams
+ * RNG_STREAM_TASK_TRAIN / RNG_STREAM_TASK_EVAL, a = low 32 bits of i, b = high 32),
+ * the same on every rank and across restarts. Train and held-out never share a
+ * problem: a keyed hash of the problem (stream RNG_STREAM_TASK_SPLIT; arith: a, op,
+ * b; countdown: the sorted numbers and the target) puts a heldout_frac share of the
+ * problem space in the held-out split, and each split redraws (up to
+ * TASK_MAX_ATTEMPTS times) until it gets one of its own problems.
+ *
+ * SFT example: [BOS] prompt answer [EOS]; the loss covers answer + EOS. */
+#ifndef RLPT_TASKS_H
+#define RLPT_TASKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "tokenizer.h"
+
+#define TASK_TEXT_MAX 96
+#define TASK_MAX_NUMS 6
+#define TASK_MAX_ATTEMPTS 4096
+
+enum task_kind { TASK_ARITH = 0, TASK_COUNTDOWN = 1 };
+enum task_split { TASK_TRAIN = 0, TASK_EVAL = 1 };
+
+/* One prompt and what its verifier needs. */
+struct task_prompt {
+  uint64_t index;
+  int split;                    /* enum task_split */
+  char text[TASK_TEXT_MAX];     /* the prompt the model sees */
+  char answer[TASK_TEXT_MAX];   /* the reference completion (without EOS) */
+  int n_nums;                   /* countdown */
+  long nums[TASK_MAX_NUMS];
+  long target;
+};
+
+struct task {
+  enum task_kind kind;
+  uint64_t seed;
+  int digits_min, digits_max;
+  char ops[4];
+  int n_ops;
+  int numbers_min, numbers_max;
+  long number_max, target_max;
+  double heldout_frac;
+};
+
+/* From the deck ([run] seed, [task]). Returns 0, or 2 with a message naming the key. */
+int task_init(struct task *t, const struct config *cfg, char *err, size_t errlen);
+const char *task_name(enum task_kind kind);
+
+/* Prompt `index` of `split`. Returns 0, or 1 when no problem of the split was found
+ * in TASK_MAX_ATTEMPTS draws (a problem space too small for heldout_frac). */
+int task_prompt(const struct task *t, uint64_t index, enum task_split split, struct task_prompt *p);
+
+/* Correctness of a response (text without EOS): 1.0 or 0.0. */
+double task_verify(const struct task *t, const struct task_prompt *p, const char *resp, size_t len);
+
+/* SFT tokens [BOS] prompt answer [EOS] into ids (cap entries). *n_prompt = tokens of
+ * [BOS] prompt (the loss starts after them), *n_total = all. Returns 0, or the
+ * tokenizer's error code (TOK_ERR_*). */
+int task_sft_tokens(const struct tokenizer *tok, const struct task_prompt *p, int *ids, size_t cap,
+                    size_t *n_prompt, size_t *n_total);
+
+#endif
