@@ -4,12 +4,16 @@
 int cmd_version(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_deck_help(int argc, char **argv);
+int cmd_init(int argc, char **argv);
+int cmd_score(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 
 const struct command rlpt_commands[] = {
   {"version", "", "print the version and the build's features", cmd_version},
   {"check", "DECK [section.key=value ...]", "validate a deck (no MPI) and print the canonical deck", cmd_check},
   {"plan", "DECK [--world N] [--ranks] [section.key=value ...]", "rank map, memory per rank and FLOPs per step; exit 2 if it cannot run", cmd_plan},
+  {"init", "DECK --out FILE.h5 [section.key=value ...]", "write a freshly initialised model (HDF5)", cmd_init},
+  {"score", "--model FILE.h5 --input IN.jsonl --output OUT.jsonl", "next-token logprobs and entropy of token sequences", cmd_score},
   {"deck-help", "", "print every deck key as markdown (inputs/README.md)", cmd_deck_help},
 };
 const int rlpt_commands_len = (int)(sizeof rlpt_commands / sizeof rlpt_commands[0]);

@@ -67,6 +67,9 @@ void model_free(struct model *m);
  * deterministic from seed (rng.h stream RNG_STREAM_INIT, one sequence per
  * tensor index), independent of thread count. */
 void model_init_params(struct model *m, uint64_t seed);
+/* The same on a bare table + buffer (no activations needed: rlpt init). */
+void model_params_init(const struct param_table *t, float *params, double init_std,
+                       uint64_t seed);
 void model_zero_grad(struct model *m);
 
 /* Forward on nseq packed sequences (cu_seqlens[nseq] tokens in all).

@@ -129,7 +129,41 @@ static void check_file(const char *src, const char *name) {
   model_free(&m);
 }
 
+/* model_h5 write -> read is exact; a file of another shape is refused with 2. */
+static void check_roundtrip(void) {
+  struct model_config mc = {.vocab_size = 20, .dim = 8, .layers = 1, .heads = 2, .kv_heads = 1,
+                            .ffn_dim = 12, .max_seq = 8, .rope_theta = 1e4, .norm_eps = 1e-5,
+                            .init_std = 0.5, .tie_embeddings = 0, .qkv_bias = 1, .value_head = 1};
+  mc.head_dim = 4;
+  struct param_table t;
+  param_table_build(&t, &mc);
+  float *a = malloc(sizeof(float) * t.total), *b = calloc(t.total, sizeof(float));
+  model_params_init(&t, a, mc.init_std, 9);
+  char path[] = "model_h5_roundtrip.h5";
+  CHECK(model_h5_write(path, &mc, a) == 0);
+  struct model_config back;
+  CHECK(model_h5_read_config(path, &back) == 0);
+  CHECK(back.dim == mc.dim && back.kv_heads == mc.kv_heads && back.qkv_bias && back.value_head &&
+        !back.tie_embeddings && back.rope_theta == mc.rope_theta);
+  CHECK(model_h5_read_params(path, &t, b) == 0);
+  CHECK(memcmp(a, b, sizeof(float) * t.total) == 0);
+  /* a model of another width must be refused (shape mismatch), not misread */
+  struct model_config wide = mc;
+  wide.ffn_dim = 16;
+  struct param_table tw;
+  param_table_build(&tw, &wide);
+  float *c = calloc(tw.total, sizeof(float));
+  fprintf(stderr, "(expected error follows)\n");
+  CHECK(model_h5_read_params(path, &tw, c) == 2);
+  CHECK(model_h5_read_config("no_such_model.h5", &back) == 2);
+  remove(path);
+  free(a); free(b); free(c);
+  param_table_free(&t);
+  param_table_free(&tw);
+}
+
 int main(void) {
+  check_roundtrip();
   const char *src = getenv("RLPT_SOURCE_DIR");
   if (!src) src = ".";
   check_file(src, "mha_tied");

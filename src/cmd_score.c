@@ -1,0 +1,146 @@
+/* cmd_score.c: `rlpt score --model FILE.h5 --input IN.jsonl --output OUT.jsonl`.
+ *
+ * Each input line {"tokens": [t0, ..., t_{n-1}]} gives one output line
+ * {"logprobs": [...], "entropy": [...]} (plus "values": [...] for a model with a
+ * value head), where logprobs[i] = log p(t_{i+1} | t_0..t_i) and entropy[i] is
+ * the entropy of that same next-token distribution (both length n-1; values
+ * length n). Empty lines are skipped. A bad line is reported as IN:LINE and the
+ * command exits 2 without leaving a partial output file. No MPI. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "model.h"
+#include "model_h5.h"
+
+struct score_run {
+  struct model m;
+  const char *in_path;
+  FILE *out;
+  int *tokens;
+  float *lp, *ent, *val;
+};
+
+/* tokens of one JSONL line; 0, or 2 with a message naming in_path:lineno. */
+static int parse_line(struct score_run *r, const char *line, long lineno, int *n) {
+  cJSON *o = cJSON_Parse(line);
+  const cJSON *arr = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, "tokens") : NULL;
+  int rc = 0, max = r->m.cfg.max_seq;
+  *n = cJSON_IsArray(arr) ? cJSON_GetArraySize(arr) : -1;
+  if (!o) {
+    fprintf(stderr, "rlpt: %s:%ld: not valid JSON\n", r->in_path, lineno);
+    rc = 2;
+  } else if (*n < 1 || *n > max) {
+    fprintf(stderr, "rlpt: %s:%ld: expected a JSON object with a \"tokens\" array of 1..%d "
+            "token ids (max_seq of the model)\n", r->in_path, lineno, max);
+    rc = 2;
+  }
+  for (int i = 0; !rc && i < *n; i++) {
+    const cJSON *v = cJSON_GetArrayItem(arr, i);
+    double d = cJSON_IsNumber(v) ? v->valuedouble : -1.0;
+    if (d != (int)d || d < 0 || d >= r->m.cfg.vocab_size) {
+      fprintf(stderr, "rlpt: %s:%ld: tokens[%d] is not a token id in 0..%d\n", r->in_path, lineno,
+              i, r->m.cfg.vocab_size - 1);
+      rc = 2;
+    } else {
+      r->tokens[i] = (int)d;
+    }
+  }
+  cJSON_Delete(o);
+  return rc;
+}
+
+static void write_array(FILE *f, const char *key, const float *x, int n, int comma) {
+  fprintf(f, "\"%s\": [", key);
+  for (int i = 0; i < n; i++) fprintf(f, i ? ", %.7g" : "%.7g", x[i]);
+  fprintf(f, comma ? "], " : "]");
+}
+
+static int score_line(struct score_run *r, const char *line, long lineno) {
+  int n, cu[2] = {0, 0};
+  if (parse_line(r, line, lineno, &n)) return 2;
+  cu[1] = n;
+  if (model_forward(&r->m, r->tokens, cu, 1, r->lp, r->ent, r->m.cfg.value_head ? r->val : NULL))
+    return 1;
+  fputc('{', r->out);
+  write_array(r->out, "logprobs", r->lp, n - 1, 1);
+  write_array(r->out, "entropy", r->ent, n - 1, r->m.cfg.value_head);
+  if (r->m.cfg.value_head) write_array(r->out, "values", r->val, n, 0);
+  fputs("}\n", r->out);
+  return 0;
+}
+
+static int score_file(struct score_run *r, FILE *in) {
+  char *line = NULL;
+  size_t cap = 0;
+  long lineno = 0;
+  int rc = 0;
+  ssize_t len;
+  while (!rc && (len = getline(&line, &cap, in)) >= 0) {
+    lineno++;
+    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
+    if (strspn(line, " \t") == (size_t)len) continue;
+    rc = score_line(r, line, lineno);
+  }
+  free(line);
+  return rc;
+}
+
+static int score_load(struct score_run *r, const char *model_path) {
+  struct model_config mc;
+  int rc = model_h5_read_config(model_path, &mc);
+  if (rc) return rc;
+  if (model_create(&r->m, &mc, mc.max_seq, &cpu_backend)) return 1;
+  rc = model_h5_read_params(model_path, &r->m.table, r->m.params);
+  r->tokens = malloc(sizeof(int) * mc.max_seq);
+  r->lp = malloc(sizeof(float) * mc.max_seq);
+  r->ent = malloc(sizeof(float) * mc.max_seq);
+  r->val = malloc(sizeof(float) * mc.max_seq);
+  if (!rc && (!r->tokens || !r->lp || !r->ent || !r->val)) rc = 1;
+  return rc;
+}
+
+static int score_usage(int rc) {
+  fprintf(rc ? stderr : stdout,
+          "usage: rlpt score --model FILE.h5 --input IN.jsonl --output OUT.jsonl\n"
+          "  per line {\"tokens\": [...]} writes {\"logprobs\": [...], \"entropy\": [...]}\n");
+  return rc;
+}
+
+int cmd_score(int argc, char **argv) {
+  const char *model_path = NULL, *in_path = NULL, *out_path = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return score_usage(0);
+    if (i + 1 < argc && !strcmp(argv[i], "--model")) model_path = argv[++i];
+    else if (i + 1 < argc && !strcmp(argv[i], "--input")) in_path = argv[++i];
+    else if (i + 1 < argc && !strcmp(argv[i], "--output")) out_path = argv[++i];
+    else {
+      fprintf(stderr, "rlpt: score: unexpected argument '%s'\n", argv[i]);
+      return score_usage(2);
+    }
+  }
+  if (!model_path || !in_path || !out_path) return score_usage(2);
+  struct score_run r = {.in_path = in_path};
+  FILE *in = NULL;
+  int rc = score_load(&r, model_path);
+  if (!rc && !(in = fopen(in_path, "r"))) {
+    fprintf(stderr, "rlpt: %s: cannot open the input\n", in_path);
+    rc = 2;
+  }
+  if (!rc && !(r.out = fopen(out_path, "w"))) {
+    fprintf(stderr, "rlpt: %s: cannot create the output\n", out_path);
+    rc = 2;
+  }
+  if (!rc) rc = score_file(&r, in);
+  if (r.out && fclose(r.out) && !rc) {
+    fprintf(stderr, "rlpt: %s: error writing the output\n", out_path);
+    rc = 1;
+  }
+  if (r.out && rc) unlink(out_path); /* no partial output */
+  if (in) fclose(in);
+  free(r.tokens); free(r.lp); free(r.ent); free(r.val);
+  if (r.m.params) model_free(&r.m);
+  return rc;
+}
