@@ -90,9 +90,9 @@ static void encode_sample(struct wbuf *w, const struct sample *s) {
   put_f32s(w, s->adv, s->n_adv);
 }
 
-/* A word-at-a-time multiplicative hash: not cryptographic, it only has to
- * catch truncation, bit flips and mixed-up buffers. */
-static uint64_t checksum(const unsigned char *p, size_t n) {
+/* A word-at-a-time multiplicative hash. */
+uint64_t xfer_checksum(const void *buf, size_t n) {
+  const unsigned char *p = buf;
   uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -119,7 +119,7 @@ int xfer_encode_batch(const struct sample_batch *b, unsigned char **buf, size_t 
   put_u(&w, (uint64_t)b->n, 8);
   put_u(&w, body, 8);
   for (int i = 0; i < b->n; i++) encode_sample(&w, &b->s[i]);
-  put_u(&w, checksum(w.p, w.n), 8);
+  put_u(&w, xfer_checksum(w.p, w.n), 8);
   *buf = w.p;
   *len = w.n;
   return XFER_OK;
@@ -259,7 +259,7 @@ int xfer_decode_batch(const unsigned char *buf, size_t len, struct sample_batch 
        (unsigned long long)body, len);
   r.pos = len - TRAILER_BYTES;
   uint64_t sum = get_u(&r, 8);
-  NEED(sum == checksum(buf, len - TRAILER_BYTES), "checksum mismatch");
+  NEED(sum == xfer_checksum(buf, len - TRAILER_BYTES), "checksum mismatch");
   NEED(n <= INT32_MAX && n <= body / RECORD_MIN_BYTES, "sample count %llu too large for %llu bytes",
        (unsigned long long)n, (unsigned long long)body);
   r.pos = HEADER_BYTES;

@@ -28,6 +28,7 @@
 
 #include <mpi.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "experience.h"
 
@@ -68,6 +69,10 @@ int xfer_encode_batch(const struct sample_batch *b, unsigned char **buf, size_t 
  * says what is wrong (XFER_ECORRUPT) or XFER_ENOMEM. */
 int xfer_decode_batch(const unsigned char *buf, size_t len, struct sample_batch *out, char *err,
                       size_t errlen);
+
+/* The checksum the format uses (64-bit, not cryptographic): it catches
+ * truncation, bit flips and mixed-up buffers. */
+uint64_t xfer_checksum(const void *buf, size_t len);
 
 /* ---- point to point ------------------------------------------------------------ */
 

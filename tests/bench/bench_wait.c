@@ -1,0 +1,92 @@
+/* bench_wait.c (4 ranks): what a busy-polling MPI wait costs the rank that
+ * works. Rank 0 runs a fixed CPU-bound loop while ranks 1..3 wait for its
+ * message with (a) plain MPI_Recv, (b) wait_probe + MPI_Recv and (c) MPI_Irecv
+ * + wait_request. With more ranks than cores, (a) steals rank 0's core unless
+ * Open MPI is told to yield (OMPI_MCA_mpi_yield_when_idle=1, which CTest sets;
+ * run by hand without it to see the raw effect). Also reports the wake-up
+ * latency the backoff sleep costs. Prints figures, asserts no time.
+ *
+ * usage: mpirun -np 4 --oversubscribe bench_wait [work_seconds (default 1.0)] */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "wait.h"
+
+enum mode { BUSY, PROBE, REQUEST, NMODES };
+static const char *mode_name[NMODES] = {"MPI_Recv (busy poll)", "wait_probe + MPI_Recv",
+                                        "MPI_Irecv + wait_request"};
+
+/* A dependent floating-point chain: pure CPU, no memory traffic. */
+static double work(long n) {
+  double x = 1.0;
+  for (long i = 0; i < n; i++) x = x * 1.0000001 + 1e-9;
+  return x;
+}
+
+/* One round: rank 0 works n iterations then sends its clock; the others wait
+ * in `mode`. Returns rank 0's work seconds; *lat gets the largest wake latency. */
+static double round_trip(enum mode mode, long n, int rank, int size, double *lat) {
+  const int tag = 7;
+  double msg = 0, t_work = 0, my_lat = 0;
+  wait_barrier(MPI_COMM_WORLD);
+  if (rank == 0) {
+    double t0 = wait_now();
+    volatile double sink = work(n);
+    (void)sink;
+    t_work = wait_now() - t0;
+    msg = wait_now();
+    for (int r = 1; r < size; r++) MPI_Send(&msg, 1, MPI_DOUBLE, r, tag, MPI_COMM_WORLD);
+  } else {
+    MPI_Request req;
+    if (mode == BUSY) MPI_Recv(&msg, 1, MPI_DOUBLE, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (mode == PROBE) {
+      wait_probe(0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Recv(&msg, 1, MPI_DOUBLE, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    if (mode == REQUEST) {
+      MPI_Irecv(&msg, 1, MPI_DOUBLE, 0, tag, MPI_COMM_WORLD, &req);
+      wait_request(&req, MPI_STATUS_IGNORE);
+    }
+    my_lat = wait_now() - msg; /* CLOCK_MONOTONIC is shared by processes of one node */
+  }
+  MPI_Reduce(&my_lat, lat, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  return t_work;
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  double target = argc > 1 ? atof(argv[1]) : 1.0;
+  if (target <= 0) target = 1.0;
+  /* calibrate n on rank 0 while the others wait politely */
+  long n = 1000000;
+  if (rank == 0) {
+    double t0 = wait_now();
+    volatile double sink = work(n);
+    (void)sink;
+    n = (long)((double)n * target / (wait_now() - t0));
+  }
+  wait_bcast(&n, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+  double best[NMODES], lat_max[NMODES];
+  for (int m = 0; m < NMODES; m++) best[m] = 1e30, lat_max[m] = 0;
+  for (int rep = 0; rep < 2; rep++)
+    for (int m = 0; m < NMODES; m++) {
+      double lat = 0, t = round_trip((enum mode)m, n, rank, size, &lat);
+      if (t < best[m]) best[m] = t;
+      if (lat > lat_max[m]) lat_max[m] = lat;
+    }
+  if (rank == 0) {
+    const char *y = getenv("OMPI_MCA_mpi_yield_when_idle");
+    printf("bench_wait: %d ranks, rank 0 works %ld iterations; %d waiters; "
+           "OMPI_MCA_mpi_yield_when_idle=%s\n", size, n, size - 1, y ? y : "(unset)");
+    for (int m = 0; m < NMODES; m++)
+      printf("  %-26s rank 0 work %.3f s (best of 2), wake latency max %.0f us\n",
+             mode_name[m], best[m], 1e6 * lat_max[m]);
+    printf("  slowdown of the working rank, busy / polite: %.2fx (probe) %.2fx (request)\n",
+           best[BUSY] / best[PROBE], best[BUSY] / best[REQUEST]);
+  }
+  MPI_Finalize();
+  return 0;
+}
