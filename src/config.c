@@ -38,7 +38,7 @@ int config_find(const char *section, const char *name) {
   return -1;
 }
 
-/* Edit distance (Levenshtein) for did-you-mean; names are short. */
+/* Edit distance (Levenshtein + adjacent swaps) for did-you-mean; names are short. */
 static int edit_distance(const char *a, const char *b) {
   int la = (int)strlen(a), lb = (int)strlen(b);
   if (la > 63 || lb > 63) return 99;
@@ -50,6 +50,8 @@ static int edit_distance(const char *a, const char *b) {
       int best = d[i - 1][j - 1] + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
       if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
       if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+        best = d[i - 2][j - 2] + 1; /* a swapped pair counts once */
       d[i][j] = best;
     }
   return d[la][lb];
@@ -57,7 +59,7 @@ static int edit_distance(const char *a, const char *b) {
 
 static int close_enough(const char *typed, const char *cand, int dist) {
   int len = (int)strlen(typed);
-  return dist <= 2 || dist <= len / 3 || strstr(cand, typed) != NULL;
+  return dist <= (len <= 4 ? 1 : len <= 9 ? 2 : len / 3) || (len >= 3 && strstr(cand, typed) != NULL);
 }
 
 /* Closest section name to `typed`, or NULL. */
@@ -69,6 +71,19 @@ static const char *suggest_section(const char *typed) {
     if (d < bestd) { bestd = d; best = cfg_schema[i].section; }
   }
   return best && close_enough(typed, best, bestd) ? best : NULL;
+}
+
+/* Hint for an unknown section: the closest name (as [name] or name.key), else them all. */
+static void suggest_section_hint(const char *typed, const char *key, char *hint, size_t len) {
+  const char *sug = suggest_section(typed);
+  if (sug && key) snprintf(hint, len, "did you mean %s.%s?", sug, key);
+  else if (sug) snprintf(hint, len, "did you mean [%s]?", sug);
+  else {
+    size_t used = (size_t)snprintf(hint, len, "the sections are:");
+    for (int i = 0; i < cfg_schema_len && used < len; i++)
+      if (i == 0 || strcmp(cfg_schema[i].section, cfg_schema[i - 1].section))
+        used += (size_t)snprintf(hint + used, len - used, " [%s]", cfg_schema[i].section);
+  }
 }
 
 /* Hint for an unknown key: the sections where the name exists, else the closest key of
@@ -92,6 +107,8 @@ static void suggest_key(const char *section, const char *name, char *hint, size_
   }
   if (best >= 0 && close_enough(name, cfg_schema[best].name, bestd))
     snprintf(hint, len, "did you mean '%s'?", cfg_schema[best].name);
+  else
+    snprintf(hint, len, "`rlpt deck-help` lists the keys of [%s]", section);
 }
 
 static const char *type_name(enum cfg_type t) {
@@ -487,9 +504,8 @@ static char *deck_reader(char *str, int num, void *stream) {
     size_t nmlen = strlen(nm);
     while (nmlen && isspace((unsigned char)nm[nmlen - 1])) nm[--nmlen] = '\0';
     if (!section_known(nm)) {
-      const char *sug = suggest_section(nm);
-      char hint[160] = "";
-      if (sug) snprintf(hint, sizeof hint, "did you mean [%s]?", sug);
+      char hint[512];
+      suggest_section_hint(nm, NULL, hint, sizeof hint);
       p->failed = fail_at(p->err, p->errlen, loc, nm, NULL, hint, "unknown section");
       return NULL;
     }
@@ -578,7 +594,7 @@ void config_split_args(int argc, char **argv, char **over, int *n_over, char **r
 }
 
 static int apply_override(struct config *cfg, int i, const char *arg, char *err, size_t errlen) {
-  char loc[CFG_STR_MAX + 64], section[128], name[128], msg[768], hint[256];
+  char loc[CFG_STR_MAX + 64], section[128], name[128], msg[768], hint[512];
   snprintf(loc, sizeof loc, "override '%s'", arg);
   const char *eq = strchr(arg, '='), *dot = strchr(arg, '.');
   if (!eq || !dot || dot > eq)
@@ -591,9 +607,7 @@ static int apply_override(struct config *cfg, int i, const char *arg, char *err,
   memcpy(name, dot + 1, ln);
   name[ln] = '\0';
   if (!section_known(section)) {
-    const char *sug = suggest_section(section);
-    hint[0] = '\0';
-    if (sug) snprintf(hint, sizeof hint, "did you mean %s.%s?", sug, name);
+    suggest_section_hint(section, name, hint, sizeof hint);
     return fail_at(err, errlen, loc, section, NULL, hint, "unknown section");
   }
   int r = config_find(section, name);

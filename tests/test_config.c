@@ -272,7 +272,8 @@ static void test_types(void) {
 static void test_messages(void) {
   expect_fail("[run]\nseed = 1\n[modle]\n", "t.ini:3: [modle]: unknown section\n  did you mean [model]?");
   expect_fail("[zzzzzzzzz]\n", "t.ini:1: [zzzzzzzzz]: unknown section");
-  CHECK(!strstr(err, "did you mean")); /* nothing close: no guess */
+  CHECK(!strstr(err, "did you mean") && strstr(err, "\n  the sections are: [run] [sft] [model]")); /* no guess */
+  expect_fail("[model]\nwhatever_this_is = 1\n", "unknown key\n  `rlpt deck-help` lists the keys of [model]");
   expect_fail("[model]\ndimm = 3\n", "t.ini:2: [model] dimm: unknown key\n  did you mean 'dim'?");
   expect_fail("[model]\nlr = 3\n", "did you mean [sft] lr or [optim] lr?");
   expect_fail("[model]\ndim = 64\n\ndim = 64\n", "t.ini:4: [model] dim: duplicate key (first set on line 2)");

@@ -26,7 +26,7 @@ deck_test(bad_dup 2 "bad_dup.ini:4: \\[model\\] dim: duplicate key \\(first set 
 deck_test(bad_type 2 "bad_type.ini:2: \\[model\\] layers: expected an integer, got 'four'" check bad_type.ini)
 deck_test(bad_junk 2 "bad_junk.ini:3: \\[model\\] dim: trailing junk 'x' after the integer 12" check bad_junk.ini)
 deck_test(bad_range 2 "bad_range.ini:3: \\[algo\\] group_size: 0 is out of range \\[1, 100000\\] samples" check bad_range.ini)
-deck_test(bad_enum 2 "bad_enum.ini:2: \\[run\\] mode: 'sink' is not one of sync\\|colocate_async\\|separate_async.*did you mean 'sync'" check bad_enum.ini)
+deck_test(bad_enum 2 "bad_enum.ini:2: \\[run\\] mode: 'sycn' is not one of sync\\|colocate_async\\|separate_async.*did you mean 'sync'" check bad_enum.ini)
 deck_test(bad_bool 2 "bad_bool.ini:2: \\[model\\] tie_embeddings: expected a bool.*got 'maybe'" check bad_bool.ini)
 deck_test(bad_list 2 "bad_list.ini:3: \\[sft\\] target_band: item 2 of the list .*expected a number, got 'abc'" check bad_list.ini)
 deck_test(bad_list_range 2 "bad_list_range.ini:2: \\[sft\\] target_band: item 2 .*1.5 is out of range \\[0, 1\\] fraction" check bad_list_range.ini)
