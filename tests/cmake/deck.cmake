@@ -49,3 +49,10 @@ add_test(NAME deck_help_up_to_date
   COMMAND sh -c "\"$1\" deck-help | diff -u \"$2\" - || { echo 'inputs/README.md is stale: regenerate it with `rlpt deck-help > inputs/README.md` and commit it'; exit 1; }"
           sh $<TARGET_FILE:rlpt> ${CMAKE_SOURCE_DIR}/inputs/README.md)
 set_tests_properties(deck_help_up_to_date PROPERTIES LABELS unit)
+
+# Every shipped deck is valid.
+file(GLOB RLPT_INPUT_DECKS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/inputs/*.ini)
+foreach(deck ${RLPT_INPUT_DECKS})
+  get_filename_component(stem ${deck} NAME_WE)
+  deck_test(input_${stem} 0 "\\[ranks\\]" check ${deck})
+endforeach()
