@@ -108,7 +108,7 @@ struct gen_stats {
   long prefill_computed;   /* of those, tokens the model actually computed (the rest was shared) */
   long decode_tokens;
   long preemptions;
-  long steps;              /* engine steps (forward passes) */
+  long steps;              /* engine steps (one forward each, unless served from the prefix cache) */
   long prefix_hits, cow_copies;
   int blocks_used_max, n_blocks;
 };

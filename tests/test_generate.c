@@ -114,6 +114,7 @@ static void toy_reference(struct toy *t, const int *ctx, int n, float *logits) {
 #define NEW_MAX 24
 
 struct setup {
+  int block_size;  /* tokens per KV block (4 unless a test says otherwise: many block boundaries) */
   int n_prompts, G, plen[NP_MAX], prompts[NP_MAX][40];
   struct gen_request req[NP_MAX * G_MAX];
 };
@@ -126,6 +127,7 @@ struct outputs {
 
 /* Prompts of 1..37 tokens (crossing block boundaries), requests prompt-major. */
 static void setup_init(struct setup *s, int n_prompts, int G) {
+  s->block_size = 4;
   s->n_prompts = n_prompts;
   s->G = G;
   for (int p = 0; p < n_prompts; p++) {
@@ -144,16 +146,19 @@ static struct gen_config base_config(double T) {
   return g;
 }
 
-static const struct kv_layout LAYOUT = { .layers = TL, .kv_heads = TH, .head_dim = TD, .block_size = 4 };
+static struct kv_layout layout(int block_size) {
+  return (struct kv_layout){ .layers = TL, .kv_heads = TH, .head_dim = TD, .block_size = block_size };
+}
 
 /* Run on a fresh (or the given) cache of n_blocks blocks. Returns gen_run's code. */
 static int run(const struct setup *s, const struct gen_config *g, struct toy *t, struct kv_cache *kv_in,
                int n_blocks, uint64_t version, struct outputs *o) {
   struct lm_ops lm = { .ctx = t, .vocab = TV, .forward = toy_forward };
   struct kv_cache own, *kv = kv_in ? kv_in : &own;
+  struct kv_layout L = layout(s->block_size);
   char err[512] = "";
   if (!kv_in)
-    CHECK(kv_create(kv, &LAYOUT, (size_t)n_blocks * LAYOUT.block_size * kv_bytes_per_token(&LAYOUT), 64, 64, TV,
+    CHECK(kv_create(kv, &L, (size_t)n_blocks * L.block_size * kv_bytes_per_token(&L), 64, 64, TV,
                     err, sizeof err) == 0);
   memset(o, 0, sizeof *o);
   struct gen_result res = { o->tokens, o->logprobs, o->len, o->finish };
@@ -182,13 +187,14 @@ static long prompt_tokens(const struct setup *s) {
 
 /* ---- tests ------------------------------------------------------------------ */
 
-/* a) greedy engine output == from-scratch argmax at every step. */
-static void test_greedy_reference(struct toy *t) {
+/* a) greedy engine output == from-scratch argmax at every step, blocks of 4 and 16 tokens. */
+static void test_greedy_reference(struct toy *t, int block_size) {
   struct setup s;
   setup_init(&s, 12, 2);
+  s.block_size = block_size;
   struct gen_config g = base_config(0.0);
   struct outputs o;
-  CHECK(run(&s, &g, t, NULL, 200, 1, &o) == 0);
+  CHECK(run(&s, &g, t, NULL, 800 / block_size, 1, &o) == 0);
   int seen[TV] = { 0 }, distinct = 0;
   for (int r = 0; r < s.n_prompts * s.G; r++) {
     int ctx[40 + NEW_MAX], n = s.req[r].prompt_len, bad = 0;
@@ -207,8 +213,9 @@ static void test_greedy_reference(struct toy *t) {
     }
   }
   CHECK_MSG(distinct >= 5, "the toy LM should not be trivial: %d distinct tokens", distinct);
-  printf("a) greedy == from-scratch reference: %d requests x %d tokens, %d distinct tokens, %ld steps\n",
-         s.n_prompts * s.G, NEW_MAX, distinct, o.st.steps);
+  printf("a) greedy == from-scratch reference (block_size %d): %d requests x %d tokens, %d distinct tokens, "
+         "%ld steps, %ld preemptions\n", block_size, s.n_prompts * s.G, NEW_MAX, distinct, o.st.steps,
+         o.st.preemptions);
 }
 
 /* b) prefix sharing on == off; the counters show one prefill per prompt. */
@@ -283,7 +290,8 @@ static void test_stale_prefix(struct toy *t) {
   struct outputs *o = malloc(4 * sizeof *o);
   struct kv_cache kv;
   char err[256];
-  CHECK(kv_create(&kv, &LAYOUT, 1000 * 4 * kv_bytes_per_token(&LAYOUT), 64, 64, TV, err, sizeof err) == 0);
+  struct kv_layout L = layout(s.block_size);
+  CHECK(kv_create(&kv, &L, 1000 * 4 * kv_bytes_per_token(&L), 64, 64, TV, err, sizeof err) == 0);
   t->w = 1.0f;
   CHECK(run(&s, &g, t, &kv, 0, 1, &o[0]) == 0);
   CHECK(o[0].st.prefill_computed == P);
@@ -380,7 +388,8 @@ static void test_bad_input(struct toy *t) {
 int main(void) {
   struct toy *t = calloc(1, sizeof *t);
   t->w = 1.0f;
-  test_greedy_reference(t);
+  test_greedy_reference(t, 4);
+  test_greedy_reference(t, 16);
   test_prefix_sharing(t);
   test_batching_preemption(t);
   test_stale_prefix(t);
