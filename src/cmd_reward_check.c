@@ -1,0 +1,169 @@
+/* cmd_reward_check.c: `rlpt reward-check DECK` scores the configured task's
+ * reference answers and deliberately wrong ones (off by one, empty, garbage)
+ * through the configured reward, and prints each component's distribution. It
+ * catches the miswired reward that makes a GRPO loss sit at 0 before any GPU time
+ * is spent. Exit 0 when the references score and the wrong answers score less;
+ * 3 when they do not (with a WARNING line); 2 for a bad deck or arguments. */
+#include <float.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "reward.h"
+#include "tasks.h"
+#include "tokenizer.h"
+
+enum { KIND_REF, KIND_OFF_BY_ONE, KIND_EMPTY, KIND_GARBAGE, NKINDS };
+static const char *const kind_names[NKINDS] = {"reference", "off_by_one", "empty", "garbage"};
+#define NCOLS (REWARD_NPARTS + 1) /* total, then the parts */
+
+struct dist {
+  double sum[NCOLS], lo[NCOLS], hi[NCOLS];
+  long pos[NCOLS], n;
+};
+
+static void dist_add(struct dist *d, double total, const double *parts) {
+  for (int c = 0; c < NCOLS; c++) {
+    double x = c == 0 ? total : parts[c - 1];
+    if (d->n == 0 || x < d->lo[c]) d->lo[c] = x;
+    if (d->n == 0 || x > d->hi[c]) d->hi[c] = x;
+    d->sum[c] += x;
+    d->pos[c] += x > 0;
+  }
+  d->n++;
+}
+
+/* The wrong answer of one kind for prompt p, before tags. */
+static void wrong_answer(const struct task *t, const struct task_prompt *p, int kind, char *out, size_t cap) {
+  if (kind == KIND_EMPTY) { out[0] = '\0'; return; }
+  if (kind == KIND_GARBAGE) { snprintf(out, cap, "banana?!"); return; }
+  if (t->kind == TASK_ARITH) snprintf(out, cap, "%lld", atoll(p->answer) + 1);
+  else snprintf(out, cap, "%s+1", p->answer);  /* every given number is already used once */
+}
+
+static int score_prompts(const struct task *t, const struct reward_cfg *rc, const struct tokenizer *tok,
+                         long n_prompts, enum task_split split, struct dist *d) {
+  for (long i = 0; i < n_prompts; i++) {
+    struct task_prompt p;
+    if (task_prompt(t, (uint64_t)i, split, &p)) {
+      fprintf(stderr, "rlpt: reward-check: no %s problem found for prompt %ld in %d draws: the problem space "
+              "is too small for [task] heldout_frac = %g\n", split == TASK_EVAL ? "held-out" : "train", i,
+              TASK_MAX_ATTEMPTS, t->heldout_frac);
+      return 2;
+    }
+    for (int k = 0; k < NKINDS; k++) {
+      char ans[TASK_TEXT_MAX + 8], text[TASK_TEXT_MAX + 8 + 2 * REWARD_TAG_MAX];
+      if (k == KIND_REF) snprintf(ans, sizeof ans, "%s", p.answer);
+      else wrong_answer(t, &p, k, ans, sizeof ans);
+      snprintf(text, sizeof text, "%s%s%s", rc->open_tag, ans, rc->close_tag);
+      int ids[sizeof text];
+      size_t n_ids = 0, bad = 0;
+      if (tokenizer_encode(tok, text, strlen(text), ids, sizeof text, &n_ids, &bad)) {
+        fprintf(stderr, "rlpt: reward-check: the %s tokenizer cannot encode byte %zu of \"%s\"\n",
+                tokenizer_kind_name(tok->kind), bad, text);
+        return 2;
+      }
+      struct reward_item it = {&p, text, strlen(text), (long)n_ids + 1 /* EOS */, 0};
+      double parts[REWARD_NPARTS];
+      double r = reward_score_one(rc, t, &it, parts, NULL);
+      dist_add(&d[k], r, parts);
+    }
+  }
+  return 0;
+}
+
+static void print_table(const struct dist *d) {
+  printf("%-11s %-9s %9s %9s %9s %7s\n", "answers", "component", "mean", "min", "max", "frac>0");
+  for (int k = 0; k < NKINDS; k++)
+    for (int c = 0; c < NCOLS; c++)
+      printf("%-11s %-9s %9.4f %9.4f %9.4f %7.3f\n", kind_names[k], c == 0 ? "total" : reward_part_name(c - 1),
+             d[k].sum[c] / (double)d[k].n, d[k].lo[c], d[k].hi[c], (double)d[k].pos[c] / (double)d[k].n);
+}
+
+/* 0 when the reward separates references from wrong answers, else 3 with WARNING lines. */
+static int judge(const struct dist *d) {
+  int rc = 0;
+  const struct dist *ref = &d[KIND_REF];
+  if (ref->hi[0] <= 0.0) {
+    printf("WARNING: the verifier gives the reference answers no reward (max total %.4g): the reward is "
+           "miswired and every GRPO group will have zero advantage\n", ref->hi[0]);
+    rc = 3;
+  } else if (ref->pos[1] < ref->n) {
+    printf("WARNING: %ld of %ld reference answers fail the verifier (correct = 0)\n", ref->n - ref->pos[1], ref->n);
+    rc = 3;
+  }
+  for (int k = KIND_OFF_BY_ONE; k < NKINDS; k++) {
+    if (d[k].sum[0] / (double)d[k].n >= ref->sum[0] / (double)ref->n) {
+      printf("WARNING: %s answers score as high as the references on average: the reward does not "
+             "separate right from wrong\n", kind_names[k]);
+      rc = 3;
+    }
+  }
+  return rc;
+}
+
+static int usage(int rc) {
+  fprintf(stderr, "usage: rlpt reward-check DECK [--prompts N] [--split train|eval] [section.key=value ...]\n"
+                  "  scores N (default 200) reference and wrong answers of the deck's task through its reward;\n"
+                  "  exit 0 ok, 3 when the references get no reward or wrong answers score as well, 2 bad input\n");
+  return rc;
+}
+
+int cmd_reward_check(int argc, char **argv) {
+  char **over = calloc((size_t)argc + 1, sizeof *over), **rest = calloc((size_t)argc + 1, sizeof *rest);
+  struct config *cfg = malloc(sizeof *cfg);
+  int n_over = 0, n_rest = 0, rc = 2;
+  long n_prompts = 200;
+  enum task_split split = TASK_TRAIN;
+  const char *deck = NULL;
+  if (!over || !rest || !cfg) { rc = 1; goto done; }
+  config_split_args(argc, argv, over, &n_over, rest, &n_rest);
+  for (int i = 0; i < n_rest; i++) {
+    char *end = NULL;
+    if (!strcmp(rest[i], "-h") || !strcmp(rest[i], "--help")) { rc = usage(0); goto done; }
+    if (!strcmp(rest[i], "--prompts") && i + 1 < n_rest) {
+      n_prompts = strtol(rest[++i], &end, 10);
+      if (*end || n_prompts < 1 || n_prompts > 10000000) { fprintf(stderr, "rlpt: reward-check: --prompts wants 1..1e7\n"); goto done; }
+    } else if (!strcmp(rest[i], "--split") && i + 1 < n_rest) {
+      i++;
+      if (!strcmp(rest[i], "train")) split = TASK_TRAIN;
+      else if (!strcmp(rest[i], "eval")) split = TASK_EVAL;
+      else { fprintf(stderr, "rlpt: reward-check: --split wants train or eval\n"); goto done; }
+    } else if (rest[i][0] != '-' && !deck) {
+      deck = rest[i];
+    } else {
+      rc = usage(2);
+      goto done;
+    }
+  }
+  if (!deck) { rc = usage(2); goto done; }
+  if ((rc = config_load_serial(cfg, deck, n_over, over)) != 0) goto done;
+  struct task t;
+  struct reward_cfg rcfg;
+  struct tokenizer tok;
+  char err[512];
+  if (task_init(&t, cfg, err, sizeof err) || reward_init(&rcfg, cfg, err, sizeof err)) {
+    fprintf(stderr, "rlpt: %s: %s\n", deck, err);
+    rc = 2;
+    goto done;
+  }
+  tokenizer_init_char(&tok);
+  struct dist d[NKINDS];
+  memset(d, 0, sizeof d);
+  printf("reward-check: task %s, %ld %s prompts, weights correct %g format %g length %g, overlong %s, tags %s%s%s\n",
+         task_name(t.kind), n_prompts, split == TASK_EVAL ? "held-out" : "train", rcfg.weight[REWARD_CORRECT],
+         rcfg.weight[REWARD_FORMAT], rcfg.weight[REWARD_LENGTH], rcfg.overlong_buffer > 0 ? "on" : "off",
+         rcfg.open_tag[0] ? rcfg.open_tag : "(none)", rcfg.open_tag[0] ? "..." : "", rcfg.close_tag);
+  rc = score_prompts(&t, &rcfg, &tok, n_prompts, split, d);
+  tokenizer_free(&tok);
+  if (rc) goto done;
+  print_table(d);
+  rc = judge(d);
+  if (!rc) printf("reward-check: ok\n");
+done:
+  free(over);
+  free(rest);
+  free(cfg);
+  return rc;
+}
