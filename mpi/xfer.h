@@ -11,7 +11,11 @@
  * the payload in chunks of at most XFER_CHUNK_BYTES, all with the same tag.
  * The size message is sent synchronously (MPI_Issend) and both ends wait for it
  * politely (wait.h); once it is matched the receiver is active, so the payload
- * moves with blocking calls at full speed.
+ * moves with blocking calls at full speed. A send therefore returns only once
+ * the receiver has taken the message, like MPI_Ssend: two ranks must never
+ * send to each other at the same moment (order such exchanges by rank, or
+ * receive first). A receive that fails after the size message (out of memory)
+ * leaves the payload pending: treat it as fatal for that peer.
  *
  * Wire format of a sample batch (version XFER_FORMAT_VERSION):
  *   u32 magic "RLPS", u32 version, u64 n_samples, u64 body_bytes,

@@ -10,4 +10,4 @@ add_mpi_test(NAME test_xfer EXE test_xfer NUM_PROCS 3 LABELS mpi)
 
 add_executable(bench_wait bench/bench_wait.c)
 target_link_libraries(bench_wait PRIVATE rlpt_lib)
-add_mpi_test(NAME bench_wait EXE bench_wait NUM_PROCS 4 ARGS 0.5 LABELS bench)
+add_mpi_test(NAME bench_wait EXE bench_wait NUM_PROCS 4 ARGS 0.3 LABELS bench)
