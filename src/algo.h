@@ -80,6 +80,11 @@ void algo_place_outcome(const struct algo_batch *b, const double *r_seq, float *
  * when out of memory or est is not an outcome estimator. */
 int algo_adv_outcome(const struct algo_batch *b, const double *r_seq, int est, int std_mode,
                      double eps, double *adv_seq);
+/* Dynamic sampling over a batch: keep[k] = 1 when the rewards of group k are not all
+ * equal (a group of one is dropped: it carries no signal). Returns the number kept,
+ * or -1 when out of memory. Also gives reward_parts_const_frac for one reward
+ * component: 1 - kept/n_group. */
+int algo_groups_keep(const struct algo_batch *b, const double *r_seq, unsigned char *keep);
 /* Whiten x over the valid tokens of the batch: (x - mu)/sqrt(var + 1e-8), var unbiased;
  * masked tokens are set to 0. */
 void algo_whiten(const struct algo_batch *b, float *x);

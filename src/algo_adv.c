@@ -54,6 +54,18 @@ int algo_adv_outcome(const struct algo_batch *b, const double *r_seq, int est, i
   return singles;
 }
 
+int algo_groups_keep(const struct algo_batch *b, const double *r_seq, unsigned char *keep) {
+  struct group_acc *g = group_stats(b, r_seq);
+  if (!g) return -1;
+  int kept = 0;
+  for (int k = 0; k < b->n_group; k++) {
+    keep[k] = g[k].n > 1.0 && g[k].max != g[k].min;
+    kept += keep[k];
+  }
+  free(g);
+  return kept;
+}
+
 void algo_whiten(const struct algo_batch *b, float *x) {
   int n_tok = b->off[b->n_seq];
   double n = 0.0, sum = 0.0, ss = 0.0;

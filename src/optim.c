@@ -1,6 +1,7 @@
 /* optim.c: AdamW, global-norm clipping and the LR schedule (see optim.h).
  * The inner loops take restrict pointers and no branches so that the compiler
- * vectorises them; scalars (bias corrections, step sizes) are computed in double. */
+ * vectorises them (the AdamW loop only with -fno-math-errno: sqrtf's errno path
+ * is a branch to GCC); scalars (bias corrections, step sizes) are computed in double. */
 #include "optim.h"
 
 #include <math.h>

@@ -551,6 +551,15 @@ static void test_dapo_helpers(void) {
   CHECK(algo_group_keep(same, 3) == 0);
   CHECK(algo_group_keep(mixed, 3) == 1);
   CHECK(algo_group_keep(mixed, 1) == 0);
+  /* over a batch: groups {1,1}, {1,0}, {3} (G = 1), {0.7 x 2}, ids not contiguous */
+  int len[7] = {1, 1, 1, 1, 1, 1, 1}, grp[7] = {0, 1, 0, 1, 2, 3, 3};
+  float mask[7] = {1, 1, 1, 1, 1, 1, 1};
+  double r[7] = {1, 1, 1, 0, 3, 0.7, 0.7};
+  unsigned char keep[4];
+  struct tb t;
+  tb_make(&t, 7, len, mask, grp, 4);
+  CHECK(algo_groups_keep(&t.b, r, keep) == 1);
+  CHECK(keep[0] == 0 && keep[1] == 1 && keep[2] == 0 && keep[3] == 0);
 }
 
 static void test_pass_at_k(void) {

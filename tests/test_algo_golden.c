@@ -39,6 +39,11 @@ static void golden_load(struct golden *g) {
   CHECK(g->off[g->n_seq] == g->n_tok);
 }
 
+static void golden_free(struct golden *g) {
+  free(g->off), free(g->group), free(g->mask), free(g->lp), free(g->lp_old), free(g->lp_ref);
+  free(g->ent), free(g->gspo_lp), free(g->rewards), free(g->adv);
+}
+
 static void check_tokens(const char *what, const float *got, const double *want, long n) {
   double err = 0.0;
   for (long t = 0; t < n; t++) err = fmax(err, fabs(got[t] - want[t]));
@@ -135,6 +140,7 @@ int main(void) {
   test_gspo(&g, adv);
   test_dpo(&g);
   free(adv);
+  golden_free(&g);
   H5Fclose(g.f);
   return TEST_RESULT("test_algo_golden");
 }
