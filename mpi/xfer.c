@@ -236,7 +236,7 @@ static int decode_body(struct rbuf *r, uint64_t n, struct sample_batch *out, cha
     struct sample *s = sample_batch_add(out);
     if (!s) return XFER_ENOMEM;
     int rc = decode_sample(r, s, err, errlen);
-    if (rc == XFER_ECORRUPT) {
+    if (rc == XFER_ECORRUPT && errlen > 0) {
       size_t l = strlen(err);
       snprintf(err + l, errlen - l, " (sample %llu)", (unsigned long long)i);
     }

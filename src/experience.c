@@ -252,23 +252,53 @@ static void count(struct exp_buffer *buf, int64_t popped, int64_t dropped, int64
   }
 }
 
+/* Remove the oldest sample: drop it, or move it to out (room reserved by the
+ * caller) flagged SAMPLE_STALE when its own lag exceeds max_lag. */
+static void take_head(struct exp_buffer *buf, int64_t version, int drop, struct sample_batch *out) {
+  struct sample *s = &buf->ring[buf->head];
+  int64_t lag = version - s->weight_version;
+  int stale = lag > buf->max_lag;
+  if (drop) {
+    sample_free(s);
+    count(buf, 0, 1, 0, 0);
+  } else {
+    if (stale) s->flags |= SAMPLE_STALE;
+    out->s[out->n++] = *s;
+    sample_init(s);
+    count(buf, 1, 0, stale, lag);
+  }
+  buf->head = (buf->head + 1) % buf->cap;
+  buf->n--;
+}
+
 int exp_buffer_pop(struct exp_buffer *buf, int64_t version, int want, struct sample_batch *out) {
   int got = 0;
   while (got < want && buf->n > 0) {
-    struct sample *s = &buf->ring[buf->head];
-    int64_t lag = version - s->weight_version;
-    int stale = lag > buf->max_lag;
-    if (stale && buf->stale == STALE_DROP) {
-      sample_free(s);
-      count(buf, 0, 1, 0, 0);
-    } else {
-      if (stale) s->flags |= SAMPLE_STALE;
-      if (sample_batch_push(out, s)) return -1;
-      count(buf, 1, 0, stale, lag);
-      got++;
+    if (sample_batch_reserve(out, out->n + 1)) return -1;
+    const struct sample *s = &buf->ring[buf->head];
+    int drop = buf->stale == STALE_DROP && version - s->weight_version > buf->max_lag;
+    take_head(buf, version, drop, out);
+    got += !drop;
+  }
+  return got;
+}
+
+int exp_buffer_pop_groups(struct exp_buffer *buf, int64_t version, int groups,
+                          struct sample_batch *out) {
+  int got = 0;
+  while (got < groups && buf->n > 0) {
+    const struct sample *first = &buf->ring[buf->head];
+    int k = 0;
+    int64_t oldest = first->weight_version;
+    for (; k < buf->n; k++) {
+      const struct sample *s = exp_buffer_peek(buf, k);
+      if (s->step != first->step || s->group != first->group) break;
+      if (s->weight_version < oldest) oldest = s->weight_version;
     }
-    buf->head = (buf->head + 1) % buf->cap;
-    buf->n--;
+    int drop = buf->stale == STALE_DROP && version - oldest > buf->max_lag;
+    if (!drop && sample_batch_reserve(out, out->n + k)) return -1;
+    for (int i = 0; i < k; i++) take_head(buf, version, drop, out);
+    got += !drop;
   }
   return got;
 }

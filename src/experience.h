@@ -135,6 +135,14 @@ int exp_buffer_push(struct exp_buffer *buf, struct sample *s);
  * (STALE_DROP) or appended flagged SAMPLE_STALE (STALE_TIS). Returns the number
  * appended, or -1 on allocation failure (nothing is lost: the buffer keeps them). */
 int exp_buffer_pop(struct exp_buffer *buf, int64_t version, int want, struct sample_batch *out);
+/* The same in whole groups (GRPO needs all G samples of a prompt): a group is
+ * a run of consecutive samples with equal (step, group), so producers push a
+ * group's samples together. Its lag is that of its oldest sample; a stale group
+ * is dropped whole (STALE_DROP) or handed out with each sample flagged by its
+ * own lag (STALE_TIS). Counters stay in samples. Returns the groups appended,
+ * or -1 on allocation failure (the buffer keeps them). */
+int exp_buffer_pop_groups(struct exp_buffer *buf, int64_t version, int groups,
+                          struct sample_batch *out);
 /* Under STALE_DROP, discard every buffered sample whose lag at `version` exceeds
  * max_lag (frees room for fresh samples after an update). Returns the count. */
 int exp_buffer_prune(struct exp_buffer *buf, int64_t version);

@@ -144,10 +144,51 @@ static void test_buffer_tis(void) {
   sample_batch_free(&out);
 }
 
+/* Push a sample of (step, group) generated at version v. */
+static void push_g(struct exp_buffer *buf, int64_t step, int group, int64_t v) {
+  struct sample s;
+  fill(&s, 100 * step + group, v, 2);
+  s.step = step;
+  s.group = group;
+  CHECK(exp_buffer_push(buf, &s) == 0);
+}
+
+static void test_buffer_groups(void) {
+  struct exp_buffer buf;
+  struct sample_batch out;
+  struct exp_stats st;
+  sample_batch_init(&out);
+  for (int policy = 0; policy < 2; policy++) {
+    CHECK(exp_buffer_init(&buf, 16, 1, policy ? STALE_TIS : STALE_DROP) == 0);
+    push_g(&buf, 0, 0, 1); /* group (0,0): one sample at version 0 makes it lag 2 */
+    push_g(&buf, 0, 0, 0);
+    push_g(&buf, 0, 1, 1); /* group (0,1): lag 1 */
+    push_g(&buf, 0, 1, 1);
+    push_g(&buf, 1, 0, 2); /* group (1,0): lag 0, three samples */
+    push_g(&buf, 1, 0, 2);
+    push_g(&buf, 1, 0, 2);
+    int got = exp_buffer_pop_groups(&buf, 2, 2, &out);
+    exp_buffer_take_stats(&buf, &st);
+    if (policy == 0) { /* (0,0) dropped whole, (0,1) and (1,0) trained */
+      CHECK(got == 2 && out.n == 5 && buf.n == 0);
+      CHECK(out.s[0].prompt_id == 1 && out.s[4].prompt_id == 100);
+      CHECK(st.dropped == 2 && st.popped == 5 && st.stale_kept == 0 && st.lag_max == 1);
+    } else { /* TIS: (0,0) and (0,1) handed out; only the version-0 sample is stale */
+      CHECK(got == 2 && out.n == 4 && buf.n == 3);
+      CHECK(!(out.s[0].flags & SAMPLE_STALE) && (out.s[1].flags & SAMPLE_STALE));
+      CHECK(st.dropped == 0 && st.popped == 4 && st.stale_kept == 1 && st.lag_max == 2);
+    }
+    exp_buffer_free(&buf);
+    sample_batch_clear(&out);
+  }
+  sample_batch_free(&out);
+}
+
 int main(void) {
   test_sample();
   test_batch();
   test_buffer_drop();
   test_buffer_tis();
+  test_buffer_groups();
   return TEST_RESULT("test_experience");
 }
