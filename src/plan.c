@@ -254,9 +254,13 @@ static void print_memory(const struct plan *p, const struct config *cfg, FILE *f
             bytes_str(p->colocated_total, b, sizeof b));
   else fprintf(f, "  %-10s ~0 (rule verifiers, no model)\n", "reward");
   if (c->controller) fprintf(f, "  %-10s ~0 (no model)\n", "controller");
-  fprintf(f, "  %-10s [rollout] kv_cache_mb = %ld: the engine's pool holds %.0f%% of the step's "
-          "KV cache%s\n", "", cfg->rollout.kv_cache_mb, 100.0 * p->kv_pool / p->rollout.kv_cache,
-          p->kv_pool < p->rollout.kv_cache ? " at once; it generates in waves" : "");
+  if (p->kv_pool < p->rollout.kv_cache)
+    fprintf(f, "  %-10s [rollout] kv_cache_mb = %ld: the engine's pool holds %.0f%% of the step's "
+            "KV cache at once; it generates in waves\n", "", cfg->rollout.kv_cache_mb,
+            100.0 * p->kv_pool / p->rollout.kv_cache);
+  else
+    fprintf(f, "  %-10s [rollout] kv_cache_mb = %ld: the engine's pool holds the step's whole KV "
+            "cache\n", "", cfg->rollout.kv_cache_mb);
 }
 
 void plan_print(const struct plan *p, const struct config *cfg, FILE *f) {

@@ -16,6 +16,7 @@
 #include "params.h"
 #include "plan.h"
 #include "testutil.h"
+#include "threads.h"
 
 static void small_config(struct config *cfg) {
   config_defaults(cfg);
@@ -221,7 +222,21 @@ static void test_layouts(void) {
                     ROLE_BIT(ROLE_TRAIN)));
 }
 
+/* Threads policy (threads.h): 1 thread per rank always passes (oversubscription
+ * is the launcher's); more threads must fit ranks x threads <= cores. */
+static void test_threads(void) {
+  char err[512];
+  CHECK(threads_check(4, 1, 2, 0, "n0", err, sizeof err) == 0);
+  CHECK(threads_check(2, 4, 8, 1, "n0", err, sizeof err) == 0);  /* 2 x 4 = 8 <= 8 */
+  CHECK(threads_check(3, 4, 8, 1, "n0", err, sizeof err) == 2);  /* 3 x 4 = 12 > 8 */
+  CHECK_MSG(strstr(err, "threads_per_rank = 4: 3 ranks on node n0 x 4 threads = 12 exceeds the "
+                        "node's 8 cores (cores_per_node = from the deck); lower threads_per_rank "
+                        "to 2"), "%s", err);
+  CHECK(threads_detect_cores() >= 1);
+}
+
 int main(void) {
+  test_threads();
   test_counts();
   test_memory_fp32();
   test_memory_bf16();

@@ -33,7 +33,7 @@ plan_test(llama70b_999 2 "the layout needs 1000 ranks.*the job has 999"
 plan_test(train_oom 2 "does not fit:.train rank needs [0-9.]+ GB .* > \\[ranks\\] device_memory_gb = 40; lower \\[ranks\\] micro_batch_seqs \\(4\\)"
   tests/decks/plan_train_oom.ini --world 1000)
 plan_test(override 2 "train_tp = 3 must divide \\[model\\] heads = 4"
-  inputs/quickstart.ini --world 4 ranks.train_tp=3 ranks.train=auto)
+  inputs/quickstart.ini --world 6 ranks.train_tp=3 ranks.train=auto)
 
 # The real thing: 4 ranks under mpirun print the live map (hosts) and pass.
 add_mpi_test(NAME plan_mpi_quickstart_4 EXE rlpt NUM_PROCS 4
