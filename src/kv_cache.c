@@ -85,6 +85,32 @@ float *kv_slot(const struct kv_cache *kv, const int *table, int t, int layer, in
   return block + ((size_t)(2 * layer + which) * L->block_size + t % L->block_size) * tok;
 }
 
+/* Copy rows of positions [pos0, pos0+n) of one layer between the cache and a contiguous
+ * buffer, one memcpy per block: from `src` into the cache when src is set, else into dst. */
+static void copy_rows(const struct kv_cache *kv, const int *table, int pos0, int n, int layer, int which,
+                      const float *src, float *dst) {
+  int bs = kv->L.block_size;
+  size_t tok = (size_t)kv->L.kv_heads * kv->L.head_dim;
+  for (int t = pos0; t < pos0 + n;) {
+    int run = bs - t % bs;
+    if (run > pos0 + n - t) run = pos0 + n - t;
+    float *slot = kv_slot(kv, table, t, layer, which);
+    size_t row = (size_t)(t - pos0) * tok, bytes = (size_t)run * tok * sizeof(float);
+    if (src) memcpy(slot, src + row, bytes);
+    else memcpy(dst + row, slot, bytes);
+    t += run;
+  }
+}
+
+void kv_scatter(const struct kv_cache *kv, const int *table, int pos0, int n, int layer, int which,
+                const float *src) {
+  copy_rows(kv, table, pos0, n, layer, which, src, NULL);
+}
+
+void kv_gather(const struct kv_cache *kv, const int *table, int n, int layer, int which, float *dst) {
+  copy_rows(kv, table, 0, n, layer, which, NULL, dst);
+}
+
 static int seq_reserve(struct kv_seq *s, int n_blocks) {
   if (n_blocks <= s->cap) return 0;
   int cap = s->cap ? s->cap : 4;

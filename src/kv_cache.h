@@ -105,6 +105,12 @@ void kv_seq_free(struct kv_cache *kv, int seq);
  * whose block table is `table`. */
 float *kv_slot(const struct kv_cache *kv, const int *table, int t, int layer, int which);
 int kv_blocks_free(const struct kv_cache *kv);
+/* The model's two copies, one memcpy per block: write rows src[n][kv_heads * head_dim] as the K
+ * or V of positions pos0 .. pos0+n-1 of one layer; read positions 0 .. n-1 of one layer into
+ * dst[n][kv_heads * head_dim] (the contiguous rows backend.h's attention takes). */
+void kv_scatter(const struct kv_cache *kv, const int *table, int pos0, int n, int layer, int which,
+                const float *src);
+void kv_gather(const struct kv_cache *kv, const int *table, int n, int layer, int which, float *dst);
 
 /* Set the current weight version; entries of any other version are dropped. */
 void kv_set_version(struct kv_cache *kv, uint64_t version);

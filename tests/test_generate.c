@@ -33,7 +33,7 @@
 
 struct toy {
   float w;                   /* "weights": changes every logit */
-  float K[MAXCTX][TF], Vv[MAXCTX][TF];
+  float K[TL][MAXCTX][TH * TD], Vv[TL][MAXCTX][TH * TD];  /* one layer's context, contiguous */
   long calls, max_seqs;
 };
 
@@ -47,18 +47,18 @@ static void toy_logits(const struct toy *t, int qtok, int q, float *logits) {
   float feat[TF];
   for (int l = 0; l < TL; l++)
     for (int h = 0; h < TH; h++) {
-      int o = (l * TH + h) * TD;
+      int o = (l * TH + h) * TD, c = h * TD;
       float qv[TD], sc[MAXCTX], m = -INFINITY, sum = 0;
       for (int d = 0; d < TD; d++) qv[d] = 2.0f * sinf(0.29f * qtok * (d + 2) + 0.13f * q + 0.5f * l + 0.8f * h);
       for (int j = 0; j <= q; j++) {
         sc[j] = 0;
-        for (int d = 0; d < TD; d++) sc[j] += qv[d] * t->K[j][o + d];
+        for (int d = 0; d < TD; d++) sc[j] += qv[d] * t->K[l][j][c + d];
         if (sc[j] > m) m = sc[j];
       }
       for (int j = 0; j <= q; j++) sum += sc[j] = expf(sc[j] - m);
       for (int d = 0; d < TD; d++) {
         float acc = 0;
-        for (int j = 0; j <= q; j++) acc += sc[j] * t->Vv[j][o + d];
+        for (int j = 0; j <= q; j++) acc += sc[j] * t->Vv[l][j][c + d];
         feat[o + d] = acc / sum;
       }
     }
@@ -74,20 +74,19 @@ static int toy_forward(void *ctx, const struct lm_batch *b, float *logits) {
   int row = 0;
   for (int s = 0; s < b->n_seqs; s++) {
     const struct lm_seq *q = &b->seqs[s];
-    for (int i = 0; i < q->n; i++)  /* write the new tokens' K/V into their cache slots */
-      for (int l = 0; l < TL; l++) {
-        float *k = kv_slot(b->kv, q->block_table, q->pos0 + i, l, KV_K);
-        float *v = kv_slot(b->kv, q->block_table, q->pos0 + i, l, KV_V);
-        for (int h = 0; h < TH; h++)
-          for (int d = 0; d < TD; d++) toy_kv(q->tokens[i], q->pos0 + i, l, h, d, &k[h * TD + d], &v[h * TD + d]);
-      }
     int ctx_len = q->pos0 + q->n;
     if (ctx_len > MAXCTX) return 1;
-    for (int j = 0; j < ctx_len; j++)  /* read the whole context back through the block table */
-      for (int l = 0; l < TL; l++) {
-        memcpy(&t->K[j][l * TH * TD], kv_slot(b->kv, q->block_table, j, l, KV_K), TH * TD * sizeof(float));
-        memcpy(&t->Vv[j][l * TH * TD], kv_slot(b->kv, q->block_table, j, l, KV_V), TH * TD * sizeof(float));
-      }
+    for (int l = 0; l < TL; l++) {
+      float k[MAXCTX][TH * TD], v[MAXCTX][TH * TD];  /* the new tokens' K/V rows, into their slots */
+      for (int i = 0; i < q->n; i++)
+        for (int h = 0; h < TH; h++)
+          for (int d = 0; d < TD; d++) toy_kv(q->tokens[i], q->pos0 + i, l, h, d, &k[i][h * TD + d], &v[i][h * TD + d]);
+      kv_scatter(b->kv, q->block_table, q->pos0, q->n, l, KV_K, &k[0][0]);
+      kv_scatter(b->kv, q->block_table, q->pos0, q->n, l, KV_V, &v[0][0]);
+      /* the whole context read back through the block table */
+      kv_gather(b->kv, q->block_table, ctx_len, l, KV_K, &t->K[l][0][0]);
+      kv_gather(b->kv, q->block_table, ctx_len, l, KV_V, &t->Vv[l][0][0]);
+    }
     for (int i = b->all_logits ? 0 : q->n - 1; i < q->n; i++) toy_logits(t, q->tokens[i], q->pos0 + i, logits + (size_t)TV * row++);
   }
   t->calls++;
@@ -100,10 +99,7 @@ static void toy_reference(struct toy *t, const int *ctx, int n, float *logits) {
   for (int j = 0; j < n; j++)
     for (int l = 0; l < TL; l++)
       for (int h = 0; h < TH; h++)
-        for (int d = 0; d < TD; d++) {
-          int f = (l * TH + h) * TD + d;
-          toy_kv(ctx[j], j, l, h, d, &t->K[j][f], &t->Vv[j][f]);
-        }
+        for (int d = 0; d < TD; d++) toy_kv(ctx[j], j, l, h, d, &t->K[l][j][h * TD + d], &t->Vv[l][j][h * TD + d]);
   toy_logits(t, ctx[n - 1], n - 1, logits);
 }
 

@@ -51,6 +51,32 @@ static void test_sizing_layout(void) {
   CHECK(strstr(err, "need at least one") != NULL);
 }
 
+/* kv_scatter / kv_gather move contiguous rows across block boundaries like kv_slot addresses them. */
+static void test_scatter_gather(void) {
+  char err[256];
+  struct kv_cache kv;
+  CHECK(kv_create(&kv, &L, 8 * 4 * kv_bytes_per_token(&L), 4, 0, 5, err, sizeof err) == 0);
+  int table[4] = { 6, 1, 3, 0 };
+  float rows[16][TOK_FLOATS], back[16][TOK_FLOATS];
+  for (int t = 0; t < 16; t++)
+    for (int i = 0; i < TOK_FLOATS; i++) rows[t][i] = 100.0f * t + i;
+  for (int l = 0; l < 2; l++) {
+    kv_scatter(&kv, table, 0, 3, l, KV_V, &rows[0][0]);   /* inside block 0 */
+    kv_scatter(&kv, table, 3, 10, l, KV_V, &rows[3][0]);  /* crosses two boundaries */
+    kv_scatter(&kv, table, 13, 3, l, KV_V, &rows[13][0]);
+    memset(back, 0, sizeof back);
+    kv_gather(&kv, table, 15, l, KV_V, &back[0][0]);
+    for (int t = 0; t < 16; t++) {
+      const float *p = kv_slot(&kv, table, t, l, KV_V);
+      for (int i = 0; i < TOK_FLOATS; i++) {
+        CHECK(p[i] == rows[t][i]);
+        CHECK(back[t][i] == (t < 15 ? rows[t][i] : 0.0f));
+      }
+    }
+  }
+  kv_destroy(&kv);
+}
+
 static void test_fork_cow(void) {
   char err[256];
   struct kv_cache kv;
@@ -137,6 +163,7 @@ static void test_prefix(void) {
 
 int main(void) {
   test_sizing_layout();
+  test_scatter_gather();
   test_fork_cow();
   test_prefix();
   return TEST_RESULT("test_kv_cache");
