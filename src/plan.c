@@ -202,9 +202,9 @@ void plan_print_ranks(const struct role_counts *c, FILE *f) {
     print_range(f, ctl + c->reward + c->rollout, c->train, x);
   }
   int owners = c->train_tp * c->train_pp;
-  fprintf(f, "  weight_comm: %d ranks = %d train shard owners (dp 0) + %d rollout ranks\n",
+  fprintf(f, "  weight_comm: %d ranks = %d train shard owners (dp 0) + %d %srollout ranks\n",
           c->colocated ? c->train : owners + c->rollout, owners,
-          c->colocated ? c->train - owners : c->rollout);
+          c->colocated ? c->train - owners : c->rollout, c->colocated ? "other " : "");
 }
 
 static void print_memory_line(FILE *f, const char *role, int ranks, const struct plan_memory *m,
@@ -212,13 +212,13 @@ static void print_memory_line(FILE *f, const char *role, int ranks, const struct
   char a[32], b[32], d[32], e[32], g[32], h[32], t[32];
   if (ranks <= 0) return;
   if (train)
-    fprintf(f, "  %-10s %s = weights %s + fp32 master %s + grads %s + Adam m,v %s + activations %s "
+    fprintf(f, "  %-12s %s = weights %s + fp32 master %s + grads %s + Adam m,v %s + activations %s "
             "+ logits %s\n", role, bytes_str(m->total, t, sizeof t), bytes_str(m->weights, a, sizeof a),
             bytes_str(m->master, b, sizeof b), bytes_str(m->grads, d, sizeof d),
             bytes_str(m->adam, e, sizeof e), bytes_str(m->activations, g, sizeof g),
             bytes_str(m->logits, h, sizeof h));
   else
-    fprintf(f, "  %-10s %s = weights %s + KV cache %s\n", role, bytes_str(m->total, t, sizeof t),
+    fprintf(f, "  %-12s %s = weights %s + KV cache %s\n", role, bytes_str(m->total, t, sizeof t),
             bytes_str(m->weights, a, sizeof a), bytes_str(m->kv_cache, b, sizeof b));
 }
 
@@ -244,22 +244,22 @@ static void print_memory(const struct plan *p, const struct config *cfg, FILE *f
   fprintf(f, "memory per rank (MB = 1e6, GB = 1e9 bytes)\n");
   print_memory_line(f, c->colocated ? "train part" : "train", c->train, &p->train, 1);
   print_memory_line(f, c->colocated ? "rollout part" : "rollout", c->rollout, &p->rollout, 0);
-  fprintf(f, "  %-10s train: micro_batch_seqs %ld x max_seq %d tokens; rollout: %.0f sequences per "
+  fprintf(f, "  %-12s train: micro_batch_seqs %ld x max_seq %d tokens; rollout: %.0f sequences per "
           "instance (%ld prompts over %d instances x group %ld) x max_seq %d, KV %.1f kB per token\n",
           "", cfg->ranks.micro_batch_seqs, p->mc.max_seq, p->seqs_per_instance,
           cfg->algo.prompts_per_step, c->rollout_instances, cfg->algo.group_size, p->mc.max_seq,
           p->kv_bytes_token / 1e3);
   if (c->colocated)
-    fprintf(f, "  %-10s %s = train + rollout, both resident\n", "worker",
+    fprintf(f, "  %-12s %s = train + rollout, both resident\n", "worker",
             bytes_str(p->colocated_total, b, sizeof b));
-  else fprintf(f, "  %-10s ~0 (rule verifiers, no model)\n", "reward");
-  if (c->controller) fprintf(f, "  %-10s ~0 (no model)\n", "controller");
+  else fprintf(f, "  %-12s ~0 (rule verifiers, no model)\n", "reward");
+  if (c->controller) fprintf(f, "  %-12s ~0 (no model)\n", "controller");
   if (p->kv_pool < p->rollout.kv_cache)
-    fprintf(f, "  %-10s [rollout] kv_cache_mb = %ld: the engine's pool holds %.0f%% of the step's "
+    fprintf(f, "  %-12s [rollout] kv_cache_mb = %ld: the engine's pool holds %.0f%% of the step's "
             "KV cache at once; it generates in waves\n", "", cfg->rollout.kv_cache_mb,
             100.0 * p->kv_pool / p->rollout.kv_cache);
   else
-    fprintf(f, "  %-10s [rollout] kv_cache_mb = %ld: the engine's pool holds the step's whole KV "
+    fprintf(f, "  %-12s [rollout] kv_cache_mb = %ld: the engine's pool holds the step's whole KV "
             "cache\n", "", cfg->rollout.kv_cache_mb);
 }
 

@@ -44,3 +44,12 @@ add_mpi_test(NAME plan_mpi_quickstart_3 EXE rlpt NUM_PROCS 3
   ARGS plan ${CMAKE_SOURCE_DIR}/inputs/quickstart.ini)
 set_tests_properties(plan_mpi_quickstart_3 PROPERTIES
   PASS_REGULAR_EXPRESSION "the job has 3 \\(mpirun -np 3\\)")
+
+# Colocated on 2 ranks (TP 2 train and rollout): accepted; the 256 MiB KV pool
+# does not fit a 0.02 GB device and plan says which key to lower.
+plan_test(colocated_2 0 "ranks 0-1 +2 workers: rollout\\+reward\\+train \\(rank 0 also runs the controller\\).*plan: OK"
+  inputs/quickstart.ini --world 2 ranks.layout=colocated ranks.controller=auto ranks.reward=auto
+  ranks.rollout=auto ranks.train=auto ranks.train_tp=2 ranks.rollout_tp=2)
+plan_test(colocated_2_pool 2 "colocated worker rank: weights 1.5 MB \\+ \\[rollout\\] kv_cache_mb = 256 MiB \\+ train = 279.8 MB > \\[ranks\\] device_memory_gb = 0.02; lower kv_cache_mb"
+  inputs/quickstart.ini --world 2 ranks.layout=colocated ranks.controller=auto ranks.reward=auto
+  ranks.rollout=auto ranks.train=auto ranks.train_tp=2 ranks.rollout_tp=2 ranks.device_memory_gb=0.02)
