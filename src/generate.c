@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "rng.h"
+#include "tokenizer.h"
 
 struct gseq {
   int kv;      /* kv_cache slot, -1 while not in the cache */
@@ -51,6 +52,20 @@ static int fail(struct engine *e, int code, const char *fmt, ...) {
 const char *gen_finish_name(int finish) {
   static const char *names[] = { "running", "eos", "stop", "length" };
   return finish >= 0 && finish <= GEN_LENGTH ? names[finish] : "?";
+}
+
+int gen_stop_text(void *ctx, const int *tokens, int n) {
+  const struct gen_stop_text *st = ctx;
+  size_t ls = strlen(st->stop), len = 0;
+  if (ls == 0) return 0;
+  char buf[8192];
+  int k = n < (int)ls + 8 ? n : (int)ls + 8;
+  if (tokenizer_decode(st->tok, tokens + n - k, (size_t)k, buf, sizeof buf, &len) != TOK_OK) {
+    k = n < (int)ls ? n : (int)ls;  /* long tokens: the shortest tail that can hold the stop */
+    if (tokenizer_decode(st->tok, tokens + n - k, (size_t)k, buf, sizeof buf, &len) != TOK_OK) return 0;
+  }
+  len = strlen(buf);
+  return len >= ls && memcmp(buf + len - ls, st->stop, ls) == 0;
 }
 
 void gen_config_from_deck(struct gen_config *g, const struct config *cfg) {

@@ -128,4 +128,15 @@ int gen_run(const struct gen_config *g, const struct lm_ops *lm, struct kv_cache
 
 const char *gen_finish_name(int finish);
 
+/* The deck's text stop ([rollout] stop): set stop_fn = gen_stop_text and stop_ctx = a
+ * struct gen_stop_text. It decodes the response's last strlen(stop) + 8 tokens (each
+ * non-special token is at least one byte) and stops when that text ends with `stop`, so a
+ * stop string split across tokens, or merged into a bigger one, is still found. */
+struct tokenizer;
+struct gen_stop_text {
+  const struct tokenizer *tok;
+  const char *stop;
+};
+int gen_stop_text(void *ctx, const int *tokens, int n);
+
 #endif

@@ -15,7 +15,7 @@
  *  d) a pool small enough to force preemptions == an ample pool, preemptions > 0;
  *  e) after a weight update the prefix cache is not reused: prefill recomputed, and the
  *     outputs equal a fresh cache's under the new weights;
- *  f) finish reasons eos / stop (token sequence and callback) / length;
+ *  f) finish reasons eos / stop (token sequence, callback, text via the tokenizer) / length;
  *  g) bad input: a request that can never fit is refused with exit code 2. */
 #include <math.h>
 #include <stdlib.h>
@@ -23,6 +23,7 @@
 
 #include "generate.h"
 #include "testutil.h"
+#include "tokenizer.h"
 
 #define TL 2    /* layers */
 #define TH 2    /* kv heads */
@@ -332,7 +333,7 @@ static void test_finish(struct toy *t) {
   struct setup s;
   setup_init(&s, 8, 1);
   struct gen_config g = base_config(0.0);
-  struct outputs *o = malloc(4 * sizeof *o);
+  struct outputs *o = malloc(5 * sizeof *o);
   CHECK(run(&s, &g, t, NULL, 200, 1, &o[0]) == 0);
   g.eos_id = o[0].tokens[5];
   CHECK(run(&s, &g, t, NULL, 200, 1, &o[1]) == 0);
@@ -347,6 +348,18 @@ static void test_finish(struct toy *t) {
   g.n_stop = 0;
   g.stop_fn = stop_at_7;
   CHECK(run(&s, &g, t, NULL, 200, 1, &o[3]) == 0);
+  /* The same stop as text through the character tokenizer (toy ids 0..19 are ' ' .. '3'). */
+  struct tokenizer tok;
+  tokenizer_init_char(&tok);
+  char text[8];
+  size_t tl;
+  CHECK(tokenizer_decode(&tok, stop, 2, text, sizeof text, &tl) == TOK_OK && strlen(text) == 2);
+  struct gen_stop_text stx = { &tok, text };
+  g.stop_fn = gen_stop_text;
+  g.stop_ctx = &stx;
+  CHECK(run(&s, &g, t, NULL, 200, 1, &o[4]) == 0);
+  CHECK(same_outputs(&o[2], &o[4], s.n_prompts));
+  tokenizer_free(&tok);
   int n_eos = 0, n_stop = 0;
   for (int r = 0; r < s.n_prompts; r++) {
     const int *full = &o[0].tokens[r * NEW_MAX];
@@ -363,7 +376,7 @@ static void test_finish(struct toy *t) {
   CHECK(o[1].finish[0] == GEN_EOS && o[1].len[0] <= 6);
   CHECK(o[2].finish[1] == GEN_STOP && o[2].len[1] <= 5);
   CHECK(strcmp(gen_finish_name(GEN_EOS), "eos") == 0 && strcmp(gen_finish_name(GEN_LENGTH), "length") == 0);
-  printf("f) finish reasons: eos %d/%d, stop sequence %d/%d, stop callback %d/%d\n", n_eos, s.n_prompts,
+  printf("f) finish reasons: eos %d/%d, stop sequence (= stop text) %d/%d, stop callback %d/%d\n", n_eos, s.n_prompts,
          n_stop, s.n_prompts, s.n_prompts, s.n_prompts);
   free(o);
 }
