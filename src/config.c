@@ -11,6 +11,8 @@
  * involve several keys live in config_check.c. */
 #include "config.h"
 
+#include "algo.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <ini.h>
@@ -636,6 +638,7 @@ int config_parse(struct config *cfg, const char *path, const char *text, int n_o
     if ((cfg_schema[r].flags & CFG_REQUIRED) && cfg->src[r] == 0)
       return fail_at(err, errlen, path, cfg_schema[r].section, cfg_schema[r].name, NULL,
                      "missing required key (it has no default)");
+  algo_apply_preset(cfg); /* [algo] name fills the knobs the user left at their defaults */
   return config_cross_check(cfg, path, over, err, errlen);
 }
 
