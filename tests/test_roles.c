@@ -4,14 +4,18 @@
  * is skipped at other sizes. A good layout must give every communicator the
  * expected size and members (checked against hand-written role lists and the
  * coordinates of comm.h); a bad one must be rejected with the same code and
- * message on every rank. */
+ * message on every rank. The thread setup (src/threads.c) is checked the same
+ * way: all ranks of these tests share one node. */
+#include <cblas.h>
 #include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "comm.h"
 #include "config.h"
 #include "testutil.h"
+#include "threads.h"
 
 enum { C = 1 << ROLE_CONTROLLER, RO = 1 << ROLE_ROLLOUT, RE = 1 << ROLE_REWARD, T = 1 << ROLE_TRAIN };
 #define W (RO | RE | T) /* colocated worker */
@@ -174,6 +178,34 @@ static void run_case(const struct layout_case *k) {
   CHECK(cm.role_comm[ROLE_TRAIN] == MPI_COMM_NULL && cm.weight_comm == MPI_COMM_NULL);
 }
 
+/* threads_setup on one node of `world` ranks, with the cores given by the deck. */
+static void test_threads(int world) {
+  struct config cfg;
+  struct threads_info t;
+  char err[1024], first[1024];
+  config_defaults(&cfg);
+  cfg.ranks.cores_per_node = 2L * world;
+  cfg.ranks.threads_per_rank = 2;  /* world x 2 = the cores: fits */
+  CHECK_MSG(threads_setup(&cfg, MPI_COMM_WORLD, &t, err, sizeof err) == 0, "%s", err);
+  CHECK(t.ranks_on_node == world && t.threads == 2 && t.cores == 2 * world && !t.oversubscribed);
+  CHECK(openblas_get_num_threads() == 2);
+  CHECK(getenv("OMP_NUM_THREADS") && !strcmp(getenv("OMP_NUM_THREADS"), "2"));
+  cfg.ranks.threads_per_rank = 3;  /* world x 3 > 2 x world */
+  int rc = threads_setup(&cfg, MPI_COMM_WORLD, &t, err, sizeof err), lo;
+  MPI_Allreduce(&rc, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  CHECK_MSG(rc == 2 && lo == 2, "threads 3: rc %d on this rank, min %d", rc, lo);
+  char want[128];
+  snprintf(want, sizeof want, "threads_per_rank = 3: %d ranks on node", world);
+  CHECK_MSG(strstr(err, want) && strstr(err, "(cores_per_node = from the deck)"), "%s", err);
+  memcpy(first, err, sizeof first);
+  MPI_Bcast(first, (int)sizeof first, MPI_CHAR, 0, MPI_COMM_WORLD);
+  CHECK_MSG(!strcmp(first, err), "ranks disagree on the message: '%s' vs '%s'", first, err);
+  cfg.ranks.cores_per_node = 1;  /* 1 thread per rank always passes: oversubscribed */
+  cfg.ranks.threads_per_rank = 1;
+  CHECK(threads_setup(&cfg, MPI_COMM_WORLD, &t, err, sizeof err) == 0);
+  CHECK(t.oversubscribed == (world > 1) && openblas_get_num_threads() == 1);
+}
+
 int main(int argc, char **argv) {
   int world, rank, ran = 0;
   MPI_Init(&argc, &argv);
@@ -185,6 +217,7 @@ int main(int argc, char **argv) {
       ran++;
     }
   CHECK_MSG(ran > 0, "no case for world size %d", world);
+  test_threads(world);
   int failures = tu_failures, total = 0;
   MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   MPI_Finalize();
