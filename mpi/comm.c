@@ -16,9 +16,9 @@ const char *role_name(enum role r) {
 const char *roles_mask_str(unsigned roles, char *buf, size_t len) {
   size_t n = 0;
   buf[0] = '\0';
-  for (int r = 0; r < ROLE_COUNT; r++)
+  for (int r = 0; r < ROLE_COUNT && n < len; r++)
     if (roles & ROLE_BIT(r))
-      n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "%s%s", n ? "+" : "", role_name(r));
+      n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? "+" : "", role_name(r));
   return buf;
 }
 

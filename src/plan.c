@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "error.h"
 #include "tokenizer.h"
 
 /* Saved activations per token per layer for the backward pass, in elements.
@@ -35,7 +36,7 @@ double plan_stage_params(const struct model_config *mc, int pp) {
   double stage[64] = {0}, *s = stage, best = 0;
   if (pp > 64) {
     s = calloc((size_t)pp, sizeof *s);
-    if (!s) return -1;
+    if (!s) die_local("out of memory planning %d pipeline stages", pp);
   }
   param_table_build(&t, mc);
   for (int i = 0; i < t.n; i++) {
