@@ -2,18 +2,9 @@
  * sleep) with optional deadlines; see wait.h. */
 #include "wait.h"
 
-#include <stdio.h>
 #include <time.h>
 
-int wait_mpi_check(int rc, const char *call, const char *file, int line) {
-  if (rc == MPI_SUCCESS) return 0;
-  char msg[MPI_MAX_ERROR_STRING];
-  int len = 0, rank = -1;
-  MPI_Error_string(rc, msg, &len);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  fprintf(stderr, "rank %d: %s failed at %s:%d: %s\n", rank, call, file, line, msg);
-  return WAIT_ERROR;
-}
+#include "error.h"
 
 double wait_now(void) {
   struct timespec ts;
@@ -52,7 +43,7 @@ int wait_request_until(MPI_Request *req, MPI_Status *st, double timeout_s) {
   backoff_init(&b, timeout_s);
   for (;;) {
     int done = 0;
-    if (WAIT_MPI(MPI_Test(req, &done, st))) return WAIT_ERROR;
+    MPI_CHECK(MPI_Test(req, &done, st));
     if (done) return WAIT_OK;
     if (backoff_sleep(&b)) return WAIT_TIMEOUT;
   }
@@ -65,7 +56,7 @@ int wait_all_until(int n, MPI_Request *reqs, MPI_Status *st, double timeout_s) {
   backoff_init(&b, timeout_s);
   for (;;) {
     int done = 0;
-    if (WAIT_MPI(MPI_Testall(n, reqs, &done, st))) return WAIT_ERROR;
+    MPI_CHECK(MPI_Testall(n, reqs, &done, st));
     if (done) return WAIT_OK;
     if (backoff_sleep(&b)) return WAIT_TIMEOUT;
   }
@@ -76,7 +67,7 @@ int wait_probe_until(int source, int tag, MPI_Comm comm, MPI_Status *st, double 
   backoff_init(&b, timeout_s);
   for (;;) {
     int found = 0;
-    if (WAIT_MPI(MPI_Iprobe(source, tag, comm, &found, st))) return WAIT_ERROR;
+    MPI_CHECK(MPI_Iprobe(source, tag, comm, &found, st));
     if (found) return WAIT_OK;
     if (backoff_sleep(&b)) return WAIT_TIMEOUT;
   }
@@ -87,7 +78,7 @@ int wait_probe(int source, int tag, MPI_Comm comm, MPI_Status *st) {
 }
 
 int wait_barrier_until(MPI_Comm comm, double timeout_s, MPI_Request *req) {
-  if (*req == MPI_REQUEST_NULL && WAIT_MPI(MPI_Ibarrier(comm, req))) return WAIT_ERROR;
+  if (*req == MPI_REQUEST_NULL) MPI_CHECK(MPI_Ibarrier(comm, req));
   return wait_request_until(req, MPI_STATUS_IGNORE, timeout_s);
 }
 
@@ -98,13 +89,13 @@ int wait_barrier(MPI_Comm comm) {
 
 int wait_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
   int size = 0;
-  if (WAIT_MPI(MPI_Type_size(type, &size))) return WAIT_ERROR;
+  MPI_CHECK(MPI_Type_size(type, &size));
   if ((double)count * size <= WAIT_BCAST_EAGER_BYTES) {
     MPI_Request req;
-    if (WAIT_MPI(MPI_Ibcast(buf, count, type, root, comm, &req))) return WAIT_ERROR;
+    MPI_CHECK(MPI_Ibcast(buf, count, type, root, comm, &req));
     return wait_request(&req, MPI_STATUS_IGNORE);
   }
-  int rc = wait_barrier(comm);
-  if (rc) return rc;
-  return WAIT_MPI(MPI_Bcast(buf, count, type, root, comm)) ? WAIT_ERROR : WAIT_OK;
+  wait_barrier(comm);
+  MPI_CHECK(MPI_Bcast(buf, count, type, root, comm));
+  return WAIT_OK;
 }

@@ -23,18 +23,13 @@
 
 #include <mpi.h>
 
+/* Return codes. A failed MPI call is not returned: it aborts through
+ * MPI_CHECK (error.h), like everywhere else in rlpt. */
 #define WAIT_OK 0
 #define WAIT_TIMEOUT 1
-#define WAIT_ERROR (-1)   /* an MPI call failed; a message naming it went to stderr */
 
 #define WAIT_SLEEP_MIN_S 50e-6
 #define WAIT_SLEEP_MAX_S 2e-3
-
-/* Check an MPI return code: 0 when MPI_SUCCESS, else prints rank, the call,
- * file:line and MPI's error string to stderr and returns WAIT_ERROR. (Only
- * reached with an error handler other than MPI_ERRORS_ARE_FATAL.) */
-int wait_mpi_check(int rc, const char *call, const char *file, int line);
-#define WAIT_MPI(call) wait_mpi_check((call), #call, __FILE__, __LINE__)
 
 /* Monotonic wall clock in seconds. */
 double wait_now(void);

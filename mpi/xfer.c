@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "error.h"
 #include "params.h"
 #include "wait.h"
 
@@ -19,7 +20,6 @@ const char *xfer_strerror(int rc) {
   switch (rc) {
     case XFER_OK: return "ok";
     case XFER_TIMEOUT: return "timed out waiting for the peer";
-    case XFER_EMPI: return "MPI call failed";
     case XFER_ECORRUPT: return "corrupt or truncated message";
     case XFER_ENOMEM: return "out of memory";
     case XFER_EMISMATCH: return "ranks disagree on the parameter table";
@@ -279,12 +279,11 @@ int xfer_send_bytes(const void *buf, size_t len, int dest, int tag, MPI_Comm com
   put_u(&w, len, 8);
   MPI_Request req;
   /* synchronous: completes once the receiver has matched it, i.e. is active */
-  if (WAIT_MPI(MPI_Issend(hdr, 8, MPI_BYTE, dest, tag, comm, &req))) return XFER_EMPI;
-  if (wait_request(&req, MPI_STATUS_IGNORE)) return XFER_EMPI;
+  MPI_CHECK(MPI_Issend(hdr, 8, MPI_BYTE, dest, tag, comm, &req));
+  wait_request(&req, MPI_STATUS_IGNORE);
   for (size_t off = 0; off < len; off += XFER_CHUNK_BYTES) {
     size_t n = len - off < XFER_CHUNK_BYTES ? len - off : XFER_CHUNK_BYTES;
-    if (WAIT_MPI(MPI_Send((const unsigned char *)buf + off, (int)n, MPI_BYTE, dest, tag, comm)))
-      return XFER_EMPI;
+    MPI_CHECK(MPI_Send((const unsigned char *)buf + off, (int)n, MPI_BYTE, dest, tag, comm));
   }
   return XFER_OK;
 }
@@ -293,30 +292,27 @@ int xfer_recv_bytes(unsigned char **buf, size_t *len, int source, int tag, MPI_C
                     double timeout_s, int *from) {
   MPI_Status st;
   int rc = wait_probe_until(source, tag, comm, &st, timeout_s), count = 0;
-  if (rc) return rc == WAIT_TIMEOUT ? XFER_TIMEOUT : XFER_EMPI;
+  if (rc) return XFER_TIMEOUT;
   int src = st.MPI_SOURCE;
-  if (WAIT_MPI(MPI_Get_count(&st, MPI_BYTE, &count))) return XFER_EMPI;
+  MPI_CHECK(MPI_Get_count(&st, MPI_BYTE, &count));
   if (count != 8) {  /* not a size message: consume it so the stream stays in step */
     unsigned char *junk = malloc(count > 0 ? (size_t)count : 1);
     if (!junk) return XFER_ENOMEM;
-    rc = WAIT_MPI(MPI_Recv(junk, count, MPI_BYTE, src, tag, comm, MPI_STATUS_IGNORE));
+    MPI_CHECK(MPI_Recv(junk, count, MPI_BYTE, src, tag, comm, MPI_STATUS_IGNORE));
     free(junk);
     fprintf(stderr, "xfer: a %d-byte message from rank %d with tag %d where a size message "
             "was due\n", count, src, tag);
-    return rc ? XFER_EMPI : XFER_ECORRUPT;
+    return XFER_ECORRUPT;
   }
   unsigned char hdr[8];
-  if (WAIT_MPI(MPI_Recv(hdr, 8, MPI_BYTE, src, tag, comm, MPI_STATUS_IGNORE))) return XFER_EMPI;
+  MPI_CHECK(MPI_Recv(hdr, 8, MPI_BYTE, src, tag, comm, MPI_STATUS_IGNORE));
   struct rbuf r = {hdr, 8, 0};
   size_t n = (size_t)get_u(&r, 8);
   unsigned char *p = n ? malloc(n) : NULL;
   if (n && !p) return XFER_ENOMEM;
   for (size_t off = 0; off < n; off += XFER_CHUNK_BYTES) {
     size_t c = n - off < XFER_CHUNK_BYTES ? n - off : XFER_CHUNK_BYTES;
-    if (WAIT_MPI(MPI_Recv(p + off, (int)c, MPI_BYTE, src, tag, comm, MPI_STATUS_IGNORE))) {
-      free(p);
-      return XFER_EMPI;
-    }
+    MPI_CHECK(MPI_Recv(p + off, (int)c, MPI_BYTE, src, tag, comm, MPI_STATUS_IGNORE));
   }
   *buf = p;
   *len = n;
@@ -361,30 +357,29 @@ static int chunk_end(const struct param_table *t, int i) {
 }
 
 /* MPI counts are ints: move n floats in pieces of at most 2^28 (1 GiB). */
-static int bcast_floats(float *p, size_t n, int root, MPI_Comm comm, int *calls) {
+static void bcast_floats(float *p, size_t n, int root, MPI_Comm comm, int *calls) {
   const size_t piece = (size_t)1 << 28;
   for (size_t off = 0; off < n; off += piece) {
     size_t c = n - off < piece ? n - off : piece;
-    if (WAIT_MPI(MPI_Bcast(p + off, (int)c, MPI_FLOAT, root, comm))) return XFER_EMPI;
+    MPI_CHECK(MPI_Bcast(p + off, (int)c, MPI_FLOAT, root, comm));
     (*calls)++;
   }
-  return XFER_OK;
 }
 
 int xfer_bcast_weights(float *params, const struct param_table *t, int root, MPI_Comm comm,
                        struct xfer_stats *st) {
   double t0 = wait_now();
-  if (wait_barrier(comm)) return XFER_EMPI;
+  wait_barrier(comm);
   double t1 = wait_now();
   /* max of (total, -total, n, -n): equal on all ranks iff every rank has the same table */
   long long mine[4] = {(long long)t->total, -(long long)t->total, t->n, -(long long)t->n}, all[4];
-  if (WAIT_MPI(MPI_Allreduce(mine, all, 4, MPI_LONG_LONG, MPI_MAX, comm))) return XFER_EMPI;
+  MPI_CHECK(MPI_Allreduce(mine, all, 4, MPI_LONG_LONG, MPI_MAX, comm));
   if (all[0] != -all[1] || all[2] != -all[3]) return XFER_EMISMATCH;
   int calls = 0;
   for (int i = 0; i < t->n;) {
     int j = chunk_end(t, i);
     size_t off = t->e[i].offset, n = t->e[j - 1].offset + t->e[j - 1].numel - off;
-    if (bcast_floats(params + off, n, root, comm, &calls)) return XFER_EMPI;
+    bcast_floats(params + off, n, root, comm, &calls);
     i = j;
   }
   double t2 = wait_now();

@@ -54,10 +54,10 @@ enum xfer_tag {
   XFER_TAG_COUNT_          /* end marker, not a tag */
 };
 
-/* Return codes (WAIT_TIMEOUT and WAIT_ERROR from wait.h keep their values). */
+/* Return codes (XFER_TIMEOUT is wait.h's WAIT_TIMEOUT). A failed MPI call is
+ * not returned: it aborts through MPI_CHECK (error.h). */
 #define XFER_OK 0
 #define XFER_TIMEOUT 1        /* the deadline passed; nothing was consumed */
-#define XFER_EMPI (-1)        /* an MPI call failed (message on stderr) */
 #define XFER_ECORRUPT (-2)    /* bad magic/version/length/checksum; err says which */
 #define XFER_ENOMEM (-3)
 #define XFER_EMISMATCH (-4)   /* ranks disagree (e.g. parameter count) */
