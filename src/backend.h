@@ -68,10 +68,12 @@ struct backend_ops {
                         const struct attn_batch *b, int H, int KVH, int D, float scale,
                         float *scratch);
 
-  /* h[n] = silu(gate) * up, and its backward (dgate, dup written). */
+  /* h[n] = silu(gate) * up, and its backward: dgate, dup written; h, when not
+   * NULL, gets the forward product again (one pass instead of a recompute).
+   * dh may alias dgate (each element is read before it is written). */
   void (*swiglu_fwd)(float *h, const float *gate, const float *up, size_t n);
-  void (*swiglu_bwd)(float *dgate, float *dup, const float *dh, const float *gate, const float *up,
-                     size_t n);
+  void (*swiglu_bwd)(float *dgate, float *dup, float *h, const float *dh, const float *gate,
+                     const float *up, size_t n);
 
   /* out[T,C] = table[tokens[t]]; backward accumulates dout rows into dtable. */
   void (*embed_fwd)(float *out, const int *tokens, const float *table, int T, int C);

@@ -84,10 +84,39 @@ static void cpu_rope(float *x, const int *pos, const float *cos_tab, const float
 
 /* ---- attention ----------------------------------------------------------- */
 
-/* S[nq, nk] = scale * Q_h K_h^T for one (sequence, head). */
-static void attn_scores(float *S, const float *q, const float *k, int nq, int nk, int H, int KVH,
-                        int D, float scale) {
-  cpu_matmul(0, 1, nq, nk, D, scale, q, H * D, k, KVH * D, 0.0f, S, nk);
+/* Attention runs per (sequence, head, block of ATTN_QBLOCK query rows): a block
+ * whose last query sits at position p only computes scores against keys
+ * 0..p, which skips most of the masked upper triangle for long sequences. */
+#define ATTN_QBLOCK 64
+
+/* One block: nb query rows (row stride qs) whose row 0 sits at position
+ * `first`, against the klim = first + nb visible keys (row stride ks). */
+struct attn_blk {
+  int nb, first, klim, qs, ks, D;
+  float scale;
+};
+
+static void attn_block_fwd(const struct attn_blk *b, float *out, float *lse, int lse_stride,
+                           const float *q, const float *k, const float *v, float *S) {
+  int nk = b->klim;
+  cpu_matmul(0, 1, b->nb, nk, b->D, b->scale, q, b->qs, k, b->ks, 0.0f, S, nk);
+  for (int i = 0; i < b->nb; i++) {
+    float *row = S + (size_t)i * nk;
+    int last = b->first + i;
+    float mx = row[0];
+    for (int j = 1; j <= last; j++) mx = row[j] > mx ? row[j] : mx;
+    float sum = 0.0f;
+    for (int j = 0; j <= last; j++) {
+      row[j] = expf(row[j] - mx);
+      sum += row[j];
+    }
+    float inv = 1.0f / sum;
+    for (int j = 0; j <= last; j++) row[j] *= inv;
+    for (int j = last + 1; j < nk; j++) row[j] = 0.0f;
+    lse[(size_t)i * lse_stride] = mx + logf(sum);
+  }
+  /* O[nb, D] = P V */
+  cpu_matmul(0, 0, b->nb, b->D, nk, 1.0f, S, nk, v, b->ks, 0.0f, out, b->qs);
 }
 
 static void cpu_attention_fwd(float *out, float *lse, const float *q, const float *k,
@@ -97,61 +126,57 @@ static void cpu_attention_fwd(float *out, float *lse, const float *q, const floa
   for (int s = 0; s < b->nseq; s++) {
     int q0 = b->cu_q[s], nq = b->cu_q[s + 1] - q0;
     int k0 = b->cu_kv[s], nk = b->cu_kv[s + 1] - k0;
-    int off = nk - nq; /* position of query 0 */
     for (int h = 0; h < H; h++) {
-      int kh = h / group;
-      const float *qh = q + (size_t)q0 * H * D + h * D;
-      const float *kh_ = k + (size_t)k0 * KVH * D + kh * D;
-      const float *vh = v + (size_t)k0 * KVH * D + kh * D;
-      float *S = scratch;
-      attn_scores(S, qh, kh_, nq, nk, H, KVH, D, scale);
-      for (int i = 0; i < nq; i++) {
-        float *row = S + (size_t)i * nk;
-        int last = off + i;
-        float mx = row[0];
-        for (int j = 1; j <= last; j++) mx = row[j] > mx ? row[j] : mx;
-        float sum = 0.0f;
-        for (int j = 0; j <= last; j++) {
-          row[j] = expf(row[j] - mx);
-          sum += row[j];
-        }
-        float inv = 1.0f / sum;
-        for (int j = 0; j <= last; j++) row[j] *= inv;
-        for (int j = last + 1; j < nk; j++) row[j] = 0.0f;
-        lse[(size_t)(q0 + i) * H + h] = mx + logf(sum);
+      size_t ko = (size_t)k0 * KVH * D + (h / group) * D;
+      for (int i0 = 0; i0 < nq; i0 += ATTN_QBLOCK) {
+        int nb = nq - i0 < ATTN_QBLOCK ? nq - i0 : ATTN_QBLOCK, first = nk - nq + i0;
+        struct attn_blk blk = {nb, first, first + nb, H * D, KVH * D, D, scale};
+        size_t qo = (size_t)(q0 + i0) * H * D + h * D;
+        attn_block_fwd(&blk, out + qo, lse + (size_t)(q0 + i0) * H + h, H, q + qo, k + ko, v + ko,
+                       scratch);
       }
-      /* O_h[nq, D] = P V_h */
-      cpu_matmul(0, 0, nq, D, nk, 1.0f, S, nk, vh, KVH * D, 0.0f,
-                 out + (size_t)q0 * H * D + h * D, H * D);
     }
   }
 }
 
 /* P = exp(S - lse) under the causal mask, recomputed from the forward's lse. */
-static void attn_probs(float *S, const float *lse, int nq, int nk, int H, int h) {
-  int off = nk - nq;
-  for (int i = 0; i < nq; i++) {
-    float *row = S + (size_t)i * nk, l = lse[(size_t)i * H + h];
-    int last = off + i;
+static void attn_probs(const struct attn_blk *b, float *S, const float *lse, int lse_stride) {
+  for (int i = 0; i < b->nb; i++) {
+    float *row = S + (size_t)i * b->klim, l = lse[(size_t)i * lse_stride];
+    int last = b->first + i;
     for (int j = 0; j <= last; j++) row[j] = expf(row[j] - l);
-    for (int j = last + 1; j < nk; j++) row[j] = 0.0f;
+    for (int j = last + 1; j < b->klim; j++) row[j] = 0.0f;
   }
 }
 
 /* dS = P * (dP - rowsum(dO * O)) * scale, in place over dP. */
-static void attn_dscores(float *dP, const float *P, const float *dout, const float *out, int nq,
-                         int nk, int stride, int D, float scale, float *rowdot) {
-  for (int i = 0; i < nq; i++) {
-    const float *doi = dout + (size_t)i * stride, *oi = out + (size_t)i * stride;
+static void attn_dscores(const struct attn_blk *b, float *dP, const float *P, const float *dout,
+                         const float *out) {
+  for (int i = 0; i < b->nb; i++) {
+    const float *doi = dout + (size_t)i * b->qs, *oi = out + (size_t)i * b->qs;
     float d = 0.0f;
-    for (int c = 0; c < D; c++) d += doi[c] * oi[c];
-    rowdot[i] = d;
+    for (int c = 0; c < b->D; c++) d += doi[c] * oi[c];
+    float *dp = dP + (size_t)i * b->klim;
+    const float *p = P + (size_t)i * b->klim;
+    for (int j = 0; j < b->klim; j++) dp[j] = p[j] * (dp[j] - d) * b->scale;
   }
-  for (int i = 0; i < nq; i++) {
-    float *dp = dP + (size_t)i * nk;
-    const float *p = P + (size_t)i * nk;
-    for (int j = 0; j < nk; j++) dp[j] = p[j] * (dp[j] - rowdot[i]) * scale;
-  }
+}
+
+/* Backward of one block: dQ rows written, dK/dV rows 0..klim accumulated. */
+static void attn_block_bwd(const struct attn_blk *b, float *dq, float *dk, float *dv,
+                           const float *dout, const float *out, const float *lse, int lse_stride,
+                           const float *q, const float *k, const float *v, float *scratch) {
+  int nb = b->nb, nk = b->klim, D = b->D;
+  float *P = scratch, *dP = scratch + (size_t)nb * nk;
+  cpu_matmul(0, 1, nb, nk, D, b->scale, q, b->qs, k, b->ks, 0.0f, P, nk);
+  attn_probs(b, P, lse, lse_stride);
+  /* dV += P^T dO;  dP = dO V^T */
+  cpu_matmul(1, 0, nk, D, nb, 1.0f, P, nk, dout, b->qs, 1.0f, dv, b->ks);
+  cpu_matmul(0, 1, nb, nk, D, 1.0f, dout, b->qs, v, b->ks, 0.0f, dP, nk);
+  attn_dscores(b, dP, P, dout, out);
+  /* dQ = dS K;  dK += dS^T Q */
+  cpu_matmul(0, 0, nb, D, nk, 1.0f, dP, nk, k, b->ks, 0.0f, dq, b->qs);
+  cpu_matmul(1, 0, nk, D, nb, 1.0f, dP, nk, q, b->qs, 1.0f, dk, b->ks);
 }
 
 static void cpu_attention_bwd(float *dq, float *dk, float *dv, const float *dout, const float *out,
@@ -162,23 +187,17 @@ static void cpu_attention_bwd(float *dq, float *dk, float *dv, const float *dout
   for (int s = 0; s < b->nseq; s++) {
     int q0 = b->cu_q[s], nq = b->cu_q[s + 1] - q0;
     int k0 = b->cu_kv[s], nk = b->cu_kv[s + 1] - k0;
-    float *P = scratch, *dP = scratch + (size_t)nq * nk, *rowdot = dP + (size_t)nq * nk;
-    for (int t = 0; t < nk; t++) {
-      memset(dk + (size_t)(k0 + t) * ks, 0, sizeof(float) * ks);
-      memset(dv + (size_t)(k0 + t) * ks, 0, sizeof(float) * ks);
-    }
+    memset(dk + (size_t)k0 * ks, 0, sizeof(float) * nk * ks);
+    memset(dv + (size_t)k0 * ks, 0, sizeof(float) * nk * ks);
     for (int h = 0; h < H; h++) {
-      int kh = h / group;
-      size_t qo = (size_t)q0 * qs + h * D, ko = (size_t)k0 * ks + kh * D;
-      attn_scores(P, q + qo, k + ko, nq, nk, H, KVH, D, scale);
-      attn_probs(P, lse + (size_t)q0 * H, nq, nk, H, h);
-      /* dV_h += P^T dO_h;  dP = dO_h V_h^T */
-      cpu_matmul(1, 0, nk, D, nq, 1.0f, P, nk, dout + qo, qs, 1.0f, dv + ko, ks);
-      cpu_matmul(0, 1, nq, nk, D, 1.0f, dout + qo, qs, v + ko, ks, 0.0f, dP, nk);
-      attn_dscores(dP, P, dout + qo, out + qo, nq, nk, qs, D, scale, rowdot);
-      /* dQ_h = dS K_h;  dK_h += dS^T Q_h */
-      cpu_matmul(0, 0, nq, D, nk, 1.0f, dP, nk, k + ko, ks, 0.0f, dq + qo, qs);
-      cpu_matmul(1, 0, nk, D, nq, 1.0f, dP, nk, q + qo, qs, 1.0f, dk + ko, ks);
+      size_t ko = (size_t)k0 * ks + (h / group) * D;
+      for (int i0 = 0; i0 < nq; i0 += ATTN_QBLOCK) {
+        int nb = nq - i0 < ATTN_QBLOCK ? nq - i0 : ATTN_QBLOCK, first = nk - nq + i0;
+        struct attn_blk blk = {nb, first, first + nb, qs, ks, D, scale};
+        size_t qo = (size_t)(q0 + i0) * qs + h * D;
+        attn_block_bwd(&blk, dq + qo, dk + ko, dv + ko, dout + qo, out + qo,
+                       lse + (size_t)(q0 + i0) * H + h, H, q + qo, k + ko, v + ko, scratch);
+      }
     }
   }
 }
@@ -187,18 +206,19 @@ static void cpu_attention_bwd(float *dq, float *dk, float *dv, const float *dout
 
 static void cpu_swiglu_fwd(float *h, const float *gate, const float *up, size_t n) {
   for (size_t i = 0; i < n; i++) {
-    float g = gate[i];
-    h[i] = g / (1.0f + expf(-g)) * up[i];
+    float g = gate[i], sg = 1.0f / (1.0f + expf(-g));
+    h[i] = g * sg * up[i]; /* same expression as the backward's recompute: bitwise equal */
   }
 }
 
 /* silu(g) = g s(g); silu'(g) = s(g) (1 + g (1 - s(g))). */
-static void cpu_swiglu_bwd(float *dgate, float *dup, const float *dh, const float *gate,
+static void cpu_swiglu_bwd(float *dgate, float *dup, float *h, const float *dh, const float *gate,
                            const float *up, size_t n) {
   for (size_t i = 0; i < n; i++) {
-    float g = gate[i], sg = 1.0f / (1.0f + expf(-g));
-    dgate[i] = dh[i] * up[i] * sg * (1.0f + g * (1.0f - sg));
-    dup[i] = dh[i] * g * sg;
+    float g = gate[i], u = up[i], d = dh[i], sg = 1.0f / (1.0f + expf(-g));
+    if (h) h[i] = g * sg * u;
+    dgate[i] = d * u * sg * (1.0f + g * (1.0f - sg));
+    dup[i] = d * g * sg;
   }
 }
 

@@ -310,10 +310,10 @@ static void layer_backward(struct model *m, int l) {
   float eps = (float)mc->norm_eps;
   /* MLP branch: out = res_mid + swiglu(xn2) Wdown^T; dres holds dL/dout. */
   ops->rmsnorm_fwd(m->xn, a->rstd2, a->res_mid, W(m, P_FFN_NORM, l), T, C, eps);
-  ops->swiglu_fwd(m->h, a->gate, a->up, (size_t)T * F);
+  /* dh (in dgate) = dres Wdown; one pass then gives dgate, dup and h for dWdown */
+  ops->matmul(0, 0, T, F, C, 1.0f, m->dres, C, W(m, P_WDOWN, l), F, 0.0f, m->dgate, F);
+  ops->swiglu_bwd(m->dgate, m->dup, m->h, m->dgate, a->gate, a->up, (size_t)T * F);
   ops->matmul(1, 0, C, F, T, 1.0f, m->dres, C, m->h, F, 1.0f, G(m, P_WDOWN, l), F);
-  ops->matmul(0, 0, T, F, C, 1.0f, m->dres, C, W(m, P_WDOWN, l), F, 0.0f, m->h, F); /* h := dh */
-  ops->swiglu_bwd(m->dgate, m->dup, m->h, a->gate, a->up, (size_t)T * F);
   linear_bwd(m, m->dxn, G(m, P_WGATE, l), NULL, m->dgate, m->xn, W(m, P_WGATE, l), T, F, C, 0.0f);
   linear_bwd(m, m->dxn, G(m, P_WUP, l), NULL, m->dup, m->xn, W(m, P_WUP, l), T, F, C, 1.0f);
   ops->rmsnorm_bwd(m->dres, G(m, P_FFN_NORM, l), m->dxn, a->res_mid, W(m, P_FFN_NORM, l),

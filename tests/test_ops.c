@@ -17,6 +17,9 @@
 
 static const struct backend_ops *ops = &cpu_backend;
 
+#define FD_H 1e-3f
+#define FD_OK(fd, an) (fabs((fd) - (an)) <= 2e-3 + 1e-2 * fabs(an))
+
 static void fill(struct rng_seq *s, float *x, size_t n, float scale) {
   for (size_t i = 0; i < n; i++) x[i] = scale * (float)rng_seq_normal(s);
 }
@@ -84,34 +87,82 @@ static void attn_naive(double *out, const float *q, const float *k, const float 
   free(p);
 }
 
+/* Sequences longer than the CPU op's 64-row query blocks, so block edges are crossed. */
 static void test_attention(struct rng_seq *s) {
-  enum { H = 4, KVH = 2, D = 8, T = 17 };
-  const int cu[] = {0, 6, 7, 17};
-  float q[T * H * D], k[T * KVH * D], v[T * KVH * D], out[T * H * D], lse[T * H];
-  float scratch[2 * 10 * 10 + 10 + 64];
-  double ref[T * H * D];
-  fill(s, q, sizeof q / sizeof q[0], 1.0f);
-  fill(s, k, sizeof k / sizeof k[0], 1.0f);
-  fill(s, v, sizeof v / sizeof v[0], 1.0f);
-  struct attn_batch b = {3, cu, cu, 10, 10};
+  enum { H = 4, KVH = 2, D = 8, T = 217 };
+  const int cu[] = {0, 6, 7, 147, 217};
+  size_t nq = (size_t)T * H * D, nk = (size_t)T * KVH * D;
+  float *q = malloc(sizeof(float) * nq), *k = malloc(sizeof(float) * nk);
+  float *v = malloc(sizeof(float) * nk), *out = malloc(sizeof(float) * nq);
+  float *lse = malloc(sizeof(float) * T * H), *scratch = malloc(sizeof(float) * attn_scratch_floats(140, 140));
+  double *ref = malloc(sizeof(double) * nq);
+  fill(s, q, nq, 1.0f);
+  fill(s, k, nk, 1.0f);
+  fill(s, v, nk, 1.0f);
+  struct attn_batch b = {4, cu, cu, 140, 140};
   ops->attention_fwd(out, lse, q, k, v, &b, H, KVH, D, 1.0f / sqrtf(D), scratch);
-  for (int sq = 0; sq < 3; sq++) {
+  for (int sq = 0; sq < 4; sq++) {
     int n = cu[sq + 1] - cu[sq];
     attn_naive(ref + cu[sq] * H * D, q + cu[sq] * H * D, k + cu[sq] * KVH * D,
                v + cu[sq] * KVH * D, n, n, H, KVH, D);
   }
-  CHECK_NEAR(maxdiff(out, ref, T * H * D), 0.0, 1e-5);
+  CHECK_NEAR(maxdiff(out, ref, nq), 0.0, 1e-5);
 
-  /* KV-cache form: the last 3 queries of sequence 2 against all its 10 keys
-   * must reproduce rows 14..16 of the packed call. */
-  const int cq[] = {0, 3}, ck[] = {0, 10};
-  struct attn_batch bc = {1, cq, ck, 3, 10};
-  float out2[3 * H * D], lse2[3 * H];
-  ops->attention_fwd(out2, lse2, q + 14 * H * D, k + 7 * KVH * D, v + 7 * KVH * D, &bc, H, KVH, D,
+  /* KV-cache form: the last 70 queries of sequence 2 (positions 70..139) against
+   * all its 140 keys must reproduce those rows of the packed call. */
+  const int cq[] = {0, 70}, ck[] = {0, 140};
+  struct attn_batch bc = {1, cq, ck, 70, 140};
+  float *out2 = malloc(sizeof(float) * 70 * H * D), *lse2 = malloc(sizeof(float) * 70 * H);
+  ops->attention_fwd(out2, lse2, q + 77 * H * D, k + 7 * KVH * D, v + 7 * KVH * D, &bc, H, KVH, D,
                      1.0f / sqrtf(D), scratch);
   double m = 0;
-  for (int i = 0; i < 3 * H * D; i++) m = fmax(m, fabs(out2[i] - out[14 * H * D + i]));
+  for (int i = 0; i < 70 * H * D; i++) m = fmax(m, fabs(out2[i] - out[77 * H * D + i]));
   CHECK_NEAR(m, 0.0, 1e-6);
+  free(q); free(k); free(v); free(out); free(lse); free(scratch); free(ref); free(out2); free(lse2);
+}
+
+/* attention_bwd against central differences of L = sum G * out, on sequences
+ * crossing the query-block edge, with GQA. */
+static double attn_loss(const float *q, const float *k, const float *v, const float *G,
+                        const struct attn_batch *b, float *out, float *lse, float *scr, int T) {
+  enum { H = 4, KVH = 2, D = 4 };
+  ops->attention_fwd(out, lse, q, k, v, b, H, KVH, D, 0.5f, scr);
+  double L = 0;
+  for (int i = 0; i < T * H * D; i++) L += (double)G[i] * out[i];
+  return L;
+}
+
+static void test_attention_bwd(struct rng_seq *s) {
+  enum { H = 4, KVH = 2, D = 4, T = 80 };
+  const int cu[] = {0, 70, 80};
+  struct attn_batch b = {2, cu, cu, 70, 70};
+  size_t nq = (size_t)T * H * D, nk = (size_t)T * KVH * D;
+  float *q = malloc(sizeof(float) * nq), *k = malloc(sizeof(float) * nk);
+  float *v = malloc(sizeof(float) * nk), *out = malloc(sizeof(float) * nq);
+  float *G = malloc(sizeof(float) * nq), *lse = malloc(sizeof(float) * T * H);
+  float *dq = malloc(sizeof(float) * nq), *dk = malloc(sizeof(float) * nk);
+  float *dv = malloc(sizeof(float) * nk), *scr = malloc(sizeof(float) * attn_scratch_floats(70, 70));
+  fill(s, q, nq, 1.0f);
+  fill(s, k, nk, 1.0f);
+  fill(s, v, nk, 1.0f);
+  fill(s, G, nq, 1.0f);
+  attn_loss(q, k, v, G, &b, out, lse, scr, T);
+  ops->attention_bwd(dq, dk, dv, G, out, lse, q, k, v, &b, H, KVH, D, 0.5f, scr);
+  float *xs[3] = {q, k, v}, *ds[3] = {dq, dk, dv};
+  size_t ns[3] = {nq, nk, nk};
+  for (int w = 0; w < 3; w++)
+    for (int r = 0; r < 12; r++) {
+      size_t i = rng_seq_below(s, ns[w]);
+      float keep = xs[w][i];
+      xs[w][i] = keep + FD_H;
+      double lp = attn_loss(q, k, v, G, &b, out, lse, scr, T);
+      xs[w][i] = keep - FD_H;
+      double lm = attn_loss(q, k, v, G, &b, out, lse, scr, T);
+      xs[w][i] = keep;
+      double fd = (lp - lm) / (2 * FD_H);
+      CHECK_MSG(FD_OK(fd, ds[w][i]), "attention d%c[%zu]: %g vs %g", "qkv"[w], i, ds[w][i], fd);
+    }
+  free(q); free(k); free(v); free(out); free(G); free(lse); free(dq); free(dk); free(dv); free(scr);
 }
 
 /* ---- rope ------------------------------------------------------------- */
@@ -143,8 +194,6 @@ static void test_rope(struct rng_seq *s) {
 
 /* ---- backward ops against central differences ------------------------- */
 
-#define FD_H 1e-3f
-#define FD_OK(fd, an) (fabs((fd) - (an)) <= 2e-3 + 1e-2 * fabs(an))
 
 /* L = sum_i g_i * rmsnorm(x)_i for a fixed random g. */
 static double rms_loss(const float *x, const float *w, const float *g, int C) {
@@ -185,7 +234,13 @@ static void test_swiglu_bwd(struct rng_seq *s) {
   fill(s, g, N, 2.0f);
   fill(s, u, N, 1.0f);
   fill(s, dh, N, 1.0f);
-  ops->swiglu_bwd(dg, du, dh, g, u, N);
+  float h[N], h2[N], d2[N];
+  ops->swiglu_fwd(h, g, u, N);
+  memcpy(d2, dh, sizeof d2);
+  ops->swiglu_bwd(d2, du, h2, d2, g, u, N); /* dh aliasing dgate, h recomputed */
+  for (int i = 0; i < N; i++) CHECK_NEAR(h2[i], h[i], 0.0);
+  ops->swiglu_bwd(dg, du, NULL, dh, g, u, N);
+  for (int i = 0; i < N; i++) CHECK_NEAR(d2[i], dg[i], 0.0);
   for (int i = 0; i < N; i++) {
     float a = g[i] + FD_H, b = g[i] - FD_H;
     ops->swiglu_fwd(&hp, &a, &u[i], 1);
@@ -245,6 +300,7 @@ int main(void) {
   rng_seq_init(&s, 3, RNG_STREAM_TEST, 0, 0);
   test_matmul(&s);
   test_attention(&s);
+  test_attention_bwd(&s);
   test_rope(&s);
   test_rmsnorm_bwd(&s);
   test_swiglu_bwd(&s);
