@@ -42,8 +42,10 @@ static void wrong_answer(const struct task *t, const struct task_prompt *p, int 
   else snprintf(out, cap, "%s+1", p->answer);  /* every given number is already used once */
 }
 
+/* Each prompt's four answers form one group, scored as a batch, so the table also
+ * shows which components are constant within a group (reward_parts_const_frac). */
 static int score_prompts(const struct task *t, const struct reward_cfg *rc, const struct tokenizer *tok,
-                         long n_prompts, enum task_split split, struct dist *d) {
+                         long n_prompts, enum task_split split, struct dist *d, double *const_frac, long *nonfinite) {
   for (long i = 0; i < n_prompts; i++) {
     struct task_prompt p;
     if (task_prompt(t, (uint64_t)i, split, &p)) {
@@ -52,23 +54,28 @@ static int score_prompts(const struct task *t, const struct reward_cfg *rc, cons
               TASK_MAX_ATTEMPTS, t->heldout_frac);
       return 2;
     }
+    char text[NKINDS][TASK_TEXT_MAX + 8 + 2 * REWARD_TAG_MAX];
+    struct reward_item items[NKINDS];
     for (int k = 0; k < NKINDS; k++) {
-      char ans[TASK_TEXT_MAX + 8], text[TASK_TEXT_MAX + 8 + 2 * REWARD_TAG_MAX];
+      char ans[TASK_TEXT_MAX + 8];
       if (k == KIND_REF) snprintf(ans, sizeof ans, "%s", p.answer);
       else wrong_answer(t, &p, k, ans, sizeof ans);
-      snprintf(text, sizeof text, "%s%s%s", rc->open_tag, ans, rc->close_tag);
-      int ids[sizeof text];
-      size_t n_ids = 0, bad = 0;
-      if (tokenizer_encode(tok, text, strlen(text), ids, sizeof text, &n_ids, &bad)) {
+      snprintf(text[k], sizeof text[k], "%s%s%s", rc->open_tag, ans, rc->close_tag);
+      int ids[sizeof text[k]];
+      size_t n_ids = 0, bad = 0, len = strlen(text[k]);
+      if (tokenizer_encode(tok, text[k], len, ids, sizeof text[k], &n_ids, &bad)) {
         fprintf(stderr, "rlpt: reward-check: the %s tokenizer cannot encode byte %zu of \"%s\"\n",
-                tokenizer_kind_name(tok->kind), bad, text);
+                tokenizer_kind_name(tok->kind), bad, text[k]);
         return 2;
       }
-      struct reward_item it = {&p, text, strlen(text), (long)n_ids + 1 /* EOS */, 0};
-      double parts[REWARD_NPARTS];
-      double r = reward_score_one(rc, t, &it, parts, NULL);
-      dist_add(&d[k], r, parts);
+      items[k] = (struct reward_item){&p, text[k], len, (long)n_ids + 1 /* EOS */, 0};
     }
+    double rewards[NKINDS], parts[NKINDS][REWARD_NPARTS];
+    struct reward_stats st;
+    if (reward_score_batch(rc, t, items, NKINDS, 1, rewards, parts, &st)) return 1;
+    for (int k = 0; k < NKINDS; k++) dist_add(&d[k], rewards[k], parts[k]);
+    for (int c = 0; c < REWARD_NPARTS; c++) const_frac[c] += st.part_const_frac[c] / (double)n_prompts;
+    *nonfinite += st.nonfinite;
   }
   return 0;
 }
@@ -155,10 +162,15 @@ int cmd_reward_check(int argc, char **argv) {
          task_name(t.kind), n_prompts, split == TASK_EVAL ? "held-out" : "train", rcfg.weight[REWARD_CORRECT],
          rcfg.weight[REWARD_FORMAT], rcfg.weight[REWARD_LENGTH], rcfg.overlong_buffer > 0 ? "on" : "off",
          rcfg.open_tag[0] ? rcfg.open_tag : "(none)", rcfg.open_tag[0] ? "..." : "", rcfg.close_tag);
-  rc = score_prompts(&t, &rcfg, &tok, n_prompts, split, d);
+  double const_frac[REWARD_NPARTS] = {0};
+  long nonfinite = 0;
+  rc = score_prompts(&t, &rcfg, &tok, n_prompts, split, d, const_frac, &nonfinite);
   tokenizer_free(&tok);
   if (rc) goto done;
   print_table(d);
+  printf("reward_parts_const_frac (share of prompts whose 4 answers agree):");
+  for (int c = 0; c < REWARD_NPARTS; c++) printf(" %s %.3f", reward_part_name(c), const_frac[c]);
+  printf("\nreward_nonfinite: %ld\n", nonfinite);
   rc = judge(d);
   if (!rc) printf("reward-check: ok\n");
 done:
