@@ -68,7 +68,7 @@ double verify_countdown(const char *resp, size_t len, const long *nums, int n_nu
  * trailing zeros), commas as thousands separators (groups of exactly 3 digits),
  * spaces anywhere (removed), a leading '+' or '-', fractions a/b and
  * \frac{a}{b} / \dfrac / \tfrac (a and b decimals, optionally signed), '$'
- * delimiters and LaTeX spacing (\, \! \; \ ), a trailing '.' and a trailing "%"
+ * delimiters, an escaped dollar sign \$ and LaTeX spacing (\, \! \; \ ), a trailing '.' and a trailing "%"
  * or "\%" (stripped: 50% equals 50, not 0.5). Returns 0 on success, nonzero for
  * anything else (including more than 18 significant digits). */
 int verify_parse_number(const char *s, size_t len, struct rational *out);

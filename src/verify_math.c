@@ -17,7 +17,7 @@ static int starts(const char *s, size_t len, size_t i, const char *pat) {
   return i + n <= len && memcmp(s + i, pat, n) == 0;
 }
 
-/* Copy s without what never changes a value: spaces, '$', LaTeX spacing (\, \! \; \ ),
+/* Copy s without what never changes a value: spaces, '$' and '\$', LaTeX spacing (\, \! \; \ ),
  * "{,}" (LaTeX thousands comma -> ','), U+2212 minus -> '-'. Then drop one trailing '.'
  * and a trailing "%" or "\%". Returns the cleaned length, or -1 when too long. */
 static int clean_answer(const char *s, size_t len, char *out) {
@@ -25,7 +25,8 @@ static int clean_answer(const char *s, size_t len, char *out) {
   for (size_t i = 0; i < len;) {
     char c = s[i];
     if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '$') { i++; continue; }
-    if (c == '\\' && i + 1 < len && (s[i + 1] == ',' || s[i + 1] == '!' || s[i + 1] == ';' || s[i + 1] == ' ')) {
+    if (c == '\\' && i + 1 < len &&
+        (s[i + 1] == ',' || s[i + 1] == '!' || s[i + 1] == ';' || s[i + 1] == ' ' || s[i + 1] == '$')) {
       i += 2;
       continue;
     }

@@ -29,6 +29,8 @@ static const struct math_case cases[] = {
   {"\\boxed{1{,}234}", "1234", 1},
   {"\\boxed{1,23}", "123", 0},
   {"\\boxed{$12$}", "12", 1},
+  {"\\boxed{\\$18}", "18", 1},                /* escaped dollar sign */
+  {"costs \\$1,250.00 in total", "1250", 1},
   {"\\boxed{50\\%}", "50", 1},
   {"\\boxed{50%}", "50", 1},
   {"\\boxed{+5}", "5", 1},
