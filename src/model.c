@@ -72,7 +72,8 @@ static void model_carve(struct model *m, struct carver *c) {
   m->dgate = carve(c, T * F);
   m->dup = carve(c, T * F);
   m->logits = carve(c, (size_t)MODEL_LOGIT_CHUNK * mc->vocab_size);
-  m->attn_scratch = carve(c, attn_scratch_floats(span, span));
+  /* queries of one call span at most `span` rows, keys at most max_seq (KV-cache path) */
+  m->attn_scratch = carve(c, attn_scratch_floats(span, mc->max_seq));
 }
 
 /* cos/sin of pos * theta^(-2i/D), computed in double, stored fp32. */
@@ -102,13 +103,14 @@ int model_create(struct model *m, const struct model_config *mc, int max_tokens,
   m->pos = malloc(sizeof(int) * (size_t)max_tokens);
   m->targets = malloc(sizeof(int) * (size_t)max_tokens);
   m->cu_seqlens = malloc(sizeof(int) * ((size_t)max_tokens + 1));
+  m->cu_kv = malloc(sizeof(int) * ((size_t)max_tokens + 1));
   m->rope_cos = malloc(sizeof(float) * half * mc->max_seq);
   m->rope_sin = malloc(sizeof(float) * half * mc->max_seq);
   m->layers = calloc((size_t)mc->layers, sizeof *m->layers);
   struct carver count = {NULL, 0};
   model_carve(m, &count);
   m->arena = malloc(sizeof(float) * count.used);
-  if (!m->params || !m->grads || !m->tokens || !m->pos || !m->targets || !m->cu_seqlens ||
+  if (!m->params || !m->grads || !m->tokens || !m->pos || !m->targets || !m->cu_seqlens || !m->cu_kv ||
       !m->rope_cos || !m->rope_sin || !m->layers || !m->arena) {
     fprintf(stderr, "rlpt: out of memory for the model (%zu parameters, %zu activation floats "
             "for %d tokens)\n", m->table.total, count.used, max_tokens);
@@ -128,6 +130,7 @@ void model_free(struct model *m) {
   free(m->pos);
   free(m->targets);
   free(m->cu_seqlens);
+  free(m->cu_kv);
   free(m->rope_cos);
   free(m->rope_sin);
   free(m->layers);
@@ -219,7 +222,10 @@ static void linear_bwd(const struct model *m, float *dx, float *dw, float *db, c
   if (db) m->ops->bias_bwd(db, dy, T, out);
 }
 
-static void layer_forward(struct model *m, int l, float *out) {
+/* One block on the current batch (m->T rows at positions m->pos). Without io,
+ * attention runs over the batch itself (m->attn); with io, the new K/V rows go
+ * to the caller's cache and attention runs over the contexts it returns. */
+static int layer_forward(struct model *m, int l, float *out, const struct model_kv_io *io) {
   const struct model_config *mc = &m->cfg;
   const struct backend_ops *ops = m->ops;
   struct layer_acts *a = &m->layers[l];
@@ -231,8 +237,10 @@ static void layer_forward(struct model *m, int l, float *out) {
   linear_fwd(m, a->v, m->xn, W(m, P_WV, l), W(m, P_BV, l), T, KV, C, 0.0f);
   ops->rope(a->q, m->pos, m->rope_cos, m->rope_sin, T, H, D, 0);
   ops->rope(a->k, m->pos, m->rope_cos, m->rope_sin, T, KVH, D, 0);
-  ops->attention_fwd(a->att, a->lse, a->q, a->k, a->v, &m->attn, H, KVH, D,
-                     1.0f / sqrtf((float)D), m->attn_scratch);
+  const float *kc = a->k, *vc = a->v;
+  if (io && io->exchange(io->ctx, l, &m->attn, a->k, a->v, &kc, &vc)) return -1;
+  ops->attention_fwd(a->att, a->lse, a->q, kc, vc, &m->attn, H, KVH, D, 1.0f / sqrtf((float)D),
+                     m->attn_scratch);
   /* res_mid = res_in + att Wo^T (GEMM with beta = 1 adds the residual) */
   memcpy(a->res_mid, a->res_in, sizeof(float) * T * C);
   linear_fwd(m, a->res_mid, a->att, W(m, P_WO, l), NULL, T, C, C, 1.0f);
@@ -242,6 +250,19 @@ static void layer_forward(struct model *m, int l, float *out) {
   ops->swiglu_fwd(m->h, a->gate, a->up, (size_t)T * F);
   memcpy(out, a->res_mid, sizeof(float) * T * C);
   linear_fwd(m, out, m->h, W(m, P_WDOWN, l), NULL, T, C, F, 1.0f);
+  return 0;
+}
+
+/* Embedding, every block and the final norm on the current batch: m->xf. */
+static int trunk_forward(struct model *m, const struct model_kv_io *io) {
+  const struct model_config *mc = &m->cfg;
+  int L = mc->layers;
+  m->ops->embed_fwd(m->layers[0].res_in, m->tokens, W(m, P_EMBED, -1), m->T, mc->dim);
+  for (int l = 0; l < L; l++)
+    if (layer_forward(m, l, l + 1 < L ? m->layers[l + 1].res_in : m->res_final, io)) return -1;
+  m->ops->rmsnorm_fwd(m->xf, m->rstdf, m->res_final, W(m, P_FINAL_NORM, -1), m->T, mc->dim,
+                      (float)mc->norm_eps);
+  return 0;
 }
 
 static const float *lm_head(const struct model *m) {
@@ -257,12 +278,8 @@ int model_forward(struct model *m, const int *tokens, const int *cu_seqlens, int
                   float *logprob_out, float *entropy_out, float *value_out) {
   if (batch_set(m, tokens, cu_seqlens, nseq)) return -1;
   const struct model_config *mc = &m->cfg;
-  int T = m->T, C = mc->dim, V = mc->vocab_size, L = mc->layers;
-  m->ops->embed_fwd(m->layers[0].res_in, m->tokens, W(m, P_EMBED, -1), T, C);
-  for (int l = 0; l < L; l++)
-    layer_forward(m, l, l + 1 < L ? m->layers[l + 1].res_in : m->res_final);
-  m->ops->rmsnorm_fwd(m->xf, m->rstdf, m->res_final, W(m, P_FINAL_NORM, -1), T, C,
-                      (float)mc->norm_eps);
+  int T = m->T, C = mc->dim, V = mc->vocab_size;
+  trunk_forward(m, NULL);
   if (value_out && mc->value_head)
     m->ops->matmul(0, 1, T, 1, C, 1.0f, m->xf, C, W(m, P_SCORE, -1), C, 0.0f, value_out, 1);
   int R = chunk_rows(m);
@@ -275,6 +292,63 @@ int model_forward(struct model *m, const int *tokens, const int *cu_seqlens, int
                         m->targets + r0, n, V);
   }
   if (entropy_out) memcpy(entropy_out, m->ent_out, sizeof(float) * T);
+  return 0;
+}
+
+/* ---- KV-cache forward ------------------------------------------------------- */
+
+/* Checks new tokens and positions; sets tokens, positions and the attention spans. */
+static int kv_batch_set(struct model *m, const int *tokens, const int *cu_new, const int *pos0,
+                        int nseq) {
+  if (nseq < 1 || nseq > m->max_tokens || cu_new[0] != 0 || cu_new[nseq] > m->max_tokens) {
+    fprintf(stderr, "rlpt: model step of %d sequences, %d tokens exceeds the budget of %d "
+            "tokens\n", nseq, nseq >= 1 ? cu_new[nseq] : 0, m->max_tokens);
+    return -1;
+  }
+  int maxq = 0, maxkv = 0;
+  m->cu_kv[0] = 0;
+  for (int s = 0; s < nseq; s++) {
+    int n = cu_new[s + 1] - cu_new[s], ctx = pos0[s] + n;
+    if (n < 1 || pos0[s] < 0 || ctx > m->cfg.max_seq) {
+      fprintf(stderr, "rlpt: model step: sequence %d has %d new tokens at position %d (context "
+              "must be 1..max_seq = %d)\n", s, n, pos0[s], m->cfg.max_seq);
+      return -1;
+    }
+    maxq = n > maxq ? n : maxq;
+    maxkv = ctx > maxkv ? ctx : maxkv;
+    m->cu_kv[s + 1] = m->cu_kv[s] + ctx;
+    for (int t = cu_new[s]; t < cu_new[s + 1]; t++) {
+      if (tokens[t] < 0 || tokens[t] >= m->cfg.vocab_size) {
+        fprintf(stderr, "rlpt: token %d at position %d is outside the vocabulary (0..%d)\n",
+                tokens[t], t, m->cfg.vocab_size - 1);
+        return -1;
+      }
+      m->tokens[t] = tokens[t];
+      m->pos[t] = pos0[s] + t - cu_new[s];
+      m->targets[t] = -1;
+    }
+  }
+  memcpy(m->cu_seqlens, cu_new, sizeof(int) * ((size_t)nseq + 1));
+  m->T = cu_new[nseq];
+  m->nseq = nseq;
+  m->attn = (struct attn_batch){nseq, m->cu_seqlens, m->cu_kv, maxq, maxkv};
+  return 0;
+}
+
+int model_forward_kv(struct model *m, const int *tokens, const int *cu_new, const int *pos0,
+                     int nseq, const struct model_kv_io *io, int all_logits, float *logits) {
+  if (kv_batch_set(m, tokens, cu_new, pos0, nseq)) return -1;
+  if (trunk_forward(m, io)) return -1;
+  int C = m->cfg.dim, rows = all_logits ? m->T : nseq;
+  const float *x = m->xf;
+  if (!all_logits) { /* the last new row of each sequence, gathered into scratch */
+    for (int s = 0; s < nseq; s++)
+      memcpy(m->xn + (size_t)s * C, m->xf + (size_t)(cu_new[s + 1] - 1) * C, sizeof(float) * C);
+    x = m->xn;
+  }
+  m->ops->matmul(0, 1, rows, m->cfg.vocab_size, C, 1.0f, x, C, lm_head(m), C, 0.0f, logits,
+                 m->cfg.vocab_size);
+  m->T = 0; /* the activations are not a training batch: model_backward must not use them */
   return 0;
 }
 

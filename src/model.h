@@ -45,6 +45,7 @@ struct model {
   /* inputs of the last forward, kept for the backward */
   int T, nseq;
   int *tokens, *cu_seqlens, *pos, *targets;
+  int *cu_kv;             /* context spans of a KV-cache step */
   struct attn_batch attn;
 
   float *rope_cos, *rope_sin;   /* [max_seq, D/2] */
@@ -88,5 +89,27 @@ int model_forward(struct model *m, const int *tokens, const int *cu_seqlens, int
  * Any of the three may be NULL (zero). */
 void model_backward(struct model *m, const float *dlogprob, const float *dentropy,
                     const float *dvalue);
+
+/* ---- KV-cache path (rollout engine) ------------------------------------------
+ * The same layers on new tokens whose earlier keys/values sit in a cache the
+ * caller owns. Per layer, exchange() receives the new rows' K (after RoPE) and
+ * V, [n_new, kv_heads*head_dim] laid out by b->cu_q, must store them at their
+ * positions, and returns contiguous K/V rows of every sequence's whole context
+ * (cached, then new) laid out by b->cu_kv. Returns 0, or nonzero to abort the
+ * forward. With equal weights, the logits match model_forward's at the same
+ * positions up to fp32 summation order. */
+struct model_kv_io {
+  void *ctx;
+  int (*exchange)(void *ctx, int layer, const struct attn_batch *b, const float *k_new,
+                  const float *v_new, const float **k_ctx, const float **v_ctx);
+};
+
+/* nseq sequences; sequence s brings tokens[cu_new[s] .. cu_new[s+1]) at positions
+ * pos0[s] ...; logits [rows, vocab]: every new token (all_logits) or the last
+ * new token of each sequence. Returns 0, or -1 for a bad batch (message
+ * printed) or when exchange() failed. Invalidates the activations of the last
+ * model_forward (no model_backward after this). */
+int model_forward_kv(struct model *m, const int *tokens, const int *cu_new, const int *pos0,
+                     int nseq, const struct model_kv_io *io, int all_logits, float *logits);
 
 #endif
