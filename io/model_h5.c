@@ -18,15 +18,18 @@ static int param_rank(const struct param_entry *e) {
   }
 }
 
-/* Silences the HDF5 error stack for the life of one public call. */
-struct h5_quiet { H5E_auto2_t fn; void *data; };
+int h5_param_dims(const struct param_entry *e, hsize_t dims[2]) {
+  dims[0] = (hsize_t)(param_rank(e) == 1 ? e->numel : (size_t)e->rows);
+  dims[1] = (hsize_t)e->cols;
+  return param_rank(e);
+}
 
-static void quiet_begin(struct h5_quiet *q) {
+void h5_quiet_begin(struct h5_quiet *q) {
   H5Eget_auto2(H5E_DEFAULT, &q->fn, &q->data);
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 }
 
-static void quiet_end(const struct h5_quiet *q) {
+void h5_quiet_end(const struct h5_quiet *q) {
   H5Eset_auto2(H5E_DEFAULT, q->fn, q->data);
 }
 
@@ -47,7 +50,7 @@ static int write_one(hid_t g, const struct param_entry *e, const float *buf, con
 int h5_params_write(hid_t loc, const char *group, const struct param_table *t, const float *buf,
                     const char *path) {
   struct h5_quiet q;
-  quiet_begin(&q);
+  h5_quiet_begin(&q);
   int rc = 0;
   hid_t g = H5Gcreate2(loc, group, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   if (g < 0) {
@@ -56,7 +59,7 @@ int h5_params_write(hid_t loc, const char *group, const struct param_table *t, c
   }
   for (int i = 0; !rc && i < t->n; i++) rc = write_one(g, &t->e[i], buf, path, group);
   if (g >= 0) H5Gclose(g);
-  quiet_end(&q);
+  h5_quiet_end(&q);
   return rc;
 }
 
@@ -95,7 +98,7 @@ static int read_one(hid_t g, const struct param_entry *e, float *buf, const char
 int h5_params_read(hid_t loc, const char *group, const struct param_table *t, float *buf,
                    const char *path) {
   struct h5_quiet q;
-  quiet_begin(&q);
+  h5_quiet_begin(&q);
   int rc = 0;
   hid_t g = H5Lexists(loc, group, H5P_DEFAULT) > 0 ? H5Gopen2(loc, group, H5P_DEFAULT) : -1;
   if (g < 0) {
@@ -104,13 +107,13 @@ int h5_params_read(hid_t loc, const char *group, const struct param_table *t, fl
   }
   for (int i = 0; !rc && i < t->n; i++) rc = read_one(g, &t->e[i], buf, path, group);
   if (g >= 0) H5Gclose(g);
-  quiet_end(&q);
+  h5_quiet_end(&q);
   return rc;
 }
 
 int h5_meta_write(hid_t file, const struct model_config *mc, const char *path) {
   struct h5_quiet q;
-  quiet_begin(&q);
+  h5_quiet_begin(&q);
   char *json = model_config_to_json(mc);
   int version = MODEL_H5_FORMAT_VERSION, rc = 0;
   hid_t g = H5Gcreate2(file, "meta", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -130,12 +133,11 @@ int h5_meta_write(hid_t file, const struct model_config *mc, const char *path) {
   H5Tclose(str);
   if (g >= 0) H5Gclose(g);
   free(json);
-  quiet_end(&q);
+  h5_quiet_end(&q);
   return rc;
 }
 
-/* A string attribute, fixed-length or variable-length (h5py writes the latter). */
-static char *read_string_attr(hid_t a) {
+char *h5_read_string_attr(hid_t a) {
   hid_t ft = H5Aget_type(a);
   char *out = NULL;
   if (H5Tget_class(ft) == H5T_STRING) {
@@ -165,7 +167,7 @@ static char *read_string_attr(hid_t a) {
 
 int h5_meta_read_config(hid_t file, struct model_config *mc, const char *path) {
   struct h5_quiet q;
-  quiet_begin(&q);
+  h5_quiet_begin(&q);
   int rc = 2, version = -1;
   char *json = NULL, err[256];
   if (H5Aexists_by_name(file, "meta", "format_version", H5P_DEFAULT) <= 0 ||
@@ -183,7 +185,7 @@ int h5_meta_read_config(hid_t file, struct model_config *mc, const char *path) {
   }
   H5Aclose(a);
   a = H5Aopen_by_name(file, "meta", "model_config", H5P_DEFAULT, H5P_DEFAULT);
-  json = a >= 0 ? read_string_attr(a) : NULL;
+  json = a >= 0 ? h5_read_string_attr(a) : NULL;
   if (a >= 0) H5Aclose(a);
   if (!json) {
     fprintf(stderr, "rlpt: %s: /meta model_config is not a string attribute\n", path);
@@ -196,15 +198,15 @@ int h5_meta_read_config(hid_t file, struct model_config *mc, const char *path) {
   rc = 0;
 out:
   free(json);
-  quiet_end(&q);
+  h5_quiet_end(&q);
   return rc;
 }
 
 int model_h5_write(const char *path, const struct model_config *mc, const float *params) {
   struct h5_quiet q;
-  quiet_begin(&q);
+  h5_quiet_begin(&q);
   hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  quiet_end(&q);
+  h5_quiet_end(&q);
   if (f < 0) {
     fprintf(stderr, "rlpt: %s: cannot create the model file\n", path);
     return 2;
@@ -223,9 +225,9 @@ int model_h5_write(const char *path, const struct model_config *mc, const float 
 
 static hid_t open_ro(const char *path) {
   struct h5_quiet q;
-  quiet_begin(&q);
+  h5_quiet_begin(&q);
   hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-  quiet_end(&q);
+  h5_quiet_end(&q);
   if (f < 0) fprintf(stderr, "rlpt: %s: cannot open as an HDF5 model file\n", path);
   return f;
 }

@@ -17,6 +17,18 @@
 
 #define MODEL_H5_FORMAT_VERSION 1
 
+/* Silences HDF5's automatic error-stack printing between begin and end, so that
+ * a user's bad file gives one message from us, not a library backtrace. */
+struct h5_quiet { H5E_auto2_t fn; void *data; };
+void h5_quiet_begin(struct h5_quiet *q);
+void h5_quiet_end(const struct h5_quiet *q);
+/* Dataset shape of a table entry: [n] for norm weights and biases, else
+ * [rows, cols]; returns the rank (1 or 2). */
+int h5_param_dims(const struct param_entry *e, hsize_t dims[2]);
+/* A string attribute, fixed- or variable-length (h5py writes the latter), as a
+ * malloc'd string; NULL when it is not a string. */
+char *h5_read_string_attr(hid_t a);
+
 /* Write every tensor of t from buf as <group>/<hf-name> (group is created). */
 int h5_params_write(hid_t loc, const char *group, const struct param_table *t, const float *buf,
                     const char *path);

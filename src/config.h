@@ -59,6 +59,7 @@ enum old_logprobs { OLDLP_RECOMPUTE, OLDLP_ROLLOUT };
 enum dpo_loss { DPO_SIGMOID, DPO_IPO };
 enum tis_mode { TIS_OFF, TIS_TOKEN_TRUNCATE, TIS_SEQ_TRUNCATE, TIS_TOKEN_MASK, TIS_SEQ_MASK };
 enum rollout_scheduling { ROLLOUT_FCFS, ROLLOUT_LONGEST_FIRST };
+enum ckpt_on_error { CKPT_ON_ERROR_ABORT, CKPT_ON_ERROR_CONTINUE };
 
 struct config {
   /* Bookkeeping (config.c): where each row's value came from, indexed like cfg_schema:
@@ -123,6 +124,7 @@ struct config {
   struct {
     char dir[CFG_STR_MAX];
     long every, keep_last;
+    int on_error;  /* enum ckpt_on_error */
   } checkpoint;
   struct {
     long controller, rollout, reward, train;  /* -1 = auto */

@@ -150,6 +150,7 @@ const struct cfg_key cfg_schema[] = {
   PATH("checkpoint", "dir", "checkpoints", "Directory of step_%08d.h5 files and `latest`", checkpoint.dir),
   INT("checkpoint", "every", "0", 0, 1e9, "steps", "Checkpoint every N steps (0 = only at the end)", checkpoint.every),
   INT("checkpoint", "keep_last", "3", 1, 1e6, "files", "Complete checkpoints to keep", checkpoint.keep_last),
+  ENUM("checkpoint", "on_error", "abort", "abort|continue", "A checkpoint that cannot be written (disk full, unwritable dir, non-finite state): abort the run, or warn and keep training (the previous checkpoints and `latest` stay intact)", checkpoint.on_error),
 
   /* [ranks] */
   AUTOINT("ranks", "controller", "auto", 0, 1, "ranks", "Controller ranks (auto = 1 with layout separate, 0 colocated)", ranks.controller),
