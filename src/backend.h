@@ -94,6 +94,17 @@ struct backend_ops {
    * (dH/dz = -p (log p + H)); dlogprob or dentropy may be NULL (zero). */
   void (*logprob_bwd)(float *logits, const float *lse, const float *entropy, const int *targets,
                       const float *dlogprob, const float *dentropy, int R, int V);
+
+  /* Memory the ops' pointers live in (device memory for CUDA, int arrays such as
+   * tokens, pos, targets and attn_batch's cu_q/cu_kv included). alloc returns zeroed
+   * bytes or NULL; zero clears bytes; upload/download copy between host memory and
+   * the backend's memory and return when the copy is done. A backend that leaves
+   * these NULL works on host memory (malloc/free/memset/memcpy). */
+  void *(*alloc)(size_t bytes);
+  void (*free)(void *p);
+  void (*zero)(void *p, size_t bytes);
+  void (*upload)(void *dst, const void *host_src, size_t bytes);
+  void (*download)(void *host_dst, const void *src, size_t bytes);
 };
 
 /* The CPU backend (cpu_ops.c): OpenBLAS GEMMs, plain loops elsewhere. */

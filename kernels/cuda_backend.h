@@ -1,0 +1,88 @@
+/* cuda_backend.h: the CUDA backend of backend.h and the device-only extras the
+ * trainer and the rollout engine use beside it.
+ *
+ * Every pointer an op takes is device memory: tensors, and also the int arrays
+ * (tokens, targets, positions, attn_batch's cu_q/cu_kv). The scalars of struct
+ * attn_batch (nseq, max_q, max_kv) are read on the host. Allocate through the
+ * table's alloc/free/zero/upload/download. All work is queued on the default
+ * stream, in order; download() waits for it.
+ *
+ * The ops are fp32 and match cpu_ops.c to ~1e-6 relative (tests/test_gpu_ops.c);
+ * GEMMs use cuBLASLt with fp32 compute (no TF32). bf16 values are passed as
+ * uint16_t (the upper half of an fp32) so that C callers need no CUDA types. */
+#ifndef RLPT_CUDA_BACKEND_H
+#define RLPT_CUDA_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "kv_cache.h"
+#include "sampling.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+extern const struct backend_ops cuda_backend;
+
+/* C[M,N] (fp32) = alpha op(A) op(B) + beta C with A, B in bf16, fp32 accumulation
+ * (the [model] dtype = bf16 path). Same conventions as backend_ops.matmul. */
+void cuda_matmul_bf16(int trans_a, int trans_b, int M, int N, int K, float alpha,
+                      const uint16_t *A, int lda, const uint16_t *B, int ldb, float beta, float *C,
+                      int ldc);
+/* Release the cuBLASLt handle, its plan cache and workspace (before cudaDeviceReset). */
+void cuda_gemm_release(void);
+
+/* dst[n] = bf16(src[n]), round to nearest even (NaN stays NaN). */
+void cuda_f32_to_bf16(uint16_t *dst, const float *src, size_t n);
+/* dst[n] = src[n] widened to fp32 (exact). */
+void cuda_bf16_to_f32(float *dst, const uint16_t *src, size_t n);
+
+/* Decode attention over the paged KV cache (kv_cache.h layout) for one layer: one
+ * query row per sequence. q, out [nseq, H*D]; lse [nseq, H] (may be NULL);
+ * kv_data the device copy of the pool ([n_blocks][kv_block_floats(L)]);
+ * tables [nseq, max_blocks] block ids; kv_len[nseq] cached keys of each sequence,
+ * the current token's included (its K/V already written). D <= 128. */
+void cuda_attention_decode_paged(float *out, float *lse, const float *q, const float *kv_data,
+                                 const struct kv_layout *L, int layer, const int *tables,
+                                 int max_blocks, const int *kv_len, int nseq, int H, float scale);
+
+/* One AdamW update over n parameters, the arithmetic of optim.h's adamw_step (the
+ * caller keeps t and passes the step count after the increment). p, m, v fp32;
+ * p_bf16, when not NULL, receives bf16(p) (the working copy of a bf16 model). */
+void cuda_adamw_step(float *p, uint16_t *p_bf16, const float *g, float *m, float *v, size_t n,
+                     long t, double lr, double beta1, double beta2, double eps, double wd);
+/* Sum of squares of g[n] in double, deterministic (fixed reduction order). Waits. */
+double cuda_sumsq(const float *g, size_t n);
+/* x[n] *= s (global-norm clipping). */
+void cuda_scale(float *x, size_t n, float s);
+
+/* Device sampling, sampling.h semantics (full-vocabulary logprob, top-k then top-p,
+ * ties to the lower index, inverse CDF with one uniform per row). */
+struct cuda_sampler {
+  int vocab, max_rows;
+  double *z, *z_sorted;    /* [max_rows, V] */
+  int *idx, *idx_sorted;   /* [max_rows, V] */
+  int *offsets;            /* [max_rows + 1] row starts for the segmented sort */
+  void *sort_tmp;
+  size_t sort_tmp_bytes;
+  double *u, *logprob;     /* [max_rows] */
+  double *row_max, *row_sum; /* [max_rows] max of logits/T and sum of exp(logits/T - max) */
+  int *row_argmax;         /* [max_rows] greedy token, -1 on a NaN logit */
+  int *tokens;             /* [max_rows] */
+};
+/* 0 ok, -1 out of device memory. */
+int cuda_sampler_init(struct cuda_sampler *s, int vocab, int max_rows);
+void cuda_sampler_free(struct cuda_sampler *s);
+/* Sample R <= max_rows rows of device logits [R, V] with host uniforms u[R]; host
+ * tokens[R] (-1: NaN logit or nothing to sample) and logprob[R], as sampler_sample. */
+void cuda_sampler_sample(struct cuda_sampler *s, const float *logits, int R,
+                         const struct sampling_params *p, const double *u, int *tokens,
+                         double *logprob);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
