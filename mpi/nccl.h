@@ -1,0 +1,54 @@
+/* nccl.h: NCCL communicators bootstrapped over MPI, mirroring rlpt's MPI groups.
+ *
+ * Each rank drives the GPU local_rank % devices of its node (local rank from
+ * MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)), set before any NCCL init. A
+ * communicator's unique id is made on its rank 0 and broadcast over MPI.
+ * Sub-groups (DP, TP, weight_comm, ...) mirror an existing MPI communicator:
+ * same ranks, same order, by ncclCommSplit (NCCL >= 2.18) or one id per group.
+ * Counts are elements, not bytes. Collectives run on the communicator's own
+ * (blocking) stream, so they order after kernels on the default stream, and the
+ * calls below return when the collective is complete: the wait polls
+ * ncclCommGetAsyncError, so a dead peer gives a message instead of a hang.
+ *
+ * Built only with the CUDA backend (RLPT_HAVE_CUDA); nccl_built() says which. */
+#ifndef RLPT_NCCL_H
+#define RLPT_NCCL_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+/* 1 when NCCL support was compiled in. */
+int nccl_built(void);
+
+#ifdef RLPT_HAVE_CUDA
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+struct nccl_comm {
+  ncclComm_t comm;   /* NULL on a rank outside a mirrored group */
+  MPI_Comm mpi;      /* the MPI communicator mirrored (not owned) */
+  int rank, size;
+  cudaStream_t stream;
+};
+
+/* Collective over comm: select this rank's device (cudaSetDevice(local_rank % devices)).
+ * Returns the local rank, or -1 when this node has no CUDA device. */
+int nccl_select_device(MPI_Comm comm);
+/* Collective over mpi: one NCCL communicator with the ranks of mpi. */
+void nccl_comm_init(struct nccl_comm *nc, MPI_Comm mpi);
+/* Collective over parent->mpi: child mirrors child_mpi (a sub-communicator of
+ * parent->mpi, e.g. from MPI_Comm_split); ranks outside any group pass
+ * MPI_COMM_NULL and get child->comm == NULL. */
+void nccl_comm_mirror(struct nccl_comm *child, const struct nccl_comm *parent, MPI_Comm child_mpi);
+void nccl_comm_free(struct nccl_comm *nc);
+
+/* In place: buf[count] (device, fp32) becomes the mean over the ranks (gradient allreduce). */
+void nccl_allreduce_avg(struct nccl_comm *nc, float *buf, size_t count);
+/* In place: buf[count] (device, fp32) on every rank becomes root's (weight broadcast). */
+void nccl_broadcast(struct nccl_comm *nc, float *buf, size_t count, int root);
+/* Wait for the queued collectives of nc; what names them in messages. A note goes to
+ * stderr every 60 s of waiting; an asynchronous NCCL error aborts with its message. */
+void nccl_wait(struct nccl_comm *nc, const char *what);
+#endif
+
+#endif
