@@ -1,0 +1,157 @@
+/* ckpt.h: HDF5 checkpoints and restart.
+ *
+ * Layout of DIR/step_%08d.h5 (DESIGN.md "Checkpoint file"; readable by h5ls,
+ * h5dump and h5py):
+ *   /meta                 attrs format_version (int), rlpt_version, step, weight_version,
+ *                         model_config (JSON), deck (canonical deck text), used_keys
+ *   /model/<hf-name>      float32 full logical tensors, [out, in] or [n] (io/model_h5.h)
+ *   /optim/m/<hf-name>, /optim/v/<hf-name>   AdamW moments; /optim attrs t, lr
+ *   /ref/<hf-name>        the frozen reference policy (optional)
+ *   /critic/<hf-name>     the PPO value model (optional); /critic attr model_config
+ *   /rng                  uint64 [n] random-stream counters
+ *   /data                 uint64 [3] dataset cursor, epoch, shuffle seed (attr names)
+ *   /controller           float64 [n] controller running sums (attr names, comma-separated)
+ *   /buffer               uint8 [n] pending samples of the async modes (optional)
+ * Every dataset carries a uint32 attribute `crc32`: zlib's CRC-32 of the full
+ * logical tensor's little-endian bytes (io/crc32.h).
+ *
+ * Writing is collective over the train communicator with MPI-IO: each rank
+ * writes its rows of each tensor (replicated tensors are split evenly by rows, so
+ * every row is written once). The file is written as step_N.h5.tmp, closed,
+ * re-opened and verified (every dataset present, CRCs, finite values), fsynced,
+ * renamed, and only then does DIR/latest (a one-line text file naming it) move to
+ * it. A non-finite value is refused before any file is created.
+ *
+ * Reading is layout-independent: rank 0 reads and validates the full logical
+ * tensors, every rank gets the same state. So a run restarts on any number of
+ * ranks. */
+#ifndef RLPT_CKPT_H
+#define RLPT_CKPT_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model_h5.h"
+#include "params.h"
+
+struct config;
+
+#define CKPT_FORMAT_VERSION MODEL_H5_FORMAT_VERSION
+#define CKPT_RNG_MAX 16
+#define CKPT_CTRL_MAX 32
+#define CKPT_NAME_MAX 48
+
+/* ckpt_write results. The caller maps a nonzero one through [checkpoint] on_error. */
+#define CKPT_OK 0
+#define CKPT_ERR_IO 1         /* not written (disk full, unwritable dir, verify failed) */
+#define CKPT_ERR_NONFINITE 3  /* refused: a NaN or Inf in the state; no file was created */
+
+struct ckpt_data_cursor {
+  uint64_t cursor, epoch, shuffle_seed;
+};
+
+/* What a checkpoint holds. For ckpt_write the caller points the buffers at its
+ * own memory; ckpt_read allocates them (owned = 1) and ckpt_state_free frees. */
+struct ckpt_state {
+  long step, weight_version;
+  struct model_config mc;
+  float *params;                 /* param_table_build(mc).total floats */
+  int has_optim;
+  float *adam_m, *adam_v;        /* same layout as params */
+  long adam_t;                   /* AdamW updates applied (struct adamw t) */
+  double lr;
+  int has_ref;
+  float *ref_params;             /* same layout as params */
+  int has_critic;
+  struct model_config critic_mc;
+  float *critic_params;          /* param_table_build(critic_mc).total floats */
+  int n_rng;
+  uint64_t rng[CKPT_RNG_MAX];
+  struct ckpt_data_cursor data;
+  int n_ctrl;                    /* controller running sums, by name */
+  char ctrl_name[CKPT_CTRL_MAX][CKPT_NAME_MAX];
+  double ctrl[CKPT_CTRL_MAX];
+  char *deck;                    /* canonical deck text (NULL = "") */
+  char *used_keys;               /* "section.key" lines the deck or overrides set (NULL = "") */
+  int has_buffer;
+  unsigned char *buffer;         /* async modes: serialised pending samples (rank 0's is saved) */
+  size_t buffer_len;
+  int owned;
+};
+
+/* Rows [row0, row0 + nrows) of one tensor that this rank writes. */
+struct ckpt_rows {
+  long row0, nrows;
+};
+
+struct ckpt_write_opts {
+  int keep_last;                    /* complete checkpoints kept (>= 1; the newest always) */
+  const struct ckpt_rows *rows;     /* per entry of the model's table; NULL = even split */
+  const struct ckpt_rows *critic_rows; /* per entry of the critic's table; NULL = even split */
+};
+
+/* DIR/step_%08d.h5 into buf. */
+void ckpt_step_path(const char *dir, long step, char *buf, size_t len);
+/* Rank `rank` of `size`'s even share of each tensor's rows (out: t->n entries). */
+void ckpt_rows_even(const struct param_table *t, int rank, int size, struct ckpt_rows *out);
+
+/* Collective over comm (the train ranks; every rank passes the same scalars and
+ * its own rows of the tensors). Writes DIR/step_%08d.h5 (DIR is created) and
+ * moves DIR/latest to it. Returns CKPT_OK, CKPT_ERR_IO or CKPT_ERR_NONFINITE,
+ * the same on every rank; rank 0 has printed one message. On error the previous
+ * checkpoints and `latest` are untouched and no temporary file is left. */
+int ckpt_write(const char *dir, const struct ckpt_state *st, const struct ckpt_write_opts *o,
+               MPI_Comm comm);
+
+/* Collective over comm: read and validate path into st (allocated; free with
+ * ckpt_state_free). expect (may be NULL) is the deck's model: an architecture
+ * that differs is an error naming the field (max_seq and init_std may differ).
+ * Returns 0, 2 (bad, corrupt or mismatched file: rank 0 printed one message
+ * naming the file and dataset) or 1 (out of memory), the same on every rank. */
+int ckpt_read(const char *path, struct ckpt_state *st, const struct model_config *expect,
+              MPI_Comm comm);
+/* Collective: the checkpoint DIR/latest points at, else (with a warning) each
+ * step_*.h5 from the newest down until one reads and validates. path_out gets
+ * the file used. Returns as ckpt_read; 2 when no checkpoint in dir is valid. */
+int ckpt_read_latest(const char *dir, struct ckpt_state *st, const struct model_config *expect,
+                     MPI_Comm comm, char *path_out, size_t len);
+void ckpt_state_free(struct ckpt_state *st);
+
+/* No MPI. The file a restart would use: which = "latest" (or NULL / "") reads
+ * dir_or_path/latest and checks that the file opens as a checkpoint; if not,
+ * warns and takes the newest step_*.h5 that does. Any other `which` is a path
+ * (a directory there means its latest). Returns 0, or 2 with a message. */
+int ckpt_resolve(const char *dir_or_path, const char *which, char *out, size_t len);
+/* Cheap check that path opens as an rlpt checkpoint (/meta format_version and
+ * step); message on stderr unless quiet. Returns 0 or 2. */
+int ckpt_probe(const char *path, int quiet);
+
+/* The canonical deck of cfg and the keys it set (malloc'd strings). 0 or 1 (no memory). */
+int ckpt_deck_text(const struct config *cfg, char **deck, char **used_keys);
+
+/* ---- shared by ckpt_write.c, ckpt_read.c, ckpt_dir.c --------------------- */
+
+/* One group of float tensors laid out by a parameter table. */
+struct ckpt_group {
+  const char *name;                /* "model", "optim/m", ... */
+  const struct param_table *t;
+  float *buf;
+};
+/* The tensor groups st holds (model, optim/m, optim/v, ref, critic), in file order. */
+int ckpt_groups(const struct ckpt_state *st, const struct param_table *t,
+                const struct param_table *ct, struct ckpt_group out[5]);
+/* Names of the small datasets' fields. */
+#define CKPT_DATA_NAMES "cursor,epoch,shuffle_seed"
+/* The fsync'd atomic replacement of DIR/latest by `name`; 0 or -1 (errno set). */
+int ckpt_latest_update(const char *dir, const char *name);
+/* fsync a file or directory by path; 0 or -1. */
+int ckpt_fsync_path(const char *path);
+/* mkdir -p; 0 or -1 (errno set). */
+int ckpt_mkdirs(const char *dir);
+/* Delete complete step_*.h5 files of dir beyond the newest keep (>= 1). */
+void ckpt_prune(const char *dir, int keep);
+/* Steps of dir's complete step_*.h5 files, newest first (malloc'd; *n entries). */
+long *ckpt_list_steps(const char *dir, int *n);
+
+#endif
