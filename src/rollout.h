@@ -1,0 +1,58 @@
+/* rollout.h: the rollout engine on a real model — the generate engine (generate.h)
+ * driving the transformer (model.h) through its KV-cache forward. It turns prompts
+ * into samples (experience.h) with per-token logprobs and weight versions.
+ *
+ * The logprob recorded for each generated token is log-softmax(logits / T) over
+ * the full vocabulary (sampling.h); at T = 1 it equals the trainer's
+ * model_forward logprob for the same context and weights (fp32: within 1e-5). */
+#ifndef RLPT_ROLLOUT_H
+#define RLPT_ROLLOUT_H
+
+#include <stdint.h>
+
+#include "experience.h"
+#include "generate.h"
+
+struct config;
+struct model;
+struct tokenizer;
+
+/* One prompt of a rollout call: G samples are generated for it. */
+struct rollout_prompt {
+  int64_t prompt_id;        /* task / dataset prompt id (an RNG key) */
+  int32_t group;            /* slot in the step, copied into each sample */
+  const int *tokens;
+  int n_tokens;
+};
+
+struct rollout_engine;      /* opaque: model adaptor, KV pool, generate config */
+
+/* An engine over model m (not owned; its params are what rollout uses) with the
+ * deck's [rollout] settings and the tokenizer's EOS / stop string. Returns 0, or 2
+ * with a message in err (e.g. kv_cache_mb too small for one sequence). */
+int rollout_create(struct rollout_engine **re, struct model *m, const struct config *cfg,
+                   const struct tokenizer *tok, char *err, size_t errlen);
+void rollout_free(struct rollout_engine *re);
+
+/* Sampling overrides for evaluation (greedy: temperature 0). A negative value
+ * keeps the deck's. */
+void rollout_set_sampling(struct rollout_engine *re, double temperature, double top_p, int top_k);
+
+/* Generate group_size samples for each of n prompts with the current weights,
+ * labelled weight_version, RNG keyed by (seed, step, prompt_id, sample index,
+ * position). Appends n * group_size samples to out (prompt, response tokens,
+ * logprobs, finish reason, group, index, weight_version, step). stats may be NULL.
+ * Returns 0, 2 on bad input (message in err), 1 on internal failure. */
+int rollout_generate(struct rollout_engine *re, const struct rollout_prompt *prompts, int n,
+                     int group_size, long step, int64_t weight_version,
+                     struct sample_batch *out, struct gen_stats *stats, char *err, size_t errlen);
+
+/* The model's weights changed to weight_version: the prefix cache of older
+ * versions is never reused after this. */
+void rollout_weights_changed(struct rollout_engine *re, int64_t weight_version);
+
+/* max |rollout logprob - model_forward logprob| over the response tokens of
+ * samples generated at temperature 1 with the model's current weights. */
+double rollout_logprob_diff_max(struct model *m, const struct sample_batch *b);
+
+#endif
