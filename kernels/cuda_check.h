@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#ifdef __cplusplus
+extern "C" /* one C definition (cuda_device.c) for the C and the CUDA sources */
+#endif
 void cuda_fail(const char *lib, const char *call, const char *what, const char *hint,
                const char *file, int line);
 

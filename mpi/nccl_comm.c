@@ -1,7 +1,7 @@
-/* nccl.c: NCCL bootstrap over MPI, mirrored sub-communicators and the two
- * collectives the trainer needs (see nccl.h). Compiled in every build; the
+/* nccl_comm.c: NCCL bootstrap over MPI, mirrored sub-communicators and the two
+ * collectives the trainer needs (see nccl_comm.h). Compiled in every build; the
  * NCCL part only with the CUDA backend. */
-#include "nccl.h"
+#include "nccl_comm.h"
 
 #ifndef RLPT_HAVE_CUDA
 int nccl_built(void) { return 0; }

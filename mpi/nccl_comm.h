@@ -1,4 +1,4 @@
-/* nccl.h: NCCL communicators bootstrapped over MPI, mirroring rlpt's MPI groups.
+/* nccl_comm.h: NCCL communicators bootstrapped over MPI, mirroring rlpt's MPI groups.
  *
  * Each rank drives the GPU local_rank % devices of its node (local rank from
  * MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)), set before any NCCL init. A
@@ -10,9 +10,11 @@
  * calls below return when the collective is complete: the wait polls
  * ncclCommGetAsyncError, so a dead peer gives a message instead of a hang.
  *
- * Built only with the CUDA backend (RLPT_HAVE_CUDA); nccl_built() says which. */
-#ifndef RLPT_NCCL_H
-#define RLPT_NCCL_H
+ * Built only with the CUDA backend (RLPT_HAVE_CUDA); nccl_built() says which.
+ * (Not named nccl.h: with mpi/ on the include path that name would shadow NCCL's
+ * own <nccl.h>, which the CUDA headers see only through -isystem.) */
+#ifndef RLPT_NCCL_COMM_H
+#define RLPT_NCCL_COMM_H
 
 #include <mpi.h>
 #include <stddef.h>

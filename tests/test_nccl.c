@@ -1,0 +1,127 @@
+/* test_nccl.c: NCCL over MPI (mpi/nccl_comm.h) against MPI's own results, on 2+ ranks
+ * with one GPU each: the mean allreduce of a gradient-sized buffer equals
+ * MPI_Allreduce(SUM) / size (1e-6 relative: NCCL's reduction order differs),
+ * a broadcast from the last rank equals MPI_Bcast (exact), and a communicator
+ * mirrored from an MPI_Comm_split group (ncclCommSplit) reduces over that group
+ * only. Skips (exit 77 on every rank) without the CUDA backend, or when the
+ * node has fewer GPUs than ranks. */
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device.h"
+#include "nccl_comm.h"
+#include "testutil.h"
+
+#ifdef RLPT_HAVE_CUDA
+#include "cuda_backend.h"
+
+static float *fill(size_t n, int rank, unsigned salt) {
+  float *x = malloc(sizeof(float) * n);
+  unsigned s = 2654435761u * (unsigned)(rank + 1) + salt;
+  for (size_t i = 0; i < n; i++) {
+    s = s * 1664525u + 1013904223u;
+    x[i] = (float)((s >> 8) * (1.0 / 16777216.0) - 0.5);
+  }
+  return x;
+}
+
+static double rel_err(const float *a, const float *ref, size_t n) {
+  double md = 0, mr = 0;
+  for (size_t i = 0; i < n; i++) {
+    double d = isnan(a[i]) ? INFINITY : fabs((double)a[i] - ref[i]);
+    md = d > md ? d : md;
+    mr = fabs(ref[i]) > mr ? fabs(ref[i]) : mr;
+  }
+  return mr > 0 ? md / mr : md;
+}
+
+/* Mean allreduce over nc against MPI on nc->mpi. */
+static void check_allreduce(struct nccl_comm *nc, size_t n, unsigned salt, const char *what) {
+  const struct backend_ops *G = &cuda_backend;
+  float *x = fill(n, nc->rank, salt), *want = malloc(sizeof(float) * n), *got = malloc(4 * n);
+  MPI_Allreduce(x, want, (int)n, MPI_FLOAT, MPI_SUM, nc->mpi);
+  for (size_t i = 0; i < n; i++) want[i] /= (float)nc->size;
+  float *d = G->alloc(4 * n);
+  G->upload(d, x, 4 * n);
+  nccl_allreduce_avg(nc, d, n);
+  G->download(got, d, 4 * n);
+  double e = rel_err(got, want, n);
+  CHECK_MSG(e <= 1e-6, "%s allreduce of %zu floats: relative error %.3g", what, n, e);
+  G->free(d);
+  free(x), free(want), free(got);
+}
+
+static void check_broadcast(struct nccl_comm *nc, size_t n, int root) {
+  const struct backend_ops *G = &cuda_backend;
+  float *x = fill(n, nc->rank, 7u), *got = malloc(4 * n);
+  float *d = G->alloc(4 * n);
+  G->upload(d, x, 4 * n);
+  nccl_broadcast(nc, d, n, root);
+  G->download(got, d, 4 * n);
+  MPI_Bcast(x, (int)n, MPI_FLOAT, root, nc->mpi);
+  CHECK_MSG(!memcmp(got, x, 4 * n), "broadcast of %zu floats from rank %d differs", n, root);
+  G->free(d);
+  free(x), free(got);
+}
+
+static int run_all(int rank, int size) {
+  struct nccl_comm world, half;
+  nccl_comm_init(&world, MPI_COMM_WORLD);
+  CHECK(world.rank == rank && world.size == size);
+  check_allreduce(&world, 1, 1u, "world");
+  check_allreduce(&world, 1000003, 2u, "world");
+  check_broadcast(&world, 300007, size - 1);
+  /* groups {0, 2, ...} and {1, 3, ...}, ranks ordered by world rank */
+  MPI_Comm sub;
+  MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &sub);
+  nccl_comm_mirror(&half, &world, sub);
+  check_allreduce(&half, 4099, 3u, "split");
+  check_broadcast(&half, 513, 0);
+  nccl_comm_free(&half);
+  MPI_Comm_free(&sub);
+  nccl_comm_free(&world);
+  int fails = tu_failures, all = 0;
+  MPI_Allreduce(&fails, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  tu_failures = all;
+  return rank == 0 ? TEST_RESULT("test_nccl") : (all ? 1 : 0);
+}
+#endif
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank, size, rc;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+#ifndef RLPT_HAVE_CUDA
+  if (rank == 0) printf("test_nccl: CUDA backend not built: skipped\n");
+  rc = 77;
+#else
+  /* every rank must agree to skip: the smallest per-node device count decides */
+  int local = nccl_select_device(MPI_COMM_WORLD), ok = local >= 0, all_ok = 0;
+  if (ok) {
+    MPI_Comm node;
+    int nlocal = 0;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &nlocal);
+    MPI_Comm_free(&node);
+    ok = device_cuda_count() >= nlocal; /* one GPU per rank: NCCL refuses shared devices */
+  }
+  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  int any_dev = local >= 0, all_dev = 0;
+  MPI_Allreduce(&any_dev, &all_dev, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!all_dev) {
+    if (rank == 0) printf("test_nccl: no CUDA device: skipped\n");
+    rc = 77;
+  } else if (size < 2 || !all_ok) {
+    if (rank == 0) printf("test_nccl: needs >= 2 ranks with one CUDA device each: skipped\n");
+    rc = 77;
+  } else {
+    rc = run_all(rank, size);
+  }
+#endif
+  MPI_Finalize();
+  return rc;
+}
