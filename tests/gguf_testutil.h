@@ -1,0 +1,203 @@
+/* gguf_testutil.h: a tiny GGUF writer for the tests (test_gguf.c, test_gguf_fuzz.c).
+ *
+ * Builds a file in memory: gb_header, then gb_kv_* calls, then gb_tensors
+ * (infos, padding, data). tiny_llama() writes a complete small llama model
+ * (F32 and Q8_0 tensors, q/k rows permuted the way llama.cpp's converter does,
+ * a byte-level BPE vocabulary) whose Hugging Face weights are known. */
+#ifndef RLPT_GGUF_TESTUTIL_H
+#define RLPT_GGUF_TESTUTIL_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../io/gguf.h"
+
+struct gb {
+  uint8_t *b;
+  size_t n, cap;
+  uint64_t n_kv;
+};
+
+static inline void gb_bytes(struct gb *g, const void *p, size_t n) {
+  if (g->n + n > g->cap) {
+    g->cap = (g->n + n) * 2 + 64;
+    g->b = realloc(g->b, g->cap);
+    if (!g->b) abort();
+  }
+  memcpy(g->b + g->n, p, n);
+  g->n += n;
+}
+static inline void gb_u32(struct gb *g, uint32_t v) { gb_bytes(g, &v, 4); }
+static inline void gb_u64(struct gb *g, uint64_t v) { gb_bytes(g, &v, 8); }
+static inline void gb_str(struct gb *g, const char *s) {
+  gb_u64(g, strlen(s));
+  gb_bytes(g, s, strlen(s));
+}
+
+/* magic, version, n_tensors (patched by gb_tensors), n_kv (patched by each kv) */
+static inline void gb_header(struct gb *g, uint32_t version) {
+  memset(g, 0, sizeof *g);
+  gb_bytes(g, "GGUF", 4);
+  gb_u32(g, version);
+  gb_u64(g, 0);
+  gb_u64(g, 0);
+}
+static inline void gb_kv_key(struct gb *g, const char *key, uint32_t type) {
+  g->n_kv++;
+  memcpy(g->b + 16, &g->n_kv, 8);
+  gb_str(g, key);
+  gb_u32(g, type);
+}
+static inline void gb_kv_u32(struct gb *g, const char *key, uint32_t v) {
+  gb_kv_key(g, key, GGUF_U32);
+  gb_u32(g, v);
+}
+static inline void gb_kv_f32(struct gb *g, const char *key, float v) {
+  gb_kv_key(g, key, GGUF_F32);
+  gb_bytes(g, &v, 4);
+}
+static inline void gb_kv_str(struct gb *g, const char *key, const char *v) {
+  gb_kv_key(g, key, GGUF_STRING);
+  gb_str(g, v);
+}
+static inline void gb_kv_arr_str(struct gb *g, const char *key, const char *const *v, int n) {
+  gb_kv_key(g, key, GGUF_ARRAY);
+  gb_u32(g, GGUF_STRING);
+  gb_u64(g, (uint64_t)n);
+  for (int i = 0; i < n; i++) gb_str(g, v[i]);
+}
+static inline void gb_kv_arr_i32(struct gb *g, const char *key, const int32_t *v, int n) {
+  gb_kv_key(g, key, GGUF_ARRAY);
+  gb_u32(g, GGUF_I32);
+  gb_u64(g, (uint64_t)n);
+  gb_bytes(g, v, 4 * (size_t)n);
+}
+
+struct gb_tensor {
+  const char *name;
+  int n_dims;
+  int64_t ne[2];
+  uint32_t type;
+  const void *data;
+  size_t nbytes;
+};
+
+/* Tensor infos, padding to `align`, then the data (each tensor aligned). */
+static inline void gb_tensors(struct gb *g, const struct gb_tensor *t, int n, size_t align) {
+  uint64_t nt = (uint64_t)n, off = 0;
+  memcpy(g->b + 8, &nt, 8);
+  for (int i = 0; i < n; i++) {
+    gb_str(g, t[i].name);
+    gb_u32(g, (uint32_t)t[i].n_dims);
+    for (int d = 0; d < t[i].n_dims; d++) gb_u64(g, (uint64_t)t[i].ne[d]);
+    gb_u32(g, t[i].type);
+    gb_u64(g, off);
+    off += (t[i].nbytes + align - 1) / align * align;
+  }
+  static const uint8_t zero[64];
+  for (int i = -1; i < n; i++) {
+    while (g->n % align) gb_bytes(g, zero, 1);
+    if (i >= 0) gb_bytes(g, t[i].data, t[i].nbytes);
+  }
+}
+
+/* ---- the tiny llama model ------------------------------------------------------ */
+
+#define TL_VOCAB 8
+#define TL_DIM 32
+#define TL_HEADS 4
+#define TL_KV 2
+#define TL_HD 8
+#define TL_FFN 32
+#define TL_MAXSEQ 16
+
+/* The Hugging Face value of weight kind k at [r, c] (distinct per position). */
+static inline float tl_value(int k, int r, int c) { return 0.001f * (float)(k * 7 + 1) * (float)(r * 37 + c) - 0.5f; }
+
+/* HF rows -> llama.cpp's converter order: gguf row h*D + 2b + a = HF row h*D + a*D/2 + b. */
+static inline void tl_permute(float *g, const float *hf, int rows, int cols, int n_head) {
+  int D = rows / n_head;
+  for (int h = 0; h < n_head; h++)
+    for (int a = 0; a < 2; a++)
+      for (int b = 0; b < D / 2; b++)
+        memcpy(g + (size_t)(h * D + 2 * b + a) * cols, hf + (size_t)(h * D + a * D / 2 + b) * cols,
+               sizeof(float) * cols);
+}
+
+/* Q8_0 blocks with d = 1/64 and q = (i % 61) - 30 (exactly representable). */
+static inline void tl_q8(uint8_t *dst, size_t n) {
+  for (size_t b = 0; b < n / 32; b++) {
+    uint16_t d = 0x2400; /* 2^-6 in binary16 */
+    memcpy(dst + b * 34, &d, 2);
+    for (int j = 0; j < 32; j++) dst[b * 34 + 2 + j] = (uint8_t)(int8_t)((b * 32 + j) % 61 - 30);
+  }
+}
+static inline float tl_q8_value(size_t i) { return (float)((int)(i % 61) - 30) / 64.0f; }
+
+struct tiny_llama {
+  float emb[TL_VOCAB * TL_DIM], norm1[TL_DIM], norm2[TL_DIM], normf[TL_DIM];
+  float q_hf[TL_DIM * TL_DIM], k_hf[TL_KV * TL_HD * TL_DIM];
+  float q_g[TL_DIM * TL_DIM], k_g[TL_KV * TL_HD * TL_DIM];
+  float v[TL_KV * TL_HD * TL_DIM], o[TL_DIM * TL_DIM];
+  uint8_t gate[TL_FFN * TL_DIM / 32 * 34], up[TL_FFN * TL_DIM / 32 * 34], down[TL_DIM * TL_FFN / 32 * 34];
+};
+
+static inline void tl_fill(float *w, int kind, int rows, int cols) {
+  for (int r = 0; r < rows; r++)
+    for (int c = 0; c < cols; c++) w[r * cols + c] = tl_value(kind, r, c);
+}
+
+/* A byte-level vocabulary: "a", "b", "ab", "Ġ", "Ġab", "<|im_start|>", "<|im_end|>", "c". */
+static inline void tiny_llama(struct gb *g, struct tiny_llama *m) {
+  static const char *tokens[TL_VOCAB] = {"a", "b", "ab", "\xc4\xa0", "\xc4\xa0" "ab", "<|im_start|>",
+                                         "<|im_end|>", "c"};
+  static const char *merges[] = {"a b", "\xc4\xa0 ab"};
+  static const int32_t types[TL_VOCAB] = {1, 1, 1, 1, 1, 3, 3, 1};
+  tl_fill(m->emb, 0, TL_VOCAB, TL_DIM);
+  tl_fill(m->norm1, 1, TL_DIM, 1);
+  tl_fill(m->norm2, 2, TL_DIM, 1);
+  tl_fill(m->normf, 3, TL_DIM, 1);
+  tl_fill(m->q_hf, 4, TL_DIM, TL_DIM);
+  tl_fill(m->k_hf, 5, TL_KV * TL_HD, TL_DIM);
+  tl_fill(m->v, 6, TL_KV * TL_HD, TL_DIM);
+  tl_fill(m->o, 7, TL_DIM, TL_DIM);
+  tl_permute(m->q_g, m->q_hf, TL_DIM, TL_DIM, TL_HEADS);
+  tl_permute(m->k_g, m->k_hf, TL_KV * TL_HD, TL_DIM, TL_KV);
+  tl_q8(m->gate, TL_FFN * TL_DIM);
+  tl_q8(m->up, TL_FFN * TL_DIM);
+  tl_q8(m->down, TL_DIM * TL_FFN);
+  gb_header(g, 3);
+  gb_kv_str(g, "general.architecture", "llama");
+  gb_kv_u32(g, "llama.embedding_length", TL_DIM);
+  gb_kv_u32(g, "llama.block_count", 1);
+  gb_kv_u32(g, "llama.attention.head_count", TL_HEADS);
+  gb_kv_u32(g, "llama.attention.head_count_kv", TL_KV);
+  gb_kv_u32(g, "llama.feed_forward_length", TL_FFN);
+  gb_kv_u32(g, "llama.context_length", TL_MAXSEQ);
+  gb_kv_f32(g, "llama.rope.freq_base", 5000.0f);
+  gb_kv_f32(g, "llama.attention.layer_norm_rms_epsilon", 1e-6f);
+  gb_kv_str(g, "tokenizer.ggml.model", "gpt2");
+  gb_kv_str(g, "tokenizer.ggml.pre", "smollm");
+  gb_kv_arr_str(g, "tokenizer.ggml.tokens", tokens, TL_VOCAB);
+  gb_kv_arr_str(g, "tokenizer.ggml.merges", merges, 2);
+  gb_kv_arr_i32(g, "tokenizer.ggml.token_type", types, TL_VOCAB);
+  gb_kv_u32(g, "tokenizer.ggml.bos_token_id", 5);
+  gb_kv_u32(g, "tokenizer.ggml.eos_token_id", 6);
+  const struct gb_tensor t[] = {
+    {"token_embd.weight", 2, {TL_DIM, TL_VOCAB}, GGML_F32, m->emb, sizeof m->emb},
+    {"blk.0.attn_norm.weight", 1, {TL_DIM, 1}, GGML_F32, m->norm1, sizeof m->norm1},
+    {"blk.0.attn_q.weight", 2, {TL_DIM, TL_DIM}, GGML_F32, m->q_g, sizeof m->q_g},
+    {"blk.0.attn_k.weight", 2, {TL_DIM, TL_KV * TL_HD}, GGML_F32, m->k_g, sizeof m->k_g},
+    {"blk.0.attn_v.weight", 2, {TL_DIM, TL_KV * TL_HD}, GGML_F32, m->v, sizeof m->v},
+    {"blk.0.attn_output.weight", 2, {TL_DIM, TL_DIM}, GGML_F32, m->o, sizeof m->o},
+    {"blk.0.ffn_norm.weight", 1, {TL_DIM, 1}, GGML_F32, m->norm2, sizeof m->norm2},
+    {"blk.0.ffn_gate.weight", 2, {TL_DIM, TL_FFN}, GGML_Q8_0, m->gate, sizeof m->gate},
+    {"blk.0.ffn_up.weight", 2, {TL_DIM, TL_FFN}, GGML_Q8_0, m->up, sizeof m->up},
+    {"blk.0.ffn_down.weight", 2, {TL_FFN, TL_DIM}, GGML_Q8_0, m->down, sizeof m->down},
+    {"output_norm.weight", 1, {TL_DIM, 1}, GGML_F32, m->normf, sizeof m->normf},
+  };
+  gb_tensors(g, t, (int)(sizeof t / sizeof t[0]), 32);
+}
+
+#endif
