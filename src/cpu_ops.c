@@ -1,15 +1,61 @@
 /* cpu_ops.c: the CPU backend of backend.h.
  *
- * The readable reference path: GEMMs go to OpenBLAS (which owns the threads;
- * nothing here starts a thread pool of its own, so no second pool spins beside
- * BLAS), everything else is a plain loop over rows. Attention runs per
- * (sequence, head) with BLAS GEMMs on the score matrix and recomputes the
- * probabilities from the saved log-sum-exp in the backward (no T^2 storage). */
+ * The readable reference path: GEMMs go to OpenBLAS, everything else is a
+ * plain loop over rows. Attention runs per (sequence, head) with BLAS GEMMs on
+ * the score matrix and recomputes the probabilities from the saved
+ * log-sum-exp in the backward (no T^2 storage).
+ *
+ * Threads: the row loops of the larger elementwise ops are split over as many
+ * threads as OpenBLAS has (the rank's thread budget), by fork-join with
+ * pthreads created per call: nothing persists and nothing spins between calls,
+ * so no second pool competes with BLAS's. Every output element is computed by
+ * the same operations in the same order whatever the thread count, so results
+ * do not depend on it. */
 #include <cblas.h>
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "backend.h"
+
+/* ---- fork-join over rows -------------------------------------------------- */
+
+#define PAR_MIN_WORK 65536 /* below this many (rows x cost) one thread is faster */
+
+struct par_task {
+  void (*fn)(void *arg, size_t lo, size_t hi);
+  void *arg;
+  size_t lo, hi;
+};
+
+static void *par_run(void *p) {
+  struct par_task *t = p;
+  t->fn(t->arg, t->lo, t->hi);
+  return NULL;
+}
+
+/* fn(arg, lo, hi) over [0, n) in contiguous slices, one per thread. */
+static void par_for(size_t n, size_t cost, void (*fn)(void *, size_t, size_t), void *arg) {
+  enum { MAXT = 64 };
+  int nt = openblas_get_num_threads();
+  if (nt > MAXT) nt = MAXT;
+  if ((size_t)nt > n) nt = (int)n;
+  if (nt <= 1 || n * cost < PAR_MIN_WORK) {
+    fn(arg, 0, n);
+    return;
+  }
+  struct par_task task[MAXT];
+  pthread_t tid[MAXT];
+  int started[MAXT] = {0};
+  for (int i = 0; i < nt; i++)
+    task[i] = (struct par_task){fn, arg, n * i / nt, n * (i + 1) / nt};
+  for (int i = 1; i < nt; i++) started[i] = pthread_create(&tid[i], NULL, par_run, &task[i]) == 0;
+  par_run(&task[0]);
+  for (int i = 1; i < nt; i++) {
+    if (started[i]) pthread_join(tid[i], NULL);
+    else par_run(&task[i]); /* no thread to be had: do its slice here */
+  }
+}
 
 static void cpu_matmul(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                        const float *B, int ldb, float beta, float *C, int ldc) {
@@ -33,53 +79,98 @@ static void cpu_matmul(int ta, int tb, int M, int N, int K, float alpha, const f
 
 /* ---- normalisation ------------------------------------------------------ */
 
-static void cpu_rmsnorm_fwd(float *out, float *rstd, const float *x, const float *w, int T, int C,
-                            float eps) {
-  for (int t = 0; t < T; t++) {
-    const float *xt = x + (size_t)t * C;
-    float *ot = out + (size_t)t * C;
+struct rms_args {
+  float *out, *rstd_out, *dx, *dw;
+  const float *x, *w, *dout, *rstd;
+  int C, T_rows;
+  float eps;
+};
+
+static void rms_fwd_rows(void *p, size_t t0, size_t t1) {
+  const struct rms_args *a = p;
+  int C = a->C;
+  for (size_t t = t0; t < t1; t++) {
+    const float *xt = a->x + t * C;
+    float *ot = a->out + t * C;
     float ss = 0.0f;
     for (int i = 0; i < C; i++) ss += xt[i] * xt[i];
-    float r = 1.0f / sqrtf(ss / C + eps);
-    for (int i = 0; i < C; i++) ot[i] = xt[i] * r * w[i];
-    rstd[t] = r;
+    float r = 1.0f / sqrtf(ss / C + a->eps);
+    for (int i = 0; i < C; i++) ot[i] = xt[i] * r * a->w[i];
+    a->rstd_out[t] = r;
   }
 }
 
+static void cpu_rmsnorm_fwd(float *out, float *rstd, const float *x, const float *w, int T, int C,
+                            float eps) {
+  struct rms_args a = {.out = out, .rstd_out = rstd, .x = x, .w = w, .C = C, .eps = eps};
+  par_for((size_t)T, (size_t)C, rms_fwd_rows, &a);
+}
+
 /* y = x r w with r = (mean x^2 + eps)^-1/2:
- * dx_i = r w_i dy_i - x_i r^3 / C * sum_j dy_j w_j x_j;  dw_i += dy_i x_i r. */
+ * dx_i = r w_i dy_i - x_i r^3 / C * sum_j dy_j w_j x_j   (rows in parallel) */
+static void rms_bwd_rows(void *p, size_t t0, size_t t1) {
+  const struct rms_args *a = p;
+  int C = a->C;
+  for (size_t t = t0; t < t1; t++) {
+    const float *xt = a->x + t * C, *dy = a->dout + t * C;
+    float *dxt = a->dx + t * C;
+    float r = a->rstd[t], dot = 0.0f;
+    for (int i = 0; i < C; i++) dot += dy[i] * a->w[i] * xt[i];
+    float k = dot * r * r * r / C;
+    for (int i = 0; i < C; i++) dxt[i] += r * a->w[i] * dy[i] - xt[i] * k;
+  }
+}
+
+/* dw_i += sum_t dy_ti x_ti r_t   (columns in parallel, rows in order) */
+static void rms_bwd_cols(void *p, size_t i0, size_t i1) {
+  const struct rms_args *a = p;
+  int C = a->C;
+  for (size_t t = 0; t < (size_t)a->T_rows; t++) {
+    const float *xt = a->x + t * C, *dy = a->dout + t * C;
+    float r = a->rstd[t];
+    for (size_t i = i0; i < i1; i++) a->dw[i] += dy[i] * xt[i] * r;
+  }
+}
+
 static void cpu_rmsnorm_bwd(float *dx, float *dw, const float *dout, const float *x, const float *w,
                             const float *rstd, int T, int C) {
-  for (int t = 0; t < T; t++) {
-    const float *xt = x + (size_t)t * C, *dy = dout + (size_t)t * C;
-    float *dxt = dx + (size_t)t * C;
-    float r = rstd[t], dot = 0.0f;
-    for (int i = 0; i < C; i++) dot += dy[i] * w[i] * xt[i];
-    float k = dot * r * r * r / C;
-    for (int i = 0; i < C; i++) {
-      dxt[i] += r * w[i] * dy[i] - xt[i] * k;
-      dw[i] += dy[i] * xt[i] * r;
-    }
-  }
+  struct rms_args a = {.dx = dx, .dw = dw, .dout = dout, .x = x, .w = w, .rstd = rstd,
+                       .C = C, .T_rows = T};
+  par_for((size_t)T, (size_t)C, rms_bwd_rows, &a);
+  par_for((size_t)C, (size_t)T, rms_bwd_cols, &a);
 }
 
 /* ---- rotary position embedding ------------------------------------------ */
 
-static void cpu_rope(float *x, const int *pos, const float *cos_tab, const float *sin_tab, int T,
-                     int nh, int D, int inverse) {
-  int half = D / 2;
-  float sgn = inverse ? -1.0f : 1.0f;
-  for (int t = 0; t < T; t++) {
-    const float *c = cos_tab + (size_t)pos[t] * half, *s = sin_tab + (size_t)pos[t] * half;
-    for (int h = 0; h < nh; h++) {
-      float *xh = x + ((size_t)t * nh + h) * D;
+struct rope_args {
+  float *x;
+  const int *pos;
+  const float *cos_tab, *sin_tab;
+  int nh, D;
+  float sgn;
+};
+
+static void rope_rows(void *p, size_t t0, size_t t1) {
+  const struct rope_args *a = p;
+  int half = a->D / 2;
+  for (size_t t = t0; t < t1; t++) {
+    const float *c = a->cos_tab + (size_t)a->pos[t] * half;
+    const float *s = a->sin_tab + (size_t)a->pos[t] * half;
+    for (int h = 0; h < a->nh; h++) {
+      float *xh = a->x + (t * a->nh + h) * a->D;
       for (int i = 0; i < half; i++) {
-        float a = xh[i], b = xh[i + half], si = sgn * s[i];
-        xh[i] = a * c[i] - b * si;
-        xh[i + half] = b * c[i] + a * si;
+        float x1 = xh[i], x2 = xh[i + half], si = a->sgn * s[i];
+        xh[i] = x1 * c[i] - x2 * si;
+        xh[i + half] = x2 * c[i] + x1 * si;
       }
     }
   }
+}
+
+static void cpu_rope(float *x, const int *pos, const float *cos_tab, const float *sin_tab, int T,
+                     int nh, int D, int inverse) {
+  struct rope_args a = {x, pos, cos_tab, sin_tab, nh, D, inverse ? -1.0f : 1.0f};
+  par_for((size_t)T, (size_t)nh * D, rope_rows, &a);
 }
 
 /* ---- attention ----------------------------------------------------------- */
@@ -204,22 +295,39 @@ static void cpu_attention_bwd(float *dq, float *dk, float *dv, const float *dout
 
 /* ---- MLP, embedding, elementwise ---------------------------------------- */
 
-static void cpu_swiglu_fwd(float *h, const float *gate, const float *up, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    float g = gate[i], sg = 1.0f / (1.0f + expf(-g));
-    h[i] = g * sg * up[i]; /* same expression as the backward's recompute: bitwise equal */
+struct swiglu_args {
+  float *h, *dgate, *dup;
+  const float *gate, *up, *dh;
+};
+
+static void swiglu_fwd_range(void *p, size_t i0, size_t i1) {
+  const struct swiglu_args *a = p;
+  for (size_t i = i0; i < i1; i++) {
+    float g = a->gate[i], sg = 1.0f / (1.0f + expf(-g));
+    a->h[i] = g * sg * a->up[i]; /* same expression as the backward's recompute: bitwise equal */
   }
 }
 
+static void cpu_swiglu_fwd(float *h, const float *gate, const float *up, size_t n) {
+  struct swiglu_args a = {.h = h, .gate = gate, .up = up};
+  par_for(n, 8, swiglu_fwd_range, &a);
+}
+
 /* silu(g) = g s(g); silu'(g) = s(g) (1 + g (1 - s(g))). */
+static void swiglu_bwd_range(void *p, size_t i0, size_t i1) {
+  const struct swiglu_args *a = p;
+  for (size_t i = i0; i < i1; i++) {
+    float g = a->gate[i], u = a->up[i], d = a->dh[i], sg = 1.0f / (1.0f + expf(-g));
+    if (a->h) a->h[i] = g * sg * u;
+    a->dgate[i] = d * u * sg * (1.0f + g * (1.0f - sg));
+    a->dup[i] = d * g * sg;
+  }
+}
+
 static void cpu_swiglu_bwd(float *dgate, float *dup, float *h, const float *dh, const float *gate,
                            const float *up, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    float g = gate[i], u = up[i], d = dh[i], sg = 1.0f / (1.0f + expf(-g));
-    if (h) h[i] = g * sg * u;
-    dgate[i] = d * u * sg * (1.0f + g * (1.0f - sg));
-    dup[i] = d * g * sg;
-  }
+  struct swiglu_args a = {h, dgate, dup, gate, up, dh};
+  par_for(n, 8, swiglu_bwd_range, &a);
 }
 
 static void cpu_embed_fwd(float *out, const int *tokens, const float *table, int T, int C) {
@@ -251,10 +359,18 @@ static void cpu_add(float *y, const float *x, size_t n) {
 
 /* ---- next-token logprob and entropy -------------------------------------- */
 
-static void cpu_logprob_fwd(float *logprob, float *entropy, float *lse, const float *logits,
-                            const int *targets, int R, int V) {
-  for (int r = 0; r < R; r++) {
-    const float *z = logits + (size_t)r * V;
+struct logprob_args {
+  float *logprob, *entropy, *lse, *logits;
+  const float *logits_in, *lse_in, *entropy_in, *dlogprob, *dentropy;
+  const int *targets;
+  int V;
+};
+
+static void logprob_fwd_rows(void *p, size_t r0, size_t r1) {
+  const struct logprob_args *a = p;
+  int V = a->V;
+  for (size_t r = r0; r < r1; r++) {
+    const float *z = a->logits_in + r * V;
     float mx = z[0];
     for (int j = 1; j < V; j++) mx = z[j] > mx ? z[j] : mx;
     double sum = 0.0, sz = 0.0; /* sum e^(z-mx), sum e^(z-mx) (z-mx) */
@@ -264,25 +380,41 @@ static void cpu_logprob_fwd(float *logprob, float *entropy, float *lse, const fl
       sz += (double)e * (z[j] - mx);
     }
     double l = log(sum);
-    lse[r] = (float)(mx + l);
-    entropy[r] = (float)(l - sz / sum); /* H = lse - E[z] */
-    logprob[r] = targets[r] >= 0 ? z[targets[r]] - lse[r] : 0.0f;
+    a->lse[r] = (float)(mx + l);
+    a->entropy[r] = (float)(l - sz / sum); /* H = lse - E[z] */
+    a->logprob[r] = a->targets[r] >= 0 ? z[a->targets[r]] - a->lse[r] : 0.0f;
+  }
+}
+
+static void cpu_logprob_fwd(float *logprob, float *entropy, float *lse, const float *logits,
+                            const int *targets, int R, int V) {
+  struct logprob_args a = {.logprob = logprob, .entropy = entropy, .lse = lse,
+                           .logits_in = logits, .targets = targets, .V = V};
+  par_for((size_t)R, (size_t)V * 8, logprob_fwd_rows, &a);
+}
+
+static void logprob_bwd_rows(void *p, size_t r0, size_t r1) {
+  const struct logprob_args *a = p;
+  int V = a->V;
+  for (size_t r = r0; r < r1; r++) {
+    float *z = a->logits + r * V;
+    int tg = a->targets[r];
+    float gl = (a->dlogprob && tg >= 0) ? a->dlogprob[r] : 0.0f;
+    float ge = a->dentropy ? a->dentropy[r] : 0.0f, H = a->entropy_in[r], l = a->lse_in[r];
+    for (int j = 0; j < V; j++) {
+      float lp = z[j] - l, pj = expf(lp);
+      z[j] = -gl * pj - ge * pj * (lp + H);
+    }
+    if (tg >= 0) z[tg] += gl;
   }
 }
 
 static void cpu_logprob_bwd(float *logits, const float *lse, const float *entropy,
                             const int *targets, const float *dlogprob, const float *dentropy, int R,
                             int V) {
-  for (int r = 0; r < R; r++) {
-    float *z = logits + (size_t)r * V;
-    float gl = (dlogprob && targets[r] >= 0) ? dlogprob[r] : 0.0f;
-    float ge = dentropy ? dentropy[r] : 0.0f, H = entropy[r], l = lse[r];
-    for (int j = 0; j < V; j++) {
-      float lp = z[j] - l, p = expf(lp);
-      z[j] = -gl * p - ge * p * (lp + H);
-    }
-    if (targets[r] >= 0) z[targets[r]] += gl;
-  }
+  struct logprob_args a = {.logits = logits, .lse_in = lse, .entropy_in = entropy,
+                           .dlogprob = dlogprob, .dentropy = dentropy, .targets = targets, .V = V};
+  par_for((size_t)R, (size_t)V * 8, logprob_bwd_rows, &a);
 }
 
 const struct backend_ops cpu_backend = {

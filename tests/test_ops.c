@@ -8,6 +8,7 @@
  * Tolerances: 1e-5 absolute for forward ops (fp32 vs double on O(1) values),
  * 2e-3 absolute + 1e-2 relative for the finite-difference checks (step 1e-3,
  * accumulated in double). */
+#include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -295,6 +296,49 @@ static void test_logprob(struct rng_seq *s) {
   }
 }
 
+/* The elementwise ops split rows over OpenBLAS's thread count: results must be
+ * bitwise the same with 1 and 3 threads (sizes above the parallel threshold). */
+enum { ET = 300, EC = 256, EV = 700, EF = ET * EC };
+
+struct ew_out {
+  float out[EF], rstd[ET], dx[EF], dw[EC], dg[EF], du[EF], h[EF];
+  float lp[ET], ent[ET], lse[ET], z[ET * EV];
+};
+
+static void run_elementwise(const struct rng_seq *seed, int threads, struct ew_out *r) {
+  static float x[EF], w[EC], g[EF], cs[64 * 16], sn[64 * 16], a[ET], b[ET];
+  int pos[ET], tg[ET];
+  struct rng_seq s = *seed; /* the same inputs for every thread count */
+  openblas_set_num_threads(threads);
+  fill(&s, x, EF, 1.0f);
+  fill(&s, w, EC, 1.0f);
+  fill(&s, g, EF, 1.0f);
+  fill(&s, cs, 64 * 16, 1.0f);
+  fill(&s, sn, 64 * 16, 1.0f);
+  fill(&s, a, ET, 1.0f);
+  fill(&s, b, ET, 1.0f);
+  fill(&s, r->z, ET * EV, 3.0f);
+  for (int t = 0; t < ET; t++) pos[t] = t % 64, tg[t] = t % 5 ? (t * 7) % EV : -1;
+  memset(r->dx, 0, sizeof r->dx);
+  memset(r->dw, 0, sizeof r->dw);
+  ops->rmsnorm_fwd(r->out, r->rstd, x, w, ET, EC, 1e-5f);
+  ops->rmsnorm_bwd(r->dx, r->dw, g, x, w, r->rstd, ET, EC);
+  ops->swiglu_bwd(r->dg, r->du, r->h, g, x, r->out, EF);
+  ops->rope(r->out, pos, cs, sn, ET, 8, 32, 0);
+  ops->logprob_fwd(r->lp, r->ent, r->lse, r->z, tg, ET, EV);
+  ops->logprob_bwd(r->z, r->lse, r->ent, tg, a, b, ET, EV);
+}
+
+static void test_thread_invariance(struct rng_seq *s) {
+  struct ew_out *one = calloc(1, sizeof *one), *three = calloc(1, sizeof *three);
+  run_elementwise(s, 1, one);
+  run_elementwise(s, 3, three);
+  openblas_set_num_threads(1);
+  CHECK(memcmp(one, three, sizeof *one) == 0);
+  free(one);
+  free(three);
+}
+
 int main(void) {
   struct rng_seq s;
   rng_seq_init(&s, 3, RNG_STREAM_TEST, 0, 0);
@@ -305,5 +349,6 @@ int main(void) {
   test_rmsnorm_bwd(&s);
   test_swiglu_bwd(&s);
   test_logprob(&s);
+  test_thread_invariance(&s);
   return TEST_RESULT("test_ops");
 }
