@@ -127,6 +127,14 @@ int ckpt_resolve(const char *dir_or_path, const char *which, char *out, size_t l
  * step); message on stderr unless quiet. Returns 0 or 2. */
 int ckpt_probe(const char *path, int quiet);
 
+/* What the run does after ckpt_write returned rc, by [checkpoint] on_error:
+ * 0 = carry on (rc was 0, or on_error = continue: rank 0 prints a warning), or
+ * the exit code 1 (on_error = abort). The same on every rank. */
+int ckpt_on_error(const struct config *cfg, int rc, int rank);
+/* One line saying what st holds ("step 42 (weight_version 43): 5264 params, AdamW t=84 ..."),
+ * for the restart message. */
+void ckpt_describe(const struct ckpt_state *st, char *buf, size_t len);
+
 /* The canonical deck of cfg and the keys it set (malloc'd strings). 0 or 1 (no memory). */
 int ckpt_deck_text(const struct config *cfg, char **deck, char **used_keys);
 

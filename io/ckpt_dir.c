@@ -221,6 +221,34 @@ int ckpt_resolve(const char *dir_or_path, const char *which, char *out, size_t l
   return 2;
 }
 
+int ckpt_on_error(const struct config *cfg, int rc, int rank) {
+  if (!rc) return 0;
+  if (cfg->checkpoint.on_error == CKPT_ON_ERROR_CONTINUE) {
+    if (rank == 0) fprintf(stderr, "rlpt: warning: continuing without this checkpoint "
+                           "([checkpoint] on_error = continue)\n");
+    return 0;
+  }
+  if (rank == 0) fprintf(stderr, "rlpt: stopping: the checkpoint could not be written "
+                         "([checkpoint] on_error = abort)\n");
+  return 1;
+}
+
+void ckpt_describe(const struct ckpt_state *st, char *buf, size_t len) {
+  int n = snprintf(buf, len, "step %ld (weight_version %ld): %zu params", st->step,
+                   st->weight_version, model_param_count(&st->mc));
+  if (st->has_optim && n >= 0 && (size_t)n < len)
+    n += snprintf(buf + n, len - (size_t)n, ", AdamW t=%ld lr=%g", st->adam_t, st->lr);
+  if (st->has_ref && n >= 0 && (size_t)n < len) n += snprintf(buf + n, len - (size_t)n, ", ref");
+  if (st->has_critic && n >= 0 && (size_t)n < len)
+    n += snprintf(buf + n, len - (size_t)n, ", critic %zu params", model_param_count(&st->critic_mc));
+  if (n >= 0 && (size_t)n < len)
+    n += snprintf(buf + n, len - (size_t)n, ", %d rng counters, data cursor %llu epoch %llu, "
+                  "%d controller sums", st->n_rng, (unsigned long long)st->data.cursor,
+                  (unsigned long long)st->data.epoch, st->n_ctrl);
+  if (st->has_buffer && n >= 0 && (size_t)n < len)
+    snprintf(buf + n, len - (size_t)n, ", buffer %zu bytes", st->buffer_len);
+}
+
 int ckpt_deck_text(const struct config *cfg, char **deck, char **used_keys) {
   size_t n1 = 0, n2 = 0;
   FILE *f1 = open_memstream(deck, &n1), *f2 = open_memstream(used_keys, &n2);

@@ -191,6 +191,7 @@ static int agree(struct writer *w, int bad, const char *what) {
   if (any && bad)
     fprintf(stderr, "rlpt: rank %d: checkpoint %s: cannot write %s (%s)\n", w->rank, w->tmp, what,
             errno ? strerror(errno) : "HDF5 error");
+  errno = 0; /* so that the next failure reports its own cause */
   return any;
 }
 
@@ -491,7 +492,7 @@ static int writer_init(struct writer *w, const char *dir, const struct ckpt_stat
   H5Pset_all_coll_metadata_ops(w->fapl, 1);
   H5Pset_coll_metadata_write(w->fapl, 1);
   /* The 1.8 object-header format: attributes over 64 KiB (a long deck) go to dense storage. */
-  H5Pset_libver_bounds(w->fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST);
+  H5Pset_libver_bounds(w->fapl, H5F_LIBVER_V18, H5F_LIBVER_V18);
   w->dcpl = H5Pcreate(H5P_DATASET_CREATE);
   H5Pset_fill_time(w->dcpl, H5D_FILL_TIME_NEVER); /* every byte is written once, by us */
   w->dxpl = H5Pcreate(H5P_DATASET_XFER);
@@ -502,10 +503,9 @@ static int writer_init(struct writer *w, const char *dir, const struct ckpt_stat
 }
 
 static void writer_free(struct writer *w) {
-  H5Pclose(w->fapl);
-  H5Pclose(w->dcpl);
-  H5Pclose(w->dxpl);
-  H5Pclose(w->lcpl);
+  hid_t plists[4] = {w->fapl, w->dcpl, w->dxpl, w->lcpl};
+  for (int i = 0; i < 4; i++)
+    if (plists[i] > 0) H5Pclose(plists[i]);
   free(w->rows);
   free(w->crows);
   free(w->parts);

@@ -1,7 +1,7 @@
 /* cmd_convert.c: `rlpt convert CKPT --out MODEL.h5` writes the model of a
  * checkpoint as a standalone weights file in the io/model_h5.h layout (what
  * `rlpt score` and `[model] init` read). CKPT is a step_*.h5 file or a
- * checkpoint directory (its `latest`, with the fallback of ckpt_resolve). The
+ * checkpoint directory (its `latest`, with the fallback of ckpt_read_latest). The
  * checkpoint is fully validated first (CRCs included); a bad one exits 2 with
  * one message and leaves no output file. Runs as a single MPI process. */
 #include <stdio.h>
@@ -37,19 +37,21 @@ static int convert_args(int argc, char **argv, const char **ckpt, const char **o
 }
 
 static int convert_run(const char *ckpt, const char *out) {
-  char path[4096];
+  char path[4096], what[512];
   struct stat sb;
-  int is_dir = !stat(ckpt, &sb) && S_ISDIR(sb.st_mode);
-  int rc = is_dir ? ckpt_resolve(ckpt, "latest", path, sizeof path) : 0;
-  if (!is_dir) snprintf(path, sizeof path, "%s", ckpt);
   struct ckpt_state st;
-  if (!rc) rc = ckpt_read(path, &st, NULL, MPI_COMM_SELF);
+  int rc;
+  if (!stat(ckpt, &sb) && S_ISDIR(sb.st_mode)) {
+    rc = ckpt_read_latest(ckpt, &st, NULL, MPI_COMM_SELF, path, sizeof path);
+  } else {
+    snprintf(path, sizeof path, "%s", ckpt);
+    rc = ckpt_read(path, &st, NULL, MPI_COMM_SELF);
+  }
   if (rc) return rc;
   rc = model_h5_write(out, &st.mc, st.params);
+  ckpt_describe(&st, what, sizeof what);
   if (rc) unlink(out);
-  else
-    printf("rlpt: wrote %s from %s (step %ld, weight_version %ld): %zu parameters\n", out, path,
-           st.step, st.weight_version, model_param_count(&st.mc));
+  else printf("rlpt: wrote %s from %s (%s)\n", out, path, what);
   ckpt_state_free(&st);
   return rc;
 }
@@ -59,7 +61,14 @@ int cmd_convert(int argc, char **argv) {
   int rc = convert_args(argc, argv, &ckpt, &out);
   if (rc) return rc < 0 ? convert_usage(0) : rc;
   MPI_Init(NULL, NULL);
-  rc = convert_run(ckpt, out);
+  int world;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  if (world > 1) {
+    fprintf(stderr, "rlpt: convert runs as one process (it was started on %d ranks)\n", world);
+    rc = 2;
+  } else {
+    rc = convert_run(ckpt, out);
+  }
   MPI_Finalize();
   return rc;
 }

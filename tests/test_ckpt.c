@@ -3,7 +3,8 @@
  * than HDF5's 64 KiB compact-attribute limit, buffer blob); `latest`; keep_last;
  * a NaN or Inf refused with nothing written; an unwritable directory and a full
  * disk (RLIMIT_FSIZE) leave the previous checkpoints and `latest` intact with no
- * temporary file; a corrupt newest checkpoint falls back to the previous one. */
+ * temporary file; a corrupt newest checkpoint falls back to the previous one;
+ * [checkpoint] on_error. */
 #include <dirent.h>
 #include <math.h>
 #include <signal.h>
@@ -182,6 +183,21 @@ static void test_fallback(void) {
   ckpt_state_free(&b);
 }
 
+/* [checkpoint] on_error: abort stops the run (exit 1), continue carries on. */
+static void test_on_error(void) {
+  struct config *cfg = malloc(sizeof *cfg);
+  char err[512];
+  const char *deck = "[checkpoint]\non_error = continue\n";
+  CHECK(cfg && config_parse(cfg, "t.ini", deck, 0, NULL, err, sizeof err) == 0);
+  CHECK(cfg->checkpoint.on_error == CKPT_ON_ERROR_CONTINUE);
+  CHECK(ckpt_on_error(cfg, CKPT_ERR_IO, 1) == 0);
+  config_defaults(cfg);
+  CHECK(cfg->checkpoint.on_error == CKPT_ON_ERROR_ABORT);
+  CHECK(ckpt_on_error(cfg, CKPT_OK, 0) == 0);
+  CHECK(ckpt_on_error(cfg, CKPT_ERR_NONFINITE, 1) == 1);
+  free(cfg);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   rm_dir(DIR_T);
@@ -190,6 +206,7 @@ int main(int argc, char **argv) {
   test_nonfinite();
   test_write_errors();
   test_fallback();
+  test_on_error();
   rm_dir(DIR_T);
   int rc = TEST_RESULT("test_ckpt");
   MPI_Finalize();
