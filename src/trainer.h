@@ -3,7 +3,27 @@
  * of the policy loss), with the data-parallel gradient all-reduce over the DP
  * communicator, global-norm clipping and AdamW. One flat parameter buffer
  * (params.h) is what the optimizer, the all-reduce, the weight broadcast and
- * the checkpoint walk. */
+ * the checkpoint walk.
+ *
+ * Conventions (trainer.c, trainer_rl.c):
+ * - Losses are divided by counts summed over the DP group before the backward,
+ *   so the DP all-reduce SUMS the gradients (mpi/allreduce.h); micro-batching and
+ *   DP give the gradient of one big batch.
+ * - Micro-batches: at most [ranks] micro_batch_seqs sequences and max_tokens
+ *   packed tokens each (a sequence longer than max_tokens is an error).
+ * - The LR of a step comes from the phase schedule at `step` (the phase's step
+ *   count, advanced by every SFT/RL step call); every update of an RL step
+ *   (ppo_epochs x mini_batches) uses that step's LR. A restart restores step,
+ *   update, weight_version and the AdamW state.
+ * - RL needs whole groups on one rank (GRPO/RLOO/Dr. GRPO statistics are per
+ *   group and computed locally): the step loop must distribute whole groups.
+ *   Batch-wide statistics (REINFORCE++ and whiten_adv whitening, counts, metrics)
+ *   are all-reduced over dp. Every DP rank must call the step, even with no samples.
+ * - The model runs on the CPU backend (params/grads in host memory).
+ * - Added beside the original interface: fields step, warned_single_groups and
+ *   the scratch buffers; struct sft_batch and trainer_sft_batch_from_task /
+ *   trainer_sft_example / trainer_sft_share (the SFT data path);
+ *   trainer_apply_update (shared by both steps). */
 #ifndef RLPT_TRAINER_H
 #define RLPT_TRAINER_H
 
@@ -16,6 +36,8 @@
 #include "optim.h"
 
 struct config;
+struct task;
+struct tokenizer;
 
 struct trainer {
   const struct config *cfg;
@@ -27,7 +49,13 @@ struct trainer {
   int64_t weight_version;    /* bumped by every RL step that applied an update */
   MPI_Comm dp;               /* data-parallel group (MPI_COMM_SELF for one rank) */
   int dp_rank, dp_size;
-  long skipped_nonfinite;
+  long skipped_nonfinite;     /* updates skipped for a non-finite gradient norm, since create */
+  long step;                  /* steps taken in the current phase (indexes the LR schedule) */
+  int warned_single_groups;   /* the G = 1 warning was printed */
+  int max_tokens;             /* packed tokens per micro-batch */
+  /* scratch of one micro-batch (max_tokens floats / max_tokens + 1 ints) */
+  float *lp, *ent, *dlp, *dent;
+  int *cu_mb;
 };
 
 /* Build the policy for mc with room for max_tokens packed tokens (per micro-batch),
@@ -46,16 +74,69 @@ void trainer_begin_rl(struct trainer *t);
 /* One SFT update on this rank's share of the global batch: loss = mean over
  * the global batch's completion tokens of -logprob (loss_mask 1 on completion
  * targets: mask[t] = 1 when token t+1 is a completion token). The divisor is the
- * global token count (allreduced). Fills loss, grad_norm, lr, train_tok_per_s. */
+ * global token count (allreduced). Fills pg_loss (the SFT loss, nats per
+ * completion token: struct step_metrics has no separate loss field), entropy
+ * (mean over completion tokens), grad_norm, lr, skipped_nonfinite (this step's
+ * count), t_train, train_tok_per_s (global packed tokens / t_train).
+ * Returns 0, or 1 on an internal failure (a batch the model refuses). */
 int trainer_sft_step(struct trainer *t, const int *tokens, const int *cu_seqlens,
                      const float *loss_mask, int nseq, struct step_metrics *m);
 
 /* One RL step on this rank's share of the step's samples (rewards set; the
- * groups whole on one rank, or advantages already computed by the caller for
- * the whole batch — see trainer.c). Computes old/ref logprobs, advantages, then
- * ppo_epochs x mini_batches updates; fills kl, entropy, pg_loss, clip fractions,
- * ratio_mean, grad_norm, lr, logprob_diff_max, skipped_nonfinite, t_ref, t_train.
- * Returns 0, or nonzero on an internal failure. */
+ * groups whole on one rank, or advantages already set on every sample by the
+ * caller: sample.n_adv = 1 or n_resp). Samples flagged SAMPLE_FILTERED are left
+ * out; SAMPLE_MASKED ones count as sequences with no loss tokens. Computes
+ * old logprobs ([algo] old_logprobs) and reference logprobs (kl_coef > 0),
+ * advantages ([algo] adv_estimator; KL in the reward when kl_in = reward; gae
+ * needs a critic and is refused by trainer_create), TIS weights ([algo] tis),
+ * then ppo_epochs x mini_batches updates (mini-batch j = the j-th contiguous
+ * slice of each rank's samples, in order). Fills kl (mean over response tokens
+ * of the [algo] kl_estimator at lp_old - lp_ref; NaN without a reference),
+ * entropy, pg_loss (means over the updates), pg_clipfrac_low/high, ratio_mean,
+ * tis_clipfrac, grad_norm (last update), lr, logprob_diff_max (|rollout lp - old lp|
+ * over samples generated at the current weight_version), skipped_nonfinite
+ * (this step), t_ref (reference + old logprob passes), t_train, train_tok_per_s.
+ * Returns 0, 1 on an internal failure (a batch the model refuses, no memory). */
 int trainer_rl_step(struct trainer *t, struct sample_batch *b, struct step_metrics *m);
+
+/* After the micro-batches' backward: sum the gradients over dp, global norm,
+ * clip ([optim] grad_clip), AdamW at lr. A non-finite norm skips the update
+ * (params and moments unchanged) and counts it in skipped_nonfinite. *grad_norm
+ * gets the norm before clipping. Returns 1 when the update was applied, 0 when skipped. */
+int trainer_apply_update(struct trainer *t, double lr, double *grad_norm);
+
+/* Micro-batching over packed sequences (cu[nseq + 1] offsets): the end of the
+ * micro-batch that starts at sequence s0 (at most micro_batch_seqs sequences and
+ * max_tokens tokens; always at least one sequence). */
+int trainer_micro_end(const struct trainer *t, const int *cu, int s0, int nseq);
+/* model_forward on sequences [s0, s1) of a packed batch; lp and ent receive the
+ * cu[s1] - cu[s0] logprobs and entropies of those tokens. 0 or -1. */
+int trainer_forward_micro(struct trainer *t, const int *tokens, const int *cu, int s0, int s1,
+                          float *lp, float *ent);
+
+/* ---- SFT data ---------------------------------------------------------------
+ * A packed SFT batch: [BOS] prompt answer [EOS] per sequence, mask[t] = 1 when
+ * token t+1 is a completion token (answer or EOS). */
+struct sft_batch {
+  int nseq, n_tok;
+  int *tokens, *cu_seqlens;  /* cu_seqlens[nseq + 1] */
+  float *mask;
+  int cap_seq, cap_tok;
+};
+void sft_batch_init(struct sft_batch *b);
+void sft_batch_free(struct sft_batch *b);
+
+/* Task index of example k (0 <= k < [sft] batch_size) of SFT step `step`:
+ * step * batch_size + k (fresh examples), or with [sft] pool > 0 a draw from
+ * [0, pool) keyed by (seed, RNG_STREAM_SFT, step, k). Every rank gets the same. */
+uint64_t trainer_sft_example(const struct config *cfg, long step, long k);
+/* This DP rank's contiguous share [*k0, *k0 + *n) of a global batch of `batch`. */
+void trainer_sft_share(long batch, int rank, int size, long *k0, long *n);
+/* Fill b with examples k0 .. k0+n-1 of SFT step `step` from the task's train
+ * split. Returns 0, or 2 with a message (an example that does not tokenize or
+ * exceeds max_seq), or 1 when out of memory. */
+int trainer_sft_batch_from_task(struct sft_batch *b, const struct config *cfg, const struct task *task,
+                                const struct tokenizer *tok, int max_seq, long step, long k0, long n,
+                                char *err, size_t errlen);
 
 #endif

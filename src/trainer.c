@@ -1,0 +1,293 @@
+/* trainer.c: the train ranks' model, optimizer and SFT step (trainer.h): create
+ * from the deck, phase starts, micro-batching, the shared update (DP gradient
+ * sum, global-norm clip, non-finite skip, AdamW) and the SFT data path. The RL
+ * step lives in trainer_rl.c. */
+#include "trainer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "allreduce.h"
+#include "config.h"
+#include "error.h"
+#include "model_h5.h"
+#include "rng.h"
+#include "tasks.h"
+#include "tokenizer.h"
+#include "wait.h"
+
+/* ---- create / free ---------------------------------------------------------- */
+
+/* [model] init = ckpt:PATH: the /model group of an rlpt model file (rlpt init) or
+ * checkpoint; its /meta model config must equal the deck's. Every rank reads. */
+static int init_from_file(struct trainer *t, const char *path, char *err, size_t errlen) {
+  struct model_config fmc;
+  if (model_h5_read_config(path, &fmc)) {
+    snprintf(err, errlen, "[model] init = ckpt:%s: not a readable rlpt model file (see above)", path);
+    return 2;
+  }
+  char *a = model_config_to_json(&fmc), *b = model_config_to_json(&t->policy.cfg);
+  int same = a && b && !strcmp(a, b);
+  if (!same)
+    snprintf(err, errlen, "[model] init = ckpt:%s: the file's model %s differs from the deck's %s",
+             path, a ? a : "?", b ? b : "?");
+  free(a);
+  free(b);
+  if (!same) return 2;
+  if (model_h5_read_params(path, &t->policy.table, t->policy.params)) {
+    snprintf(err, errlen, "[model] init = ckpt:%s: could not read /model (see above)", path);
+    return 2;
+  }
+  return 0;
+}
+
+static int init_params(struct trainer *t, char *err, size_t errlen) {
+  const char *init = t->cfg->model.init;
+  if (!strcmp(init, "scratch")) {
+    model_init_params(&t->policy, (uint64_t)t->cfg->run.seed);
+    return 0;
+  }
+  if (!strncmp(init, "ckpt:", 5)) return init_from_file(t, init + 5, err, errlen);
+  snprintf(err, errlen, "[model] init = %s: the trainer loads scratch or ckpt:PATH (an rlpt "
+           "model file or checkpoint; convert gguf/hf weights with rlpt convert)", init);
+  return 2;
+}
+
+int trainer_create(struct trainer *t, const struct config *cfg, const struct model_config *mc,
+                   int max_tokens, MPI_Comm dp, char *err, size_t errlen) {
+  memset(t, 0, sizeof *t);
+  t->cfg = cfg;
+  t->dp = dp;
+  t->max_tokens = max_tokens;
+  MPI_CHECK(MPI_Comm_rank(dp, &t->dp_rank));
+  MPI_CHECK(MPI_Comm_size(dp, &t->dp_size));
+  if (cfg->run.steps > 0 && cfg->algo.adv_estimator == ADV_GAE) {
+    snprintf(err, errlen, "[algo] adv_estimator = gae (PPO) needs a critic, which the trainer "
+             "does not have; use grpo, dr_grpo, rloo, reinforce_pp or reinforce_pp_baseline");
+    return 2;
+  }
+  if (max_tokens < 1 || model_create(&t->policy, mc, max_tokens, &cpu_backend)) {
+    snprintf(err, errlen, "could not allocate the policy model for %d tokens", max_tokens);
+    return 1;
+  }
+  size_t n = (size_t)max_tokens;
+  t->lp = malloc(sizeof(float) * n);
+  t->ent = malloc(sizeof(float) * n);
+  t->dlp = malloc(sizeof(float) * n);
+  t->dent = malloc(sizeof(float) * n);
+  t->cu_mb = malloc(sizeof(int) * (n + 1));
+  int need_ref = cfg->run.steps > 0 && cfg->algo.kl_coef > 0.0;
+  if (need_ref) t->ref_params = malloc(sizeof(float) * t->policy.table.total);
+  if (!t->lp || !t->ent || !t->dlp || !t->dent || !t->cu_mb || (need_ref && !t->ref_params) ||
+      adamw_init(&t->opt, (long)t->policy.table.total)) {
+    snprintf(err, errlen, "out of memory for the trainer (%zu parameters)", t->policy.table.total);
+    trainer_free(t);
+    return 1;
+  }
+  int rc = init_params(t, err, errlen);
+  if (rc) trainer_free(t);
+  return rc;
+}
+
+void trainer_free(struct trainer *t) {
+  model_free(&t->policy);
+  adamw_free(&t->opt);
+  free(t->ref_params);
+  free(t->lp);
+  free(t->ent);
+  free(t->dlp);
+  free(t->dent);
+  free(t->cu_mb);
+  memset(t, 0, sizeof *t);
+}
+
+/* ---- phases ----------------------------------------------------------------- */
+
+static void reset_optimizer(struct trainer *t) {
+  memset(t->opt.m, 0, sizeof(float) * (size_t)t->opt.n);
+  memset(t->opt.v, 0, sizeof(float) * (size_t)t->opt.n);
+  t->opt.t = 0;
+  t->update = 0;
+  t->step = 0;
+}
+
+void trainer_begin_sft(struct trainer *t) {
+  const struct config *cfg = t->cfg;
+  reset_optimizer(t);
+  t->sched.lr = cfg->sft.lr;
+  t->sched.min_lr_ratio = cfg->optim.min_lr_ratio;
+  t->sched.warmup = cfg->sft.warmup_steps;
+  t->sched.total = cfg->sft.steps;
+  t->sched.kind = cfg->optim.schedule;
+}
+
+void trainer_begin_rl(struct trainer *t) {
+  reset_optimizer(t);
+  optim_sched_from_config(t->cfg, &t->sched);
+  if (t->ref_params)
+    memcpy(t->ref_params, t->policy.params, sizeof(float) * t->policy.table.total);
+}
+
+/* ---- micro-batches and the update ------------------------------------------- */
+
+int trainer_micro_end(const struct trainer *t, const int *cu, int s0, int nseq) {
+  long max_seqs = t->cfg->ranks.micro_batch_seqs;
+  int s1 = s0 + 1;  /* one sequence always goes (model_forward refuses it if too long) */
+  while (s1 < nseq && s1 - s0 < max_seqs && cu[s1 + 1] - cu[s0] <= t->max_tokens) s1++;
+  return s1;
+}
+
+int trainer_forward_micro(struct trainer *t, const int *tokens, const int *cu, int s0, int s1,
+                          float *lp, float *ent) {
+  int base = cu[s0];
+  for (int s = s0; s <= s1; s++) t->cu_mb[s - s0] = cu[s] - base;
+  return model_forward(&t->policy, tokens + base, t->cu_mb, s1 - s0, lp, ent, NULL);
+}
+
+int trainer_apply_update(struct trainer *t, double lr, double *grad_norm) {
+  float *g = t->policy.grads;
+  size_t n = t->policy.table.total;
+  allreduce_sum_floats(g, n, 0, t->dp);
+  /* after the sum every rank holds the same gradient: its norm is the global one */
+  double norm = sqrt(optim_sumsq(g, (long)n));
+  *grad_norm = norm;
+  if (optim_clip_scale(g, (long)n, norm, t->cfg->optim.grad_clip) == OPTIM_NONFINITE) {
+    t->skipped_nonfinite++;
+    return 0;
+  }
+  const struct config *cfg = t->cfg;
+  struct adamw_hparams h = {lr, cfg->optim.beta1, cfg->optim.beta2, cfg->optim.eps,
+                            cfg->optim.weight_decay};
+  adamw_step(&t->opt, t->policy.params, g, &h);
+  t->update++;
+  return 1;
+}
+
+/* ---- SFT step ---------------------------------------------------------------- */
+
+/* Forward + backward of one micro-batch; adds -sum m lp / n_glob and sum m H. */
+static int sft_micro(struct trainer *t, const int *tokens, const int *cu, const float *mask,
+                     int s0, int s1, double n_glob, double sums[2]) {
+  if (trainer_forward_micro(t, tokens, cu, s0, s1, t->lp, t->ent)) return 1;
+  int T = cu[s1] - cu[s0];
+  const float *mk = mask + cu[s0];
+  float inv = (float)(1.0 / n_glob);
+  for (int i = 0; i < T; i++) {
+    t->dlp[i] = -mk[i] * inv;
+    sums[0] -= (double)mk[i] * t->lp[i] / n_glob;
+    sums[1] += (double)mk[i] * t->ent[i];
+  }
+  model_backward(&t->policy, t->dlp, NULL, NULL);
+  return 0;
+}
+
+int trainer_sft_step(struct trainer *t, const int *tokens, const int *cu_seqlens,
+                     const float *loss_mask, int nseq, struct step_metrics *m) {
+  double t0 = wait_now();
+  double counts[2] = {0.0, nseq > 0 ? (double)cu_seqlens[nseq] : 0.0};
+  for (int i = 0; nseq > 0 && i < cu_seqlens[nseq]; i++) counts[0] += loss_mask[i];
+  allreduce_polite(counts, 2, MPI_DOUBLE, MPI_SUM, t->dp);
+  double n_glob = counts[0] > 1.0 ? counts[0] : 1.0;
+  model_zero_grad(&t->policy);
+  double sums[2] = {0.0, 0.0};
+  int rc = 0;
+  for (int s0 = 0; s0 < nseq && !rc;) {
+    int s1 = trainer_micro_end(t, cu_seqlens, s0, nseq);
+    rc = sft_micro(t, tokens, cu_seqlens, loss_mask, s0, s1, n_glob, sums);
+    s0 = s1;
+  }
+  /* every rank must reach the collectives below: agree on failure first */
+  if (error_agree(t->dp, rc)) return 1;
+  allreduce_polite(sums, 2, MPI_DOUBLE, MPI_SUM, t->dp);
+  double lr = optim_lr_at(&t->sched, t->step), norm;
+  long skipped = t->skipped_nonfinite;
+  trainer_apply_update(t, lr, &norm);
+  t->step++;
+  double dt = wait_now() - t0;
+  m->phase = PHASE_SFT;
+  m->pg_loss = sums[0];
+  m->entropy = sums[1] / n_glob;
+  m->grad_norm = norm;
+  m->lr = lr;
+  m->skipped_nonfinite = (double)(t->skipped_nonfinite - skipped);
+  m->t_train = dt;
+  m->train_tok_per_s = dt > 0.0 ? counts[1] / dt : NAN;
+  return 0;
+}
+
+/* ---- SFT data ---------------------------------------------------------------- */
+
+void sft_batch_init(struct sft_batch *b) { memset(b, 0, sizeof *b); }
+
+void sft_batch_free(struct sft_batch *b) {
+  free(b->tokens);
+  free(b->cu_seqlens);
+  free(b->mask);
+  memset(b, 0, sizeof *b);
+}
+
+uint64_t trainer_sft_example(const struct config *cfg, long step, long k) {
+  if (cfg->sft.pool <= 0) return (uint64_t)step * (uint64_t)cfg->sft.batch_size + (uint64_t)k;
+  struct rng_key key = {(uint64_t)cfg->run.seed, RNG_STREAM_SFT, (uint32_t)step, 0, (uint32_t)k, 0};
+  return rng_below(&key, (uint64_t)cfg->sft.pool);
+}
+
+void trainer_sft_share(long batch, int rank, int size, long *k0, long *n) {
+  long base = batch / size, extra = batch % size;
+  *k0 = rank * base + (rank < extra ? rank : extra);
+  *n = base + (rank < extra);
+}
+
+static int sft_reserve(struct sft_batch *b, int seqs, int toks) {
+  if (seqs > b->cap_seq) {
+    int *cu = realloc(b->cu_seqlens, sizeof(int) * ((size_t)seqs + 1));
+    if (!cu) return 1;
+    b->cu_seqlens = cu;
+    b->cap_seq = seqs;
+  }
+  if (toks > b->cap_tok) {
+    int *tk = realloc(b->tokens, sizeof(int) * (size_t)toks);
+    if (tk) b->tokens = tk;
+    float *mk = realloc(b->mask, sizeof(float) * (size_t)toks);
+    if (mk) b->mask = mk;
+    if (!tk || !mk) return 1;
+    b->cap_tok = toks;
+  }
+  return 0;
+}
+
+int trainer_sft_batch_from_task(struct sft_batch *b, const struct config *cfg, const struct task *task,
+                                const struct tokenizer *tok, int max_seq, long step, long k0, long n,
+                                char *err, size_t errlen) {
+  b->nseq = b->n_tok = 0;
+  if (sft_reserve(b, (int)n, 0)) return 1;
+  b->cu_seqlens[0] = 0;
+  int ids[2 * TASK_TEXT_MAX + 4];
+  for (long k = k0; k < k0 + n; k++) {
+    struct task_prompt p;
+    uint64_t idx = trainer_sft_example(cfg, step, k);
+    size_t n_prompt, n_total;
+    if (task_prompt(task, idx, TASK_TRAIN, &p) ||
+        task_sft_tokens(tok, &p, ids, sizeof ids / sizeof ids[0], &n_prompt, &n_total)) {
+      snprintf(err, errlen, "[task] %s: train example %llu could not be built or tokenized",
+               task_name(task->kind), (unsigned long long)idx);
+      return 2;
+    }
+    if ((int)n_total > max_seq) {
+      snprintf(err, errlen, "[task] %s: train example %llu has %zu tokens, more than [model] "
+               "max_seq = %d", task_name(task->kind), (unsigned long long)idx, n_total, max_seq);
+      return 2;
+    }
+    if (sft_reserve(b, (int)n, b->n_tok + (int)n_total)) return 1;
+    for (size_t i = 0; i < n_total; i++) {
+      b->tokens[b->n_tok + (int)i] = ids[i];
+      /* position i predicts token i+1: a completion target when i+1 >= n_prompt */
+      b->mask[b->n_tok + (int)i] = (i + 1 >= n_prompt && i + 1 < n_total) ? 1.0f : 0.0f;
+    }
+    b->n_tok += (int)n_total;
+    b->cu_seqlens[++b->nseq] = b->n_tok;
+  }
+  return 0;
+}

@@ -1,0 +1,338 @@
+/* trainer_rl.c: the RL step of the train ranks (trainer.h): pack the samples,
+ * reference and old logprobs, advantages (ALGORITHMS.md §1, §4), off-policy
+ * weights (§5), then ppo_epochs x mini_batches updates of the policy loss
+ * (algo.h) with global divisors, and the step's metrics. */
+#include "trainer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo.h"
+#include "allreduce.h"
+#include "config.h"
+#include "error.h"
+#include "wait.h"
+
+/* This rank's samples packed as prompt ++ response, one sequence each. Token
+ * arrays are per packed position t; position t carries the logprob of token t+1,
+ * so response token j of a sample sits at n_prompt - 1 + j. */
+struct rl_data {
+  int n, n_tok, n_group;
+  int *cu, *tokens, *group, *sample;
+  unsigned char *has_roll;
+  float *mask, *lp_roll, *lp_old, *lp_ref, *adv, *ret, *w_is, *lp, *ent, *dlp, *dent;
+  double *r_seq, *a_seq;
+};
+
+static void rl_data_free(struct rl_data *d) {
+  void *p[] = {d->cu, d->tokens, d->group, d->sample, d->has_roll, d->mask, d->lp_roll, d->lp_old,
+               d->lp_ref, d->adv, d->ret, d->w_is, d->lp, d->ent, d->dlp, d->dent, d->r_seq,
+               d->a_seq};
+  for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) free(p[i]);
+  memset(d, 0, sizeof *d);
+}
+
+static int rl_data_alloc(struct rl_data *d, int n, int n_tok) {
+  size_t ns = (size_t)(n > 0 ? n : 1), nt = (size_t)(n_tok > 0 ? n_tok : 1);
+  d->cu = malloc(sizeof(int) * (ns + 1));
+  d->tokens = malloc(sizeof(int) * nt);
+  d->group = malloc(sizeof(int) * ns);
+  d->sample = malloc(sizeof(int) * ns);
+  d->has_roll = malloc(ns);
+  d->r_seq = malloc(sizeof(double) * ns);
+  d->a_seq = malloc(sizeof(double) * ns);
+  float **f[] = {&d->mask, &d->lp_roll, &d->lp_old, &d->lp_ref, &d->adv, &d->ret, &d->w_is,
+                 &d->lp, &d->ent, &d->dlp, &d->dent};
+  int bad = !d->cu || !d->tokens || !d->group || !d->sample || !d->has_roll || !d->r_seq || !d->a_seq;
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+    *f[i] = calloc(nt, sizeof(float));
+    bad |= !*f[i];
+  }
+  return bad;
+}
+
+/* Pack the samples that are not SAMPLE_FILTERED. Returns 0, 1 (no memory or an
+ * empty prompt: a sample needs at least its BOS). */
+static int rl_pack(struct rl_data *d, const struct sample_batch *b) {
+  int n = 0, n_tok = 0;
+  for (int i = 0; i < b->n; i++)
+    if (!(b->s[i].flags & SAMPLE_FILTERED)) {
+      if (b->s[i].n_prompt < 1) {
+        fprintf(stderr, "rlpt: trainer: sample %d (group %d) has an empty prompt\n", i, b->s[i].group);
+        return 1;
+      }
+      n++;
+      n_tok += b->s[i].n_prompt + b->s[i].n_resp;
+    }
+  if (rl_data_alloc(d, n, n_tok)) return 1;
+  d->n = n;
+  d->n_tok = n_tok;
+  d->cu[0] = 0;
+  int k = 0;
+  for (int i = 0; i < b->n; i++) {
+    const struct sample *s = &b->s[i];
+    if (s->flags & SAMPLE_FILTERED) continue;
+    int o = d->cu[k], np = s->n_prompt, nr = s->n_resp;
+    for (int j = 0; j < np; j++) d->tokens[o + j] = s->prompt[j];
+    for (int j = 0; j < nr; j++) d->tokens[o + np + j] = s->resp[j];
+    float m = (s->flags & SAMPLE_MASKED) ? 0.0f : 1.0f;
+    for (int j = 0; j < nr; j++) {
+      d->mask[o + np - 1 + j] = m;
+      if (s->logprobs) d->lp_roll[o + np - 1 + j] = s->logprobs[j];
+    }
+    d->has_roll[k] = s->logprobs != NULL;
+    d->group[k] = s->group > 0 ? s->group : 0;
+    d->n_group = d->group[k] + 1 > d->n_group ? d->group[k] + 1 : d->n_group;
+    d->sample[k] = i;
+    d->r_seq[k] = s->reward;
+    d->cu[++k] = o + np + nr;
+  }
+  return 0;
+}
+
+/* Logprobs (and entropies when ent) of every packed sequence, without backward. */
+static int rl_forward_all(struct trainer *t, const struct rl_data *d, float *lp, float *ent) {
+  for (int s0 = 0; s0 < d->n;) {
+    int s1 = trainer_micro_end(t, d->cu, s0, d->n);
+    if (trainer_forward_micro(t, d->tokens, d->cu, s0, s1, lp + d->cu[s0], ent ? ent + d->cu[s0] : NULL))
+      return 1;
+    s0 = s1;
+  }
+  return 0;
+}
+
+/* lp_ref under the frozen reference (the params pointer is swapped: no second
+ * model, no second activation arena), lp_old by recompute or from the rollout. */
+static int rl_logprobs(struct trainer *t, struct rl_data *d, int use_ref, int *recomputed) {
+  int rc = 0;
+  if (use_ref) {
+    float *own = t->policy.params;
+    t->policy.params = t->ref_params;
+    rc = rl_forward_all(t, d, d->lp_ref, NULL);
+    t->policy.params = own;
+  }
+  int all_roll = 1;
+  for (int i = 0; i < d->n; i++) all_roll &= d->has_roll[i];
+  *recomputed = !(t->cfg->algo.old_logprobs == OLDLP_ROLLOUT && all_roll);
+  if (!*recomputed)
+    memcpy(d->lp_old, d->lp_roll, sizeof(float) * (size_t)d->n_tok);
+  else if (!rc)
+    rc = rl_forward_all(t, d, d->lp_old, NULL);
+  /* tokens without a rollout logprob: the behaviour policy is the current one */
+  for (int i = 0; i < d->n; i++)
+    if (!d->has_roll[i])
+      memcpy(d->lp_roll + d->cu[i], d->lp_old + d->cu[i], sizeof(float) * (size_t)(d->cu[i + 1] - d->cu[i]));
+  float lp_min = (float)t->cfg->algo.logprob_min;
+  algo_clamp_logprobs(d->lp_old, d->n_tok, lp_min);
+  algo_clamp_logprobs(d->lp_roll, d->n_tok, lp_min);
+  if (use_ref) algo_clamp_logprobs(d->lp_ref, d->n_tok, lp_min);
+  return rc;
+}
+
+/* max |lp_roll - lp| over response tokens of samples [i0, i1) generated at the
+ * current weights (lp: logprobs under the current weights, before any update);
+ * -1 when none. */
+static double rl_diff_max(const struct trainer *t, const struct rl_data *d,
+                          const struct sample_batch *b, const float *lp, int i0, int i1) {
+  double mx = -1.0;
+  for (int i = i0; i < i1; i++) {
+    const struct sample *s = &b->s[d->sample[i]];
+    if (!d->has_roll[i] || s->weight_version != t->weight_version) continue;
+    int o = d->cu[i] + s->n_prompt - 1;
+    for (int j = 0; j < s->n_resp; j++) {
+      double x = fabs((double)d->lp_roll[o + j] - lp[o + j]);
+      mx = x > mx || x != x ? x : mx;
+    }
+  }
+  return mx;
+}
+
+/* (x - mu)/sqrt(var + 1e-8) over the valid tokens of every DP rank, var unbiased:
+ * algo_whiten with global statistics (two all-reduced passes). */
+static void whiten_global(struct trainer *t, const struct algo_batch *b, const float *x, float *out) {
+  int n_tok = b->off[b->n_seq];
+  double s[2] = {0.0, 0.0};
+  for (int i = 0; i < n_tok; i++)
+    if (b->mask[i] > 0.0f) {
+      s[0] += 1.0;
+      s[1] += x[i];
+    }
+  allreduce_polite(s, 2, MPI_DOUBLE, MPI_SUM, t->dp);
+  double mu = s[0] > 0.0 ? s[1] / s[0] : 0.0, ss = 0.0;
+  for (int i = 0; i < n_tok; i++)
+    if (b->mask[i] > 0.0f) ss += ((double)x[i] - mu) * ((double)x[i] - mu);
+  allreduce_polite(&ss, 1, MPI_DOUBLE, MPI_SUM, t->dp);
+  double inv = 1.0 / sqrt((s[0] > 1.0 ? ss / (s[0] - 1.0) : 0.0) + 1e-8);
+  for (int i = 0; i < n_tok; i++)
+    out[i] = b->mask[i] > 0.0f ? (float)(((double)x[i] - mu) * inv) : 0.0f;
+}
+
+/* Advantages the caller set on every sample (n_adv = 1 or n_resp); 0 when some lack them. */
+static int rl_adv_given(struct rl_data *d, const struct sample_batch *b) {
+  for (int i = 0; i < d->n; i++) {
+    const struct sample *s = &b->s[d->sample[i]];
+    if (s->n_adv != 1 && !(s->n_adv == s->n_resp && s->n_resp > 0)) return 0;
+  }
+  for (int i = 0; i < d->n; i++) {
+    const struct sample *s = &b->s[d->sample[i]];
+    int o = d->cu[i] + s->n_prompt - 1;
+    for (int j = 0; j < s->n_resp; j++)
+      d->adv[o + j] = d->mask[o + j] * s->adv[s->n_adv == 1 ? 0 : j];
+  }
+  return 1;
+}
+
+/* Advantages by [algo] adv_estimator (gae is refused by trainer_create). Returns 0 or 1. */
+static int rl_advantages(struct trainer *t, struct rl_data *d, const struct sample_batch *b,
+                         const struct algo_batch *ab, int use_ref) {
+  const struct config *cfg = t->cfg;
+  if (rl_adv_given(d, b)) return 0;
+  algo_sanitize_rewards(d->r_seq, d->n);
+  int kl_rew = use_ref && cfg->algo.kl_in == KL_IN_REWARD;
+  int est = cfg->algo.adv_estimator, singles = 0;
+  if (est == ADV_REINFORCE_PP) {
+    algo_place_outcome(ab, d->r_seq, d->ret);  /* ret holds r_tok, then the returns */
+    if (kl_rew) algo_kl_reward_tok(ab, d->lp_old, d->lp_ref, cfg->algo.kl_coef, d->ret);
+    algo_adv_reinforce_pp(ab, d->ret, cfg->algo.gamma, d->adv, d->ret);
+    whiten_global(t, ab, d->ret, d->adv);
+    return 0;
+  }
+  if (kl_rew) algo_kl_reward_seq(ab, d->lp_old, d->lp_ref, cfg->algo.kl_coef, d->r_seq);
+  int whiten = cfg->algo.whiten_adv;
+  if (est == ADV_REINFORCE_PP_BASELINE) {
+    singles = algo_adv_outcome(ab, d->r_seq, ADV_DR_GRPO, STD_UNBIASED, 0.0, d->a_seq);
+    whiten = 1;
+  } else {
+    singles = algo_adv_outcome(ab, d->r_seq, est, cfg->algo.std, cfg->algo.adv_eps, d->a_seq);
+  }
+  if (singles < 0) return 1;
+  if (singles > 0 && !t->warned_single_groups) {
+    fprintf(stderr, "rlpt: warning: %d group(s) of a single sample: their advantage is 0 "
+            "(group-relative estimators need [algo] group_size >= 2)\n", singles);
+    t->warned_single_groups = 1;
+  }
+  algo_broadcast_seq(ab, d->a_seq, whiten ? d->ret : d->adv);
+  if (whiten) whiten_global(t, ab, d->ret, d->adv);
+  return 0;
+}
+
+/* Sums over the step that are all-reduced once at the end. */
+struct rl_sums {
+  struct algo_stats st;
+  double tok_trained, kl_sum, n_valid, tis_clipped;
+};
+
+/* One update on sequences [a, e): global counts, micro-batches (forward, policy
+ * loss, backward), then the DP sum, clip and AdamW. Returns 0, or 1 when a
+ * forward failed on some rank (agreed: every rank returns 1). */
+static int rl_update(struct trainer *t, struct rl_data *d, int a, int e, const struct algo_params *p,
+                     int use_ref, double lr, struct rl_sums *sum, double *norm) {
+  struct algo_batch mb = {e - a, d->cu + a, d->mask, NULL, 0};
+  struct algo_counts c;
+  algo_counts_local(&mb, &c);
+  allreduce_polite(&c, 3, MPI_DOUBLE, MPI_SUM, t->dp);
+  model_zero_grad(&t->policy);
+  int rc = 0, use_ent = p->entropy_coef != 0.0;
+  for (int s0 = a; s0 < e && !rc;) {
+    int s1 = trainer_micro_end(t, d->cu, s0, e), o = d->cu[s0];
+    rc = trainer_forward_micro(t, d->tokens, d->cu, s0, s1, d->lp + o, d->ent + o) != 0;
+    if (rc) break;
+    struct algo_batch ub = {s1 - s0, d->cu + s0, d->mask, NULL, 0};
+    struct algo_tokens in = {d->lp, d->lp_old, use_ref ? d->lp_ref : NULL, d->adv,
+                             t->cfg->algo.tis != TIS_OFF ? d->w_is : NULL, d->ent};
+    algo_policy_loss(p, &ub, &c, &in, d->dlp, d->dent, &sum->st);
+    model_backward(&t->policy, d->dlp + o, use_ent ? d->dent + o : NULL, NULL);
+    sum->tok_trained += d->cu[s1] - o;
+    s0 = s1;
+  }
+  if (error_agree(t->dp, rc)) return 1;
+  return trainer_apply_update(t, lr, norm) ? 0 : -1;
+}
+
+/* Valid tokens and the KL metric: the [algo] estimator at lp_old - lp_ref summed
+ * over them (use_ref). */
+static void rl_kl_sums(const struct trainer *t, const struct rl_data *d, int use_ref,
+                       struct rl_sums *sum) {
+  for (int i = 0; i < d->n_tok; i++)
+    if (d->mask[i] > 0.0f) {
+      double dk;
+      if (use_ref)
+        sum->kl_sum += algo_kl(t->cfg->algo.kl_estimator, (double)d->lp_old[i] - d->lp_ref[i], &dk);
+      sum->n_valid += 1.0;
+    }
+}
+
+static void rl_metrics(struct trainer *t, struct rl_sums *sum, double diff, int n_upd, double lr,
+                       double norm, long skipped, double t_ref, double t_train,
+                       struct step_metrics *m) {
+  double v[] = {sum->st.pg_loss, sum->st.entropy, sum->st.n_tok, sum->st.n_clip_low,
+                sum->st.n_clip_high, sum->st.ratio_sum, sum->tok_trained, sum->kl_sum, sum->n_valid,
+                sum->tis_clipped};
+  allreduce_polite(v, (int)(sizeof v / sizeof v[0]), MPI_DOUBLE, MPI_SUM, t->dp);
+  allreduce_polite(&diff, 1, MPI_DOUBLE, MPI_MAX, t->dp);
+  double nu = n_upd > 0 ? n_upd : 1;
+  m->phase = PHASE_RL;
+  m->pg_loss = v[0] / nu;
+  m->entropy = v[1] / nu;
+  m->pg_clipfrac_low = algo_frac(v[3], v[2]);
+  m->pg_clipfrac_high = algo_frac(v[4], v[2]);
+  m->ratio_mean = v[2] > 0.0 ? v[5] / v[2] : NAN;
+  m->kl = t->ref_params && t->cfg->algo.kl_coef > 0.0 ? v[7] / (v[8] > 1.0 ? v[8] : 1.0) : NAN;
+  m->tis_clipfrac = t->cfg->algo.tis != TIS_OFF ? algo_frac(v[9], v[8]) : NAN;
+  m->logprob_diff_max = diff >= 0.0 ? diff : NAN;
+  m->grad_norm = norm;
+  m->lr = lr;
+  m->skipped_nonfinite = (double)(t->skipped_nonfinite - skipped);
+  m->t_ref = t_ref;
+  m->t_train = t_train;
+  m->train_tok_per_s = t_train > 0.0 ? v[6] / t_train : NAN;
+}
+
+int trainer_rl_step(struct trainer *t, struct sample_batch *b, struct step_metrics *m) {
+  const struct config *cfg = t->cfg;
+  struct rl_data d;
+  memset(&d, 0, sizeof d);
+  int use_ref = t->ref_params != NULL && cfg->algo.kl_coef > 0.0;
+  double t0 = wait_now();
+  int rc = rl_pack(&d, b), recomputed = 0;
+  if (!rc) rc = rl_logprobs(t, &d, use_ref, &recomputed);
+  if (error_agree(t->dp, rc)) {
+    rl_data_free(&d);
+    return 1;
+  }
+  double t1 = wait_now(), diff = recomputed ? rl_diff_max(t, &d, b, d.lp_old, 0, d.n) : -1.0;
+  struct algo_batch ab = {d.n, d.cu, d.mask, d.group, d.n_group};
+  struct rl_sums sum;
+  memset(&sum, 0, sizeof sum);
+  rl_kl_sums(t, &d, use_ref, &sum);
+  rc = rl_advantages(t, &d, b, &ab, use_ref);
+  if (!rc && cfg->algo.tis != TIS_OFF)
+    sum.tis_clipped = (double)algo_tis_weights(&ab, cfg->algo.tis, d.lp_old, d.lp_roll,
+                                               cfg->algo.tis_cap, cfg->algo.tis_min, d.w_is);
+  if (error_agree(t->dp, rc)) {
+    rl_data_free(&d);
+    return 1;
+  }
+  struct algo_params p;
+  algo_params_from_config(cfg, &p);
+  int E = (int)cfg->algo.ppo_epochs, M = (int)cfg->algo.mini_batches, applied = 0;
+  double lr = optim_lr_at(&t->sched, t->step), norm = NAN;
+  long skipped = t->skipped_nonfinite;
+  for (int ep = 0; ep < E && !rc; ep++)
+    for (int j = 0; j < M && !rc; j++) {
+      int a = (int)((long)d.n * j / M), e = (int)((long)d.n * (j + 1) / M);
+      int r = rl_update(t, &d, a, e, &p, use_ref, lr, &sum, &norm);
+      rc = r > 0;
+      applied += r == 0;
+      /* lp_old from the rollout: d.lp of the first mini-batch predates every update */
+      if (!rc && !recomputed && ep == 0 && j == 0) diff = rl_diff_max(t, &d, b, d.lp, a, e);
+    }
+  t->step++;
+  if (applied) t->weight_version++;
+  double t2 = wait_now();
+  if (!rc) rl_metrics(t, &sum, diff, E * M, lr, norm, skipped, t1 - t0, t2 - t1, m);
+  rl_data_free(&d);
+  return rc;
+}
