@@ -89,8 +89,9 @@ int trainer_sft_step(struct trainer *t, const int *tokens, const int *cu_seqlens
  * old logprobs ([algo] old_logprobs) and reference logprobs (kl_coef > 0),
  * advantages ([algo] adv_estimator; KL in the reward when kl_in = reward; gae
  * needs a critic and is refused by trainer_create), TIS weights ([algo] tis),
- * then ppo_epochs x mini_batches updates (mini-batch j = the j-th contiguous
- * slice of each rank's samples, in order). Fills kl (mean over response tokens
+ * then ppo_epochs x mini_batches updates (mini-batch j = the samples whose
+ * group slot is j mod mini_batches, in batch order: the same sets whatever the
+ * DP layout; a mini-batch empty on every rank is no update). Fills kl (mean over response tokens
  * of the [algo] kl_estimator at lp_old - lp_ref; NaN without a reference),
  * entropy, pg_loss (means over the updates), pg_clipfrac_low/high, ratio_mean,
  * tis_clipfrac, grad_norm (last update), lr, logprob_diff_max (|rollout lp - old lp|

@@ -20,6 +20,7 @@
  * so response token j of a sample sits at n_prompt - 1 + j. */
 struct rl_data {
   int n, n_tok, n_group;
+  int n_mb, *mb;  /* mini-batch j = sequences [mb[j], mb[j + 1]) */
   int *cu, *tokens, *group, *sample;
   unsigned char *has_roll;
   float *mask, *lp_roll, *lp_old, *lp_ref, *adv, *ret, *w_is, *lp, *ent, *dlp, *dent;
@@ -27,15 +28,16 @@ struct rl_data {
 };
 
 static void rl_data_free(struct rl_data *d) {
-  void *p[] = {d->cu, d->tokens, d->group, d->sample, d->has_roll, d->mask, d->lp_roll, d->lp_old,
+  void *p[] = {d->mb, d->cu, d->tokens, d->group, d->sample, d->has_roll, d->mask, d->lp_roll, d->lp_old,
                d->lp_ref, d->adv, d->ret, d->w_is, d->lp, d->ent, d->dlp, d->dent, d->r_seq,
                d->a_seq};
   for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) free(p[i]);
   memset(d, 0, sizeof *d);
 }
 
-static int rl_data_alloc(struct rl_data *d, int n, int n_tok) {
+static int rl_data_alloc(struct rl_data *d, int n, int n_tok, int n_mb) {
   size_t ns = (size_t)(n > 0 ? n : 1), nt = (size_t)(n_tok > 0 ? n_tok : 1);
+  d->mb = malloc(sizeof(int) * ((size_t)n_mb + 1));
   d->cu = malloc(sizeof(int) * (ns + 1));
   d->tokens = malloc(sizeof(int) * nt);
   d->group = malloc(sizeof(int) * ns);
@@ -45,7 +47,7 @@ static int rl_data_alloc(struct rl_data *d, int n, int n_tok) {
   d->a_seq = malloc(sizeof(double) * ns);
   float **f[] = {&d->mask, &d->lp_roll, &d->lp_old, &d->lp_ref, &d->adv, &d->ret, &d->w_is,
                  &d->lp, &d->ent, &d->dlp, &d->dent};
-  int bad = !d->cu || !d->tokens || !d->group || !d->sample || !d->has_roll || !d->r_seq || !d->a_seq;
+  int bad = !d->mb || !d->cu || !d->tokens || !d->group || !d->sample || !d->has_roll || !d->r_seq || !d->a_seq;
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
     *f[i] = calloc(nt, sizeof(float));
     bad |= !*f[i];
@@ -53,9 +55,30 @@ static int rl_data_alloc(struct rl_data *d, int n, int n_tok) {
   return bad;
 }
 
-/* Pack the samples that are not SAMPLE_FILTERED. Returns 0, 1 (no memory or an
- * empty prompt: a sample needs at least its BOS). */
-static int rl_pack(struct rl_data *d, const struct sample_batch *b) {
+/* Append sample i of b as packed sequence d->n. */
+static void rl_pack_one(struct rl_data *d, const struct sample_batch *b, int i) {
+  const struct sample *s = &b->s[i];
+  int k = d->n, o = d->cu[k], np = s->n_prompt, nr = s->n_resp;
+  for (int j = 0; j < np; j++) d->tokens[o + j] = s->prompt[j];
+  for (int j = 0; j < nr; j++) d->tokens[o + np + j] = s->resp[j];
+  float m = (s->flags & SAMPLE_MASKED) ? 0.0f : 1.0f;
+  for (int j = 0; j < nr; j++) {
+    d->mask[o + np - 1 + j] = m;
+    if (s->logprobs) d->lp_roll[o + np - 1 + j] = s->logprobs[j];
+  }
+  d->has_roll[k] = s->logprobs != NULL;
+  d->group[k] = s->group > 0 ? s->group : 0;
+  d->n_group = d->group[k] + 1 > d->n_group ? d->group[k] + 1 : d->n_group;
+  d->sample[k] = i;
+  d->r_seq[k] = s->reward;
+  d->cu[++d->n] = o + np + nr;
+}
+
+/* Pack the samples that are not SAMPLE_FILTERED, mini-batch by mini-batch: a
+ * sample goes to mini-batch (group slot mod n_mb), so the mini-batches are the
+ * same sets however the groups are spread over the DP ranks. Returns 0, or 1
+ * (no memory, or an empty prompt: a sample needs at least its BOS). */
+static int rl_pack(struct rl_data *d, const struct sample_batch *b, int n_mb) {
   int n = 0, n_tok = 0;
   for (int i = 0; i < b->n; i++)
     if (!(b->s[i].flags & SAMPLE_FILTERED)) {
@@ -66,29 +89,19 @@ static int rl_pack(struct rl_data *d, const struct sample_batch *b) {
       n++;
       n_tok += b->s[i].n_prompt + b->s[i].n_resp;
     }
-  if (rl_data_alloc(d, n, n_tok)) return 1;
-  d->n = n;
+  if (rl_data_alloc(d, n, n_tok, n_mb)) return 1;
   d->n_tok = n_tok;
+  d->n_mb = n_mb;
   d->cu[0] = 0;
-  int k = 0;
-  for (int i = 0; i < b->n; i++) {
-    const struct sample *s = &b->s[i];
-    if (s->flags & SAMPLE_FILTERED) continue;
-    int o = d->cu[k], np = s->n_prompt, nr = s->n_resp;
-    for (int j = 0; j < np; j++) d->tokens[o + j] = s->prompt[j];
-    for (int j = 0; j < nr; j++) d->tokens[o + np + j] = s->resp[j];
-    float m = (s->flags & SAMPLE_MASKED) ? 0.0f : 1.0f;
-    for (int j = 0; j < nr; j++) {
-      d->mask[o + np - 1 + j] = m;
-      if (s->logprobs) d->lp_roll[o + np - 1 + j] = s->logprobs[j];
+  for (int j = 0; j < n_mb; j++) {
+    d->mb[j] = d->n;
+    for (int i = 0; i < b->n; i++) {
+      const struct sample *s = &b->s[i];
+      if (!(s->flags & SAMPLE_FILTERED) && (s->group > 0 ? s->group : 0) % n_mb == j)
+        rl_pack_one(d, b, i);
     }
-    d->has_roll[k] = s->logprobs != NULL;
-    d->group[k] = s->group > 0 ? s->group : 0;
-    d->n_group = d->group[k] + 1 > d->n_group ? d->group[k] + 1 : d->n_group;
-    d->sample[k] = i;
-    d->r_seq[k] = s->reward;
-    d->cu[++k] = o + np + nr;
   }
+  d->mb[n_mb] = d->n;
   return 0;
 }
 
@@ -225,14 +238,16 @@ struct rl_sums {
 };
 
 /* One update on sequences [a, e): global counts, micro-batches (forward, policy
- * loss, backward), then the DP sum, clip and AdamW. Returns 0, or 1 when a
- * forward failed on some rank (agreed: every rank returns 1). */
+ * loss, backward), then the DP sum, clip and AdamW. Returns 0 (applied), -1
+ * (skipped: non-finite gradient), -2 (the mini-batch is empty on every rank:
+ * no update), or 1 when a forward failed on some rank (agreed: every rank returns 1). */
 static int rl_update(struct trainer *t, struct rl_data *d, int a, int e, const struct algo_params *p,
                      int use_ref, double lr, struct rl_sums *sum, double *norm) {
   struct algo_batch mb = {e - a, d->cu + a, d->mask, NULL, 0};
   struct algo_counts c;
   algo_counts_local(&mb, &c);
   allreduce_polite(&c, 3, MPI_DOUBLE, MPI_SUM, t->dp);
+  if (c.n_seq == 0.0) return -2;  /* no group of any rank fell in this mini-batch */
   model_zero_grad(&t->policy);
   int rc = 0, use_ent = p->entropy_coef != 0.0;
   for (int s0 = a; s0 < e && !rc;) {
@@ -296,7 +311,8 @@ int trainer_rl_step(struct trainer *t, struct sample_batch *b, struct step_metri
   memset(&d, 0, sizeof d);
   int use_ref = t->ref_params != NULL && cfg->algo.kl_coef > 0.0;
   double t0 = wait_now();
-  int rc = rl_pack(&d, b), recomputed = 0;
+  int E = (int)cfg->algo.ppo_epochs, M = (int)cfg->algo.mini_batches, applied = 0, n_upd = 0;
+  int rc = rl_pack(&d, b, M), recomputed = 0;
   if (!rc) rc = rl_logprobs(t, &d, use_ref, &recomputed);
   if (error_agree(t->dp, rc)) {
     rl_data_free(&d);
@@ -317,22 +333,22 @@ int trainer_rl_step(struct trainer *t, struct sample_batch *b, struct step_metri
   }
   struct algo_params p;
   algo_params_from_config(cfg, &p);
-  int E = (int)cfg->algo.ppo_epochs, M = (int)cfg->algo.mini_batches, applied = 0;
   double lr = optim_lr_at(&t->sched, t->step), norm = NAN;
   long skipped = t->skipped_nonfinite;
   for (int ep = 0; ep < E && !rc; ep++)
     for (int j = 0; j < M && !rc; j++) {
-      int a = (int)((long)d.n * j / M), e = (int)((long)d.n * (j + 1) / M);
+      int a = d.mb[j], e = d.mb[j + 1];
       int r = rl_update(t, &d, a, e, &p, use_ref, lr, &sum, &norm);
       rc = r > 0;
       applied += r == 0;
+      n_upd += r == 0 || r == -1;
       /* lp_old from the rollout: d.lp of the first mini-batch predates every update */
       if (!rc && !recomputed && ep == 0 && j == 0) diff = rl_diff_max(t, &d, b, d.lp, a, e);
     }
   t->step++;
   if (applied) t->weight_version++;
   double t2 = wait_now();
-  if (!rc) rl_metrics(t, &sum, diff, E * M, lr, norm, skipped, t1 - t0, t2 - t1, m);
+  if (!rc) rl_metrics(t, &sum, diff, n_upd, lr, norm, skipped, t1 - t0, t2 - t1, m);
   rl_data_free(&d);
   return rc;
 }
