@@ -80,6 +80,16 @@ int config_cross_check(const struct config *c, const char *path, char *const *ov
     return cross_fail(x, "algo", "mini_batches", "algo", "prompts_per_step",
                       "algo.mini_batches (%ld) exceeds the samples of a step (prompts_per_step x group_size "
                       "= %ld)", c->algo.mini_batches, c->algo.prompts_per_step * c->algo.group_size);
+  if (c->algo.prompts_per_step % c->ranks.train_dp)
+    return cross_fail(x, "algo", "prompts_per_step", "ranks", "train_dp",
+                      "algo.prompts_per_step (%ld) must be divisible by ranks.train_dp (%ld): each data-parallel "
+                      "train rank gets whole groups", c->algo.prompts_per_step, c->ranks.train_dp);
+  if ((c->algo.prompts_per_step * c->algo.group_size) % (c->algo.mini_batches * c->ranks.train_dp))
+    return cross_fail(x, "algo", "mini_batches", "algo", "prompts_per_step",
+                      "the samples of a step, prompts_per_step x group_size = %ld x %ld = %ld, must be "
+                      "divisible by algo.mini_batches x ranks.train_dp = %ld x %ld",
+                      c->algo.prompts_per_step, c->algo.group_size,
+                      c->algo.prompts_per_step * c->algo.group_size, c->algo.mini_batches, c->ranks.train_dp);
   if (c->log.samples_every > 0 && !c->log.samples_path[0])
     return cross_fail(x, "log", "samples_every", "log", "samples_path",
                       "log.samples_every = %ld needs log.samples_path", c->log.samples_every);

@@ -1,0 +1,262 @@
+/* cmd_run.c: `rlpt run DECK [section.key=value ...]` under mpirun — the
+ * training job (run.h): startup (deck, communicators, threads, task, reward,
+ * model, the role state; every error collective, exit 2 on every rank for bad
+ * input), then SFT, the post-SFT eval, the sync RL steps with their evals, and
+ * the summary. */
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "evaluate.h"
+#include "model.h"
+#include "rollout.h"
+#include "run.h"
+#include "trainer.h"
+#include "wait.h"
+
+/* What this build's `run` supports; the same verdict on every rank (pure in cfg). */
+static int run_supported(const struct config *cfg, const struct role_counts *c, char *err, size_t len) {
+  if (cfg->run.mode != MODE_SYNC)
+    snprintf(err, len, "[run] mode: rlpt run implements mode = sync; colocate_async and "
+             "separate_async are not available in this build");
+  else if (c->rollout_tp != 1 || c->train_tp != 1 || c->train_pp != 1)
+    snprintf(err, len, "[ranks] rollout_tp = %d, train_tp = %d, train_pp = %d: rlpt run needs 1 for "
+             "each (the CPU trainer and rollout engine are data-parallel only; use train_dp and more "
+             "rollout ranks)", c->rollout_tp, c->train_tp, c->train_pp);
+  else if (cfg->run.restart[0])
+    snprintf(err, len, "[run] restart = %s: restarting a run is not available in this build",
+             cfg->run.restart);
+  else return 0;
+  return 2;
+}
+
+/* Prompts and SFT examples must fit [model] max_seq with the response: checked on the
+ * first prompts of both splits (task problems of one deck have bounded length). */
+static int check_lengths(const struct run *r, char *err, size_t len) {
+  struct sample s;
+  sample_init(&s);
+  for (uint64_t i = 0; i < 256; i++)
+    for (int split = 0; split < 2; split++) {
+      struct task_prompt tp;
+      if (task_prompt(&r->task, i, (enum task_split)split, &tp) != 0) {
+        snprintf(err, len, "[task]: no %s problem found for prompt %llu (problem space too small "
+                 "for [task] heldout_frac)", split ? "held-out" : "train", (unsigned long long)i);
+        return 2;
+      }
+      if (run_prompt_tokens(r, &tp, &s) != 0) {
+        snprintf(err, len, "[task]: prompt '%s' does not encode with the tokenizer", tp.text);
+        sample_free(&s);
+        return 2;
+      }
+      long need = s.n_prompt + r->cfg->rollout.max_new_tokens;
+      long sft = 2 + (long)strlen(tp.text) + (long)strlen(tp.answer);
+      if (need > r->mc.max_seq || sft > r->mc.max_seq) {
+        snprintf(err, len, "[model] max_seq = %d is too short: prompt '%s' takes %d tokens + [rollout] "
+                 "max_new_tokens %ld (SFT example: %ld tokens)", r->mc.max_seq, tp.text, s.n_prompt,
+                 r->cfg->rollout.max_new_tokens, sft);
+        sample_free(&s);
+        return 2;
+      }
+    }
+  sample_free(&s);
+  return 0;
+}
+
+/* World rank of every rollout, reward and train (tp 0, pp 0, by dp) rank. */
+static int build_maps(struct run *r) {
+  const struct role_counts *c = &r->comms.counts;
+  r->rollout_world = calloc((size_t)c->rollout + 1, sizeof(int));
+  r->reward_world = calloc((size_t)c->reward + 1, sizeof(int));
+  r->train_world = calloc((size_t)c->train_dp + 1, sizeof(int));
+  if (!r->rollout_world || !r->reward_world || !r->train_world) return 1;
+  for (int w = 0; w < c->world; w++) {
+    struct rank_place p;
+    roles_place(c, w, &p);
+    if (p.roles & ROLE_BIT(ROLE_ROLLOUT)) r->rollout_world[p.role_rank[ROLE_ROLLOUT]] = w;
+    if (p.roles & ROLE_BIT(ROLE_REWARD)) r->reward_world[p.role_rank[ROLE_REWARD]] = w;
+    if ((p.roles & ROLE_BIT(ROLE_TRAIN)) && p.tp == 0 && p.pp == 0) r->train_world[p.dp] = w;
+  }
+  struct rank_place *me = &r->comms.place;
+  r->is_ctl = r->comms.world_rank == 0;
+  r->is_rollout = (me->roles & ROLE_BIT(ROLE_ROLLOUT)) != 0;
+  r->is_reward = (me->roles & ROLE_BIT(ROLE_REWARD)) != 0;
+  r->is_train = (me->roles & ROLE_BIT(ROLE_TRAIN)) != 0;
+  return 0;
+}
+
+/* The deck-level pieces every rank builds the same way. Collective verdict. */
+static int setup_common(struct run *r, char *err, size_t len) {
+  int rc = run_supported(r->cfg, &r->comms.counts, err, len);
+  if (!rc) rc = threads_setup(r->cfg, MPI_COMM_WORLD, &r->threads, err, len);
+  tokenizer_init_char(&r->tok);
+  if (!rc) rc = task_init(&r->task, r->cfg, err, len);
+  if (!rc) rc = reward_init(&r->rcfg, r->cfg, err, len);
+  if (!rc && model_config_from_deck(&r->mc, r->cfg, r->tok.vocab_size, err, len) != 0) rc = 2;
+  if (!rc) rc = check_lengths(r, err, len);
+  if (!rc && build_maps(r) != 0) {
+    snprintf(err, len, "out of memory");
+    rc = 1;
+  }
+  return rc;
+}
+
+/* This rank's role state (trainer, rollout model and engine, metrics file). Local errors,
+ * printed by the rank that has them, then agreed. */
+static int setup_roles(struct run *r) {
+  char err[1024] = "";
+  int rc = 0;
+  r->part_len = PS_LEN(metric_fields_len);
+  r->part = calloc((size_t)r->part_len, sizeof(double));
+  for (int b = 0; b < BOX_COUNT; b++) sample_batch_init(&r->box[b]);
+  if (!r->part) rc = 1, snprintf(err, sizeof err, "out of memory");
+  if (!rc && r->is_train) {
+    r->trainer = calloc(1, sizeof *r->trainer);
+    int max_tokens = (int)(r->cfg->ranks.micro_batch_seqs * r->mc.max_seq);
+    rc = !r->trainer ? 1 : trainer_create(r->trainer, r->cfg, &r->mc, max_tokens, r->comms.dp_comm, err,
+                                          sizeof err);
+    if (rc && r->trainer && !r->trainer->cfg) { free(r->trainer); r->trainer = NULL; }
+  }
+  if (!rc && r->is_rollout) {
+    r->rmodel = calloc(1, sizeof *r->rmodel);
+    int max_tokens = (int)r->cfg->rollout.max_batch_tokens;
+    if (!r->rmodel || model_create(r->rmodel, &r->mc, max_tokens, &cpu_backend) != 0) {
+      free(r->rmodel);
+      r->rmodel = NULL;
+      rc = 1;
+      snprintf(err, sizeof err, "could not allocate the rollout model ([rollout] max_batch_tokens = %d)",
+               max_tokens);
+    } else {
+      rc = rollout_create(&r->engine, r->rmodel, r->cfg, &r->tok, err, sizeof err);
+    }
+  }
+  if (!rc && r->is_ctl &&
+      metrics_log_open(&r->mlog, r->cfg->log.metrics_path, NULL, r->cfg->run.steps, 0, err, sizeof err) != 0)
+    rc = 2;
+  if (rc) fprintf(stderr, "rlpt: run: rank %d: %s\n", r->comms.world_rank, err);
+  return error_agree(MPI_COMM_WORLD, rc);
+}
+
+static void teardown(struct run *r) {
+  if (r->trainer && r->trainer->cfg) trainer_free(r->trainer);
+  free(r->trainer);
+  rollout_free(r->engine);
+  if (r->rmodel) model_free(r->rmodel);
+  free(r->rmodel);
+  for (int b = 0; b < BOX_COUNT; b++) sample_batch_free(&r->box[b]);
+  free(r->part);
+  free(r->rollout_world);
+  free(r->reward_world);
+  free(r->train_world);
+  if (r->is_ctl) metrics_log_close(&r->mlog);
+  tokenizer_free(&r->tok);
+}
+
+static void print_banner(struct run *r) {
+  if (r->is_ctl) {
+    const struct role_counts *c = &r->comms.counts;
+    printf("rlpt run %s: %d ranks, mode sync, layout %s (controller %d, rollout %d, reward %d, train "
+           "dp %d); %d BLAS thread(s) per rank%s\n", r->deck_path, c->world,
+           c->colocated ? "colocated" : "separate", c->controller, c->rollout, c->reward, c->train_dp,
+           r->threads.threads, r->threads.oversubscribed ? " (oversubscribed: waiting ranks yield)" : "");
+    printf("rank map (host, role, coordinates)\n");
+    fflush(stdout);
+  }
+  comms_print_map(&r->comms, stdout);
+  if (r->is_ctl) {
+    printf("---- deck (canonical) ----\n");
+    config_write_canonical(r->cfg, stdout);
+    printf("---- end of deck ----\n");
+    printf("model: %zu parameters; metrics -> %s\n", model_param_count(&r->mc), r->cfg->log.metrics_path);
+    fflush(stdout);
+  }
+}
+
+int run_loop(struct run *r) {
+  r->t_start = wait_now();
+  r->sft_pass1 = r->rl_pass1 = NAN;
+  run_sft(r);
+  run_sync_weights(r);
+  r->sft_pass1 = run_eval(r, PHASE_SFT, 0);
+  long S = r->cfg->run.steps, every = r->cfg->eval.every;
+  if (S > 0) {
+    if (r->is_train) trainer_begin_rl(r->trainer);
+    if (r->is_ctl) {
+      r->mlog.total_steps = S;
+      r->mlog.n_timed = 0;
+      r->mlog.sum_step_s = 0;
+    }
+  }
+  for (long s = 1; s <= S; s++) {
+    run_rl_step(r, s);
+    if (every > 0 && s % every == 0 && s < S) run_eval(r, PHASE_RL, s);
+  }
+  if (S > 0) r->rl_pass1 = run_eval(r, PHASE_RL, S);
+  if (r->is_ctl) controller_summary(r);
+  return 0;
+}
+
+static int run_mpi(struct run *r, const char *deck, int n_over, char **over) {
+  struct config *cfg = malloc(sizeof *cfg);  /* too large for the stack */
+  char err[2048] = "";
+  int wr, rc = error_agree(MPI_COMM_WORLD, cfg ? 0 : 1);
+  if (rc) {
+    free(cfg);
+    return rc;
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &wr);
+  r->deck_path = deck;
+  r->cfg = cfg;
+  rc = config_load(cfg, deck, n_over, over, MPI_COMM_WORLD);
+  if (!rc) {
+    rc = comms_create(&r->comms, cfg, MPI_COMM_WORLD, err, sizeof err);
+    if (rc && wr == 0) fprintf(stderr, "rlpt: run: %s\n", err);
+  }
+  if (rc) {
+    free(cfg);
+    return rc;
+  }
+  error_set_role(role_name(r->comms.place.role));
+  rc = error_agree(MPI_COMM_WORLD, setup_common(r, err, sizeof err));
+  if (rc && r->comms.world_rank == 0) fprintf(stderr, "rlpt: run: %s\n", err);
+  if (!rc) {
+    print_banner(r);
+    rc = setup_roles(r);
+  }
+  if (!rc) rc = run_loop(r);
+  teardown(r);
+  comms_free(&r->comms);
+  free(cfg);
+  return rc;
+}
+
+static int usage(int rc) {
+  fprintf(rc ? stderr : stdout,
+          "usage: mpirun -np N rlpt run DECK [section.key=value ...]\n"
+          "  the training job: SFT warm start, then RL steps (sync mode); metrics to [log] metrics_path\n");
+  return rc;
+}
+
+int cmd_run(int argc, char **argv) {
+  char **over = calloc((size_t)argc + 1, sizeof *over), **rest = calloc((size_t)argc + 1, sizeof *rest);
+  int n_over = 0, n_rest = 0, rc;
+  if (!over || !rest) {
+    fprintf(stderr, "rlpt: run: out of memory\n");
+    return 1;
+  }
+  config_split_args(argc, argv, over, &n_over, rest, &n_rest);
+  if (n_rest == 1 && (!strcmp(rest[0], "-h") || !strcmp(rest[0], "--help"))) rc = usage(0);
+  else if (n_rest != 1 || rest[0][0] == '-') rc = usage(2);
+  else {
+    struct run *r = calloc(1, sizeof *r);
+    MPI_Init(NULL, NULL);
+    rc = r ? run_mpi(r, rest[0], n_over, over) : 1;
+    free(r);
+    MPI_Finalize();
+  }
+  free(over);
+  free(rest);
+  return rc;
+}

@@ -1,0 +1,30 @@
+/* evaluate.h: evaluation on the held-out split during a run, on the rollout
+ * ranks with the weights they hold.
+ *
+ *   greedy pass@1   temperature 0, one completion per prompt, on [eval] prompts
+ *                   held-out prompts (after SFT also on [sft] eval_prompts, for
+ *                   the [sft] target_band check)
+ *   sampled pass@1  the deck's sampling, [eval] samples completions per prompt:
+ *                   mean over prompts of c / n (logged as `acc` on the eval line)
+ *   pass@k          the unbiased estimator 1 - C(n-c, k) / C(n, k) (algo.h), mean
+ *                   over prompts (eval_pass@k, k = [eval] k)
+ * Held-out prompt j is task prompt j of the eval split; rollout instance i takes
+ * the contiguous slice i of them. Correctness is the reward's `correct`
+ * component (so [reward] format_tags apply). */
+#ifndef RLPT_EVALUATE_H
+#define RLPT_EVALUATE_H
+
+#include "metrics.h"
+
+struct run;
+
+/* The RNG step key of an eval at `step` (disjoint from the RL steps' keys). */
+#define EVAL_STEP_KEY(step) (0x80000000L + (step))
+
+/* Rollout ranks: evaluate this instance's share into the partial (PS_EV_* slots). */
+void evaluate_share(struct run *r, enum metrics_phase phase, long step);
+/* Every rank: one eval. Rollout ranks evaluate and report; the controller logs an eval
+ * line (and after SFT the target_band verdict) and returns greedy pass@1 (NaN elsewhere). */
+double run_eval(struct run *r, enum metrics_phase phase, long step);
+
+#endif
