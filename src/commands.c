@@ -7,17 +7,17 @@ int cmd_deck_help(int argc, char **argv);
 int cmd_reward_check(int argc, char **argv);
 int cmd_init(int argc, char **argv);
 int cmd_score(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
-int cmd_run(int argc, char **argv);
 
 const struct command rlpt_commands[] = {
   {"version", "", "print the version and the build's features", cmd_version},
   {"check", "DECK [section.key=value ...]", "validate a deck (no MPI) and print the canonical deck", cmd_check},
-  {"run", "DECK [section.key=value ...]", "the training job under mpirun: SFT, then RL steps (sync mode), evals, metrics JSONL", cmd_run},
   {"plan", "DECK [--world N] [--ranks] [section.key=value ...]", "rank map, memory per rank and FLOPs per step; exit 2 if it cannot run", cmd_plan},
   {"init", "DECK --out FILE.h5 [section.key=value ...]", "write a freshly initialised model (HDF5)", cmd_init},
   {"score", "--model FILE.h5 --input IN.jsonl --output OUT.jsonl", "next-token logprobs and entropy of token sequences", cmd_score},
+  {"generate", "--model FILE.h5 --prompt TEXT [-n G] [--temperature T] [--top-p P] [--top-k K] [--max-new-tokens N] [--seed S] [--json]", "sample responses with the rollout engine, with logprobs and finish reasons", cmd_generate},
   {"convert", "CKPT --out MODEL.h5", "write a checkpoint's model (file or dir/latest) as a standalone weights file", cmd_convert},
   {"reward-check", "DECK [--prompts N] [--split train|eval] [section.key=value ...]", "score reference and wrong answers through the deck's reward; exit 3 if the references get none", cmd_reward_check},
   {"deck-help", "", "print every deck key as markdown (inputs/README.md)", cmd_deck_help},

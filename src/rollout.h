@@ -28,8 +28,10 @@ struct rollout_prompt {
 struct rollout_engine;      /* opaque: model adaptor, KV pool, generate config */
 
 /* An engine over model m (not owned; its params are what rollout uses) with the
- * deck's [rollout] settings and the tokenizer's EOS / stop string. Returns 0, or 2
- * with a message in err (e.g. kv_cache_mb too small for one sequence). */
+ * deck's [rollout] settings and the tokenizer's EOS / stop string (tok may be NULL:
+ * no EOS, no stop string; otherwise it must outlive the engine). One forward never
+ * exceeds m->max_tokens: max_batch_tokens is lowered to it. Returns 0, or 2 with a
+ * message in err (e.g. kv_cache_mb too small for one block). */
 int rollout_create(struct rollout_engine **re, struct model *m, const struct config *cfg,
                    const struct tokenizer *tok, char *err, size_t errlen);
 void rollout_free(struct rollout_engine *re);
@@ -52,7 +54,9 @@ int rollout_generate(struct rollout_engine *re, const struct rollout_prompt *pro
 void rollout_weights_changed(struct rollout_engine *re, int64_t weight_version);
 
 /* max |rollout logprob - model_forward logprob| over the response tokens of
- * samples generated at temperature 1 with the model's current weights. */
+ * samples generated at temperature 1 with the model's current weights (packed
+ * into forwards of at most m->max_tokens tokens). INFINITY when a sample does not
+ * fit m->max_tokens or the forward fails; NaN when a logprob is NaN. */
 double rollout_logprob_diff_max(struct model *m, const struct sample_batch *b);
 
 #endif

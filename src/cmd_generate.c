@@ -1,0 +1,217 @@
+/* cmd_generate.c: `rlpt generate --model FILE.h5 --prompt TEXT [-n G] [--temperature T]
+ * [--top-p P] [--top-k K] [--max-new-tokens N] [--seed S] [--json]`.
+ *
+ * Samples G responses to one prompt with the rollout engine (rollout.h) on a model
+ * written by `rlpt init` / `rlpt convert`, and prints each with its per-token
+ * logprobs and finish reason; with --json one object per line:
+ * {"prompt", "prompt_tokens", "text", "tokens", "logprobs", "finish_reason"}.
+ * Model files carry no tokenizer yet, so text goes through the built-in character
+ * tokenizer (the model's vocabulary must cover its 98 ids). Defaults are the deck's
+ * [rollout] defaults. Bad arguments or an unreadable model: message, exit 2. No MPI. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "model.h"
+#include "model_h5.h"
+#include "rollout.h"
+#include "tokenizer.h"
+
+struct gen_args {
+  const char *model, *prompt;
+  long n, top_k, max_new, seed;
+  double temperature, top_p;
+  int json;
+};
+
+static int gen_usage(int rc) {
+  fprintf(rc ? stderr : stdout,
+          "usage: rlpt generate --model FILE.h5 --prompt TEXT [-n G] [--temperature T] [--top-p P]\n"
+          "                     [--top-k K] [--max-new-tokens N] [--seed S] [--json]\n"
+          "  G samples of one prompt (character tokenizer) with logprobs and finish reasons;\n"
+          "  --json: one {\"prompt\", \"prompt_tokens\", \"text\", \"tokens\", \"logprobs\",\n"
+          "  \"finish_reason\"} object per line. Temperature 0 is greedy.\n");
+  return rc;
+}
+
+/* The number in s within [lo, hi]; 0, or 2 with a message naming the option. */
+static int num_arg(const char *opt, const char *s, double lo, double hi, int integer, double *v) {
+  char *end;
+  errno = 0;
+  *v = strtod(s, &end);
+  if (end == s || *end || errno || *v < lo || *v > hi || (integer && *v != (double)(long)*v)) {
+    fprintf(stderr, "rlpt: generate: %s '%s': expected %s in [%g, %g]\n", opt, s,
+            integer ? "an integer" : "a number", lo, hi);
+    return 2;
+  }
+  return 0;
+}
+
+static int gen_parse(struct gen_args *a, int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    const char *o = argv[i];
+    double v = 0;
+    int rc = 0;
+    if (!strcmp(o, "-h") || !strcmp(o, "--help")) return gen_usage(0) - 1;
+    if (!strcmp(o, "--json")) { a->json = 1; continue; }
+    if (i + 1 >= argc) {
+      fprintf(stderr, "rlpt: generate: unexpected argument '%s'\n", o);
+      return gen_usage(2);
+    }
+    const char *s = argv[++i];
+    if (!strcmp(o, "--model")) a->model = s;
+    else if (!strcmp(o, "--prompt")) a->prompt = s;
+    else if (!strcmp(o, "-n")) { rc = num_arg(o, s, 1, 1e5, 1, &v); a->n = (long)v; }
+    else if (!strcmp(o, "--temperature")) { rc = num_arg(o, s, 0, 100, 0, &v); a->temperature = v; }
+    else if (!strcmp(o, "--top-p")) { rc = num_arg(o, s, 0, 1, 0, &v); a->top_p = v; }
+    else if (!strcmp(o, "--top-k")) { rc = num_arg(o, s, 0, 1e8, 1, &v); a->top_k = (long)v; }
+    else if (!strcmp(o, "--max-new-tokens")) { rc = num_arg(o, s, 1, 1e6, 1, &v); a->max_new = (long)v; }
+    else if (!strcmp(o, "--seed")) { rc = num_arg(o, s, 0, 9e15, 1, &v); a->seed = (long)v; }
+    else {
+      fprintf(stderr, "rlpt: generate: unexpected argument '%s'\n", o);
+      return gen_usage(2);
+    }
+    if (rc) return rc;
+  }
+  if (!a->model || !a->prompt) {
+    fprintf(stderr, "rlpt: generate: --model and --prompt are required\n");
+    return gen_usage(2);
+  }
+  return 0;
+}
+
+/* Text of tokens: the tokenizer's decoding; ids it cannot decode appear as <id>. */
+static char *tokens_text(const struct tokenizer *tok, const int32_t *t, int n) {
+  char *buf = malloc((size_t)n * 16 + 1), one[16];
+  size_t len = 0, k;
+  if (!buf) return NULL;
+  buf[0] = '\0';
+  for (int i = 0; i < n; i++) {
+    int id = t[i];
+    if (tokenizer_decode(tok, &id, 1, one, sizeof one, &k) != TOK_OK) snprintf(one, sizeof one, "<%d>", id);
+    len += (size_t)snprintf(buf + len, 16, "%s", one);
+  }
+  return buf;
+}
+
+/* A number printed with 7 significant digits (a float's precision). */
+static cJSON *num7(double x) {
+  char s[32];
+  snprintf(s, sizeof s, "%.7g", x);
+  return cJSON_CreateNumber(strtod(s, NULL));
+}
+
+static cJSON *int_array(const int32_t *t, int n) {
+  cJSON *a = cJSON_CreateArray();
+  for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(t[i]));
+  return a;
+}
+
+static void print_json(const struct gen_args *a, const struct sample *s, const char *text) {
+  cJSON *o = cJSON_CreateObject(), *lp = cJSON_CreateArray();
+  cJSON_AddStringToObject(o, "prompt", a->prompt);
+  cJSON_AddItemToObject(o, "prompt_tokens", int_array(s->prompt, s->n_prompt));
+  cJSON_AddStringToObject(o, "text", text);
+  cJSON_AddItemToObject(o, "tokens", int_array(s->resp, s->n_resp));
+  for (int i = 0; i < s->n_resp; i++) cJSON_AddItemToArray(lp, num7(s->logprobs[i]));
+  cJSON_AddItemToObject(o, "logprobs", lp);
+  cJSON_AddStringToObject(o, "finish_reason", finish_reason_name(s->finish));
+  char *str = cJSON_PrintUnformatted(o);
+  if (str) printf("%s\n", str);
+  free(str);
+  cJSON_Delete(o);
+}
+
+static void print_text(const struct sample *s, const char *text) {
+  double sum = 0;
+  for (int i = 0; i < s->n_resp; i++) sum += s->logprobs[i];
+  printf("[%d] finish=%s tokens=%d logprob=%.4f\n    text: %s\n    logprobs:", s->index,
+         finish_reason_name(s->finish), s->n_resp, sum, text);
+  for (int i = 0; i < s->n_resp; i++) printf(" %.4f", s->logprobs[i]);
+  printf("\n");
+}
+
+/* Model and character tokenizer; 0, or 2 (unreadable / unsuitable file), 1. */
+static int gen_load(struct model *m, const struct gen_args *a, int n_prompt) {
+  struct model_config mc;
+  int rc = model_h5_read_config(a->model, &mc);
+  if (rc) return rc;
+  if (mc.vocab_size < TOK_CHAR_VOCAB) {
+    fprintf(stderr, "rlpt: %s: vocabulary %d is smaller than the character tokenizer's %d ids\n",
+            a->model, mc.vocab_size, TOK_CHAR_VOCAB);
+    return 2;
+  }
+  /* one prefill (or a preempted sample's recompute) plus one decode row per sample */
+  long budget = (long)n_prompt + a->max_new + a->n;
+  if (model_create(m, &mc, (int)budget, &cpu_backend)) return 1;
+  return model_h5_read_params(a->model, &m->table, m->params);
+}
+
+static int gen_run_prompt(const struct gen_args *a, struct model *m, const struct tokenizer *tok,
+                          int *ids, int n_ids) {
+  struct config cfg;
+  config_defaults(&cfg);
+  cfg.run.seed = a->seed;
+  cfg.rollout.max_new_tokens = a->max_new;
+  cfg.rollout.max_num_seqs = a->n;
+  cfg.rollout.max_batch_tokens = m->max_tokens;
+  cfg.rollout.temperature = a->temperature;
+  cfg.rollout.top_p = a->top_p;
+  cfg.rollout.top_k = a->top_k;
+  /* a pool for every sample's whole context at once (+1 MiB of block rounding) */
+  const struct model_config *mc = &m->cfg;
+  double kv_bytes = 8.0 * mc->layers * mc->kv_heads * mc->head_dim * (double)a->n *
+                    (double)(n_ids + a->max_new);
+  cfg.rollout.kv_cache_mb = (long)(kv_bytes / (1 << 20)) + 2;
+  struct rollout_engine *re = NULL;
+  struct sample_batch b;
+  sample_batch_init(&b);
+  char err[512] = "";
+  struct rollout_prompt p = { .prompt_id = 0, .group = 0, .tokens = ids, .n_tokens = n_ids };
+  int rc = rollout_create(&re, m, &cfg, tok, err, sizeof err);
+  if (!rc) rc = rollout_generate(re, &p, 1, (int)a->n, 0, 0, &b, NULL, err, sizeof err);
+  if (rc) fprintf(stderr, "rlpt: %s: %s\n", a->model, err);
+  if (!rc && !a->json) printf("prompt: %s (%d tokens)\n", a->prompt, n_ids);
+  for (int i = 0; !rc && i < b.n; i++) {
+    char *text = tokens_text(tok, b.s[i].resp, b.s[i].n_resp);
+    if (!text) { rc = 1; break; }
+    if (a->json) print_json(a, &b.s[i], text);
+    else print_text(&b.s[i], text);
+    free(text);
+  }
+  sample_batch_free(&b);
+  rollout_free(re);
+  return rc;
+}
+
+int cmd_generate(int argc, char **argv) {
+  struct config def;
+  config_defaults(&def);
+  struct gen_args a = { .n = 1, .top_k = def.rollout.top_k, .max_new = def.rollout.max_new_tokens,
+                        .seed = def.run.seed, .temperature = def.rollout.temperature,
+                        .top_p = def.rollout.top_p };
+  int rc = gen_parse(&a, argc, argv);
+  if (rc) return rc < 0 ? 0 : rc;
+  struct tokenizer tok;
+  tokenizer_init_char(&tok);
+  size_t len = strlen(a.prompt), n_ids = 0, at = 0;
+  int *ids = malloc(sizeof(int) * (len + 1));
+  if (!ids) return 1;
+  if (len == 0 || tokenizer_encode(&tok, a.prompt, len, ids, len + 1, &n_ids, &at) != TOK_OK) {
+    if (len == 0) fprintf(stderr, "rlpt: generate: --prompt is empty\n");
+    else fprintf(stderr, "rlpt: generate: --prompt: byte %zu (0x%02x) is not in the character "
+                 "tokenizer (printable ASCII only)\n", at, (unsigned char)a.prompt[at]);
+    free(ids);
+    return 2;
+  }
+  struct model m = {0};
+  rc = gen_load(&m, &a, (int)n_ids);
+  if (!rc) rc = gen_run_prompt(&a, &m, &tok, ids, (int)n_ids);
+  if (m.params) model_free(&m);
+  free(ids);
+  tokenizer_free(&tok);
+  return rc;
+}
