@@ -116,24 +116,26 @@ static int rl_forward_all(struct trainer *t, const struct rl_data *d, float *lp,
   return 0;
 }
 
-/* lp_ref under the frozen reference (the params pointer is swapped: no second
- * model, no second activation arena), lp_old by recompute or from the rollout. */
-static int rl_logprobs(struct trainer *t, struct rl_data *d, int use_ref, int *recomputed) {
-  int rc = 0;
-  if (use_ref) {
-    float *own = t->policy.params;
-    t->policy.params = t->ref_params;
-    rc = rl_forward_all(t, d, d->lp_ref, NULL);
-    t->policy.params = own;
-  }
+/* How lp_old is obtained: from the rollout (every sample recorded logprobs and
+ * old_logprobs = rollout), by a recompute pass before the updates, or - with a
+ * single update and nothing that needs lp_old before it (no KL in the reward,
+ * no TIS) - fused: the update's own forward gives lp_old = lp (the same weights
+ * and the same micro-batches, so bit-identical), which saves one forward pass. */
+enum old_mode { OLD_ROLLOUT, OLD_RECOMPUTE, OLD_FUSED };
+
+static int rl_old_mode(const struct trainer *t, const struct rl_data *d, int use_ref) {
+  const struct config *cfg = t->cfg;
   int all_roll = 1;
   for (int i = 0; i < d->n; i++) all_roll &= d->has_roll[i];
-  *recomputed = !(t->cfg->algo.old_logprobs == OLDLP_ROLLOUT && all_roll);
-  if (!*recomputed)
-    memcpy(d->lp_old, d->lp_roll, sizeof(float) * (size_t)d->n_tok);
-  else if (!rc)
-    rc = rl_forward_all(t, d, d->lp_old, NULL);
-  /* tokens without a rollout logprob: the behaviour policy is the current one */
+  if (cfg->algo.old_logprobs == OLDLP_ROLLOUT && all_roll) return OLD_ROLLOUT;
+  int one_update = cfg->algo.ppo_epochs == 1 && cfg->algo.mini_batches == 1;
+  int kl_rew = use_ref && cfg->algo.kl_in == KL_IN_REWARD;
+  return one_update && !kl_rew && cfg->algo.tis == TIS_OFF ? OLD_FUSED : OLD_RECOMPUTE;
+}
+
+/* The constant logprobs once lp_old is known: rollout logprobs of samples that
+ * recorded none default to lp_old; everything is clamped at logprob_min. */
+static void rl_finish_logprobs(const struct trainer *t, struct rl_data *d, int use_ref) {
   for (int i = 0; i < d->n; i++)
     if (!d->has_roll[i])
       memcpy(d->lp_roll + d->cu[i], d->lp_old + d->cu[i], sizeof(float) * (size_t)(d->cu[i + 1] - d->cu[i]));
@@ -141,6 +143,22 @@ static int rl_logprobs(struct trainer *t, struct rl_data *d, int use_ref, int *r
   algo_clamp_logprobs(d->lp_old, d->n_tok, lp_min);
   algo_clamp_logprobs(d->lp_roll, d->n_tok, lp_min);
   if (use_ref) algo_clamp_logprobs(d->lp_ref, d->n_tok, lp_min);
+}
+
+/* lp_ref under the frozen reference (the params pointer is swapped: no second
+ * model, no second activation arena), lp_old by recompute or from the rollout
+ * (OLD_FUSED: later, in the update). */
+static int rl_logprobs(struct trainer *t, struct rl_data *d, int use_ref, int mode) {
+  int rc = 0;
+  if (use_ref) {
+    float *own = t->policy.params;
+    t->policy.params = t->ref_params;
+    rc = rl_forward_all(t, d, d->lp_ref, NULL);
+    t->policy.params = own;
+  }
+  if (mode == OLD_ROLLOUT) memcpy(d->lp_old, d->lp_roll, sizeof(float) * (size_t)d->n_tok);
+  if (mode == OLD_RECOMPUTE && !rc) rc = rl_forward_all(t, d, d->lp_old, NULL);
+  if (mode != OLD_FUSED) rl_finish_logprobs(t, d, use_ref);
   return rc;
 }
 
@@ -237,51 +255,64 @@ struct rl_sums {
   double tok_trained, kl_sum, n_valid, tis_clipped;
 };
 
+/* One RL step's state. */
+struct rl_ctx {
+  struct trainer *t;
+  struct rl_data d;
+  struct algo_params p;
+  int use_ref, mode;    /* mode: enum old_mode */
+  double lr, norm;
+  struct rl_sums sum;
+};
+
 /* One update on sequences [a, e): global counts, micro-batches (forward, policy
  * loss, backward), then the DP sum, clip and AdamW. Returns 0 (applied), -1
  * (skipped: non-finite gradient), -2 (the mini-batch is empty on every rank:
  * no update), or 1 when a forward failed on some rank (agreed: every rank returns 1). */
-static int rl_update(struct trainer *t, struct rl_data *d, int a, int e, const struct algo_params *p,
-                     int use_ref, double lr, struct rl_sums *sum, double *norm) {
+static int rl_update(struct rl_ctx *x, int a, int e) {
+  struct trainer *t = x->t;
+  struct rl_data *d = &x->d;
   struct algo_batch mb = {e - a, d->cu + a, d->mask, NULL, 0};
   struct algo_counts c;
   algo_counts_local(&mb, &c);
   allreduce_polite(&c, 3, MPI_DOUBLE, MPI_SUM, t->dp);
   if (c.n_seq == 0.0) return -2;  /* no group of any rank fell in this mini-batch */
   model_zero_grad(&t->policy);
-  int rc = 0, use_ent = p->entropy_coef != 0.0;
+  int rc = 0, use_ent = x->p.entropy_coef != 0.0;
+  struct algo_tokens in = {d->lp, d->lp_old, x->use_ref ? d->lp_ref : NULL, d->adv,
+                           t->cfg->algo.tis != TIS_OFF ? d->w_is : NULL, d->ent};
   for (int s0 = a; s0 < e && !rc;) {
-    int s1 = trainer_micro_end(t, d->cu, s0, e), o = d->cu[s0];
+    int s1 = trainer_micro_end(t, d->cu, s0, e), o = d->cu[s0], T = d->cu[s1] - o;
     rc = trainer_forward_micro(t, d->tokens, d->cu, s0, s1, d->lp + o, d->ent + o) != 0;
     if (rc) break;
+    if (x->mode == OLD_FUSED) memcpy(d->lp_old + o, d->lp + o, sizeof(float) * (size_t)T);
     struct algo_batch ub = {s1 - s0, d->cu + s0, d->mask, NULL, 0};
-    struct algo_tokens in = {d->lp, d->lp_old, use_ref ? d->lp_ref : NULL, d->adv,
-                             t->cfg->algo.tis != TIS_OFF ? d->w_is : NULL, d->ent};
-    algo_policy_loss(p, &ub, &c, &in, d->dlp, d->dent, &sum->st);
+    algo_policy_loss(&x->p, &ub, &c, &in, d->dlp, d->dent, &x->sum.st);
     model_backward(&t->policy, d->dlp + o, use_ent ? d->dent + o : NULL, NULL);
-    sum->tok_trained += d->cu[s1] - o;
+    x->sum.tok_trained += T;
     s0 = s1;
   }
   if (error_agree(t->dp, rc)) return 1;
-  return trainer_apply_update(t, lr, norm) ? 0 : -1;
+  return trainer_apply_update(t, x->lr, &x->norm) ? 0 : -1;
 }
 
 /* Valid tokens and the KL metric: the [algo] estimator at lp_old - lp_ref summed
  * over them (use_ref). */
-static void rl_kl_sums(const struct trainer *t, const struct rl_data *d, int use_ref,
-                       struct rl_sums *sum) {
+static void rl_kl_sums(struct rl_ctx *x) {
+  const struct rl_data *d = &x->d;
   for (int i = 0; i < d->n_tok; i++)
     if (d->mask[i] > 0.0f) {
       double dk;
-      if (use_ref)
-        sum->kl_sum += algo_kl(t->cfg->algo.kl_estimator, (double)d->lp_old[i] - d->lp_ref[i], &dk);
-      sum->n_valid += 1.0;
+      if (x->use_ref)
+        x->sum.kl_sum += algo_kl(x->t->cfg->algo.kl_estimator, (double)d->lp_old[i] - d->lp_ref[i], &dk);
+      x->sum.n_valid += 1.0;
     }
 }
 
-static void rl_metrics(struct trainer *t, struct rl_sums *sum, double diff, int n_upd, double lr,
-                       double norm, long skipped, double t_ref, double t_train,
-                       struct step_metrics *m) {
+static void rl_metrics(struct rl_ctx *x, double diff, int n_upd, long skipped, double t_ref,
+                       double t_train, struct step_metrics *m) {
+  struct trainer *t = x->t;
+  struct rl_sums *sum = &x->sum;
   double v[] = {sum->st.pg_loss, sum->st.entropy, sum->st.n_tok, sum->st.n_clip_low,
                 sum->st.n_clip_high, sum->st.ratio_sum, sum->tok_trained, sum->kl_sum, sum->n_valid,
                 sum->tis_clipped};
@@ -294,61 +325,70 @@ static void rl_metrics(struct trainer *t, struct rl_sums *sum, double diff, int 
   m->pg_clipfrac_low = algo_frac(v[3], v[2]);
   m->pg_clipfrac_high = algo_frac(v[4], v[2]);
   m->ratio_mean = v[2] > 0.0 ? v[5] / v[2] : NAN;
-  m->kl = t->ref_params && t->cfg->algo.kl_coef > 0.0 ? v[7] / (v[8] > 1.0 ? v[8] : 1.0) : NAN;
+  m->kl = x->use_ref ? v[7] / (v[8] > 1.0 ? v[8] : 1.0) : NAN;
   m->tis_clipfrac = t->cfg->algo.tis != TIS_OFF ? algo_frac(v[9], v[8]) : NAN;
   m->logprob_diff_max = diff >= 0.0 ? diff : NAN;
-  m->grad_norm = norm;
-  m->lr = lr;
+  m->grad_norm = x->norm;
+  m->lr = x->lr;
   m->skipped_nonfinite = (double)(t->skipped_nonfinite - skipped);
   m->t_ref = t_ref;
   m->t_train = t_train;
   m->train_tok_per_s = t_train > 0.0 ? v[6] / t_train : NAN;
 }
 
+/* Advantages and TIS weights (collective: whitening all-reduces). 0 or 1 (agreed). */
+static int rl_prepare(struct rl_ctx *x, struct sample_batch *b) {
+  const struct config *cfg = x->t->cfg;
+  struct rl_data *d = &x->d;
+  struct algo_batch ab = {d->n, d->cu, d->mask, d->group, d->n_group};
+  int rc = rl_advantages(x->t, d, b, &ab, x->use_ref);
+  if (!rc && cfg->algo.tis != TIS_OFF)
+    x->sum.tis_clipped = (double)algo_tis_weights(&ab, cfg->algo.tis, d->lp_old, d->lp_roll,
+                                                  cfg->algo.tis_cap, cfg->algo.tis_min, d->w_is);
+  return error_agree(x->t->dp, rc);
+}
+
 int trainer_rl_step(struct trainer *t, struct sample_batch *b, struct step_metrics *m) {
   const struct config *cfg = t->cfg;
-  struct rl_data d;
-  memset(&d, 0, sizeof d);
-  int use_ref = t->ref_params != NULL && cfg->algo.kl_coef > 0.0;
-  double t0 = wait_now();
+  struct rl_ctx x;
+  memset(&x, 0, sizeof x);
+  x.t = t;
+  x.use_ref = t->ref_params != NULL && cfg->algo.kl_coef > 0.0;
+  x.lr = optim_lr_at(&t->sched, t->step);
+  x.norm = NAN;
+  algo_params_from_config(cfg, &x.p);
+  struct rl_data *d = &x.d;
+  double t0 = wait_now(), diff = -1.0;
   int E = (int)cfg->algo.ppo_epochs, M = (int)cfg->algo.mini_batches, applied = 0, n_upd = 0;
-  int rc = rl_pack(&d, b, M), recomputed = 0;
-  if (!rc) rc = rl_logprobs(t, &d, use_ref, &recomputed);
-  if (error_agree(t->dp, rc)) {
-    rl_data_free(&d);
+  int rc = rl_pack(d, b, M);
+  if (!rc) x.mode = rl_old_mode(t, d, x.use_ref);
+  if (!rc) rc = rl_logprobs(t, d, x.use_ref, x.mode);
+  if (error_agree(t->dp, rc) || rl_prepare(&x, b)) {
+    rl_data_free(d);
     return 1;
   }
-  double t1 = wait_now(), diff = recomputed ? rl_diff_max(t, &d, b, d.lp_old, 0, d.n) : -1.0;
-  struct algo_batch ab = {d.n, d.cu, d.mask, d.group, d.n_group};
-  struct rl_sums sum;
-  memset(&sum, 0, sizeof sum);
-  rl_kl_sums(t, &d, use_ref, &sum);
-  rc = rl_advantages(t, &d, b, &ab, use_ref);
-  if (!rc && cfg->algo.tis != TIS_OFF)
-    sum.tis_clipped = (double)algo_tis_weights(&ab, cfg->algo.tis, d.lp_old, d.lp_roll,
-                                               cfg->algo.tis_cap, cfg->algo.tis_min, d.w_is);
-  if (error_agree(t->dp, rc)) {
-    rl_data_free(&d);
-    return 1;
-  }
-  struct algo_params p;
-  algo_params_from_config(cfg, &p);
-  double lr = optim_lr_at(&t->sched, t->step), norm = NAN;
+  double t1 = wait_now();
+  if (x.mode == OLD_RECOMPUTE) diff = rl_diff_max(t, d, b, d->lp_old, 0, d->n);
   long skipped = t->skipped_nonfinite;
   for (int ep = 0; ep < E && !rc; ep++)
     for (int j = 0; j < M && !rc; j++) {
-      int a = d.mb[j], e = d.mb[j + 1];
-      int r = rl_update(t, &d, a, e, &p, use_ref, lr, &sum, &norm);
+      int r = rl_update(&x, d->mb[j], d->mb[j + 1]);
       rc = r > 0;
       applied += r == 0;
       n_upd += r == 0 || r == -1;
-      /* lp_old from the rollout: d.lp of the first mini-batch predates every update */
-      if (!rc && !recomputed && ep == 0 && j == 0) diff = rl_diff_max(t, &d, b, d.lp, a, e);
+      /* lp_old from the rollout: d->lp of the first mini-batch predates every update */
+      if (!rc && x.mode == OLD_ROLLOUT && ep == 0 && j == 0)
+        diff = rl_diff_max(t, d, b, d->lp, d->mb[0], d->mb[1]);
     }
+  if (!rc && x.mode == OLD_FUSED) {
+    rl_finish_logprobs(t, d, x.use_ref);
+    diff = rl_diff_max(t, d, b, d->lp_old, 0, d->n);
+  }
+  rl_kl_sums(&x);
   t->step++;
   if (applied) t->weight_version++;
   double t2 = wait_now();
-  if (!rc) rl_metrics(t, &sum, diff, n_upd, lr, norm, skipped, t1 - t0, t2 - t1, m);
-  rl_data_free(&d);
+  if (!rc) rl_metrics(&x, diff, n_upd, skipped, t1 - t0, t2 - t1, m);
+  rl_data_free(d);
   return rc;
 }

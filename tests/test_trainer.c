@@ -163,10 +163,10 @@ static double reward_even(int g, int i) { (void)g; return i % 2 == 0 ? 1.0 : 0.0
 static double reward_odd(int g, int i) { (void)g; return i % 2 == 1 ? 1.0 : 0.0; }
 
 /* One GRPO step; every rewarded response must gain logprob, every other lose. */
-static void rl_direction(double (*rw)(int, int), const char *name) {
-  char *over[] = {"algo.kl_coef=0", "optim.lr=3e-3"};
+static void rl_direction(double (*rw)(int, int), const char *name, char *old_lp) {
+  char *over[] = {"algo.kl_coef=0", "optim.lr=3e-3", old_lp};
   struct fix f;
-  CHECK(fix_make(&f, 2, over) == 0);
+  CHECK(fix_make(&f, 3, over) == 0);
   trainer_begin_rl(&f.t);
   struct sample_batch b;
   sample_batch_init(&b);
@@ -187,7 +187,7 @@ static void rl_direction(double (*rw)(int, int), const char *name) {
          m.ratio_mean, m.logprob_diff_max);
   CHECK(right == b.n);
   CHECK(f.t.weight_version == 1 && f.t.update == 1);
-  CHECK_NEAR(m.ratio_mean, 1.0, 1e-6);   /* one on-policy pass: rho = 1 */
+  CHECK_NEAR(m.ratio_mean, 1.0, 1e-5);   /* one on-policy pass: rho = 1 (exactly, when recomputed) */
   CHECK(m.logprob_diff_max < 1e-5);      /* rollout lp == trainer lp at equal weights */
   CHECK(isnan(m.kl));                    /* no reference with kl_coef = 0 */
   sample_batch_free(&b);
@@ -195,8 +195,9 @@ static void rl_direction(double (*rw)(int, int), const char *name) {
 }
 
 static void test_rl_direction(void) {
-  rl_direction(reward_even, "even rewarded");
-  rl_direction(reward_odd, "rewards swapped");
+  rl_direction(reward_even, "even rewarded", "algo.old_logprobs=recompute");
+  rl_direction(reward_odd, "rewards swapped", "algo.old_logprobs=recompute");
+  rl_direction(reward_even, "old logprobs from the rollout", "algo.old_logprobs=rollout");
 }
 
 static double reward_mixed(int g, int i) { return (double)((g * 7 + i * 3) % 5) / 4.0; }
