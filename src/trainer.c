@@ -28,6 +28,7 @@ static int init_from_file(struct trainer *t, const char *path, char *err, size_t
     snprintf(err, errlen, "[model] init = ckpt:%s: not a readable rlpt model file (see above)", path);
     return 2;
   }
+  fmc.init_std = t->policy.cfg.init_std;  /* a scratch-init knob, not part of the shape */
   char *a = model_config_to_json(&fmc), *b = model_config_to_json(&t->policy.cfg);
   int same = a && b && !strcmp(a, b);
   if (!same)

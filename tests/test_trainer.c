@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "model_h5.h"
 #include "tasks.h"
 #include "testutil.h"
 #include "tokenizer.h"
@@ -266,6 +267,33 @@ static void test_nonfinite_skip(void) {
   fix_free(&f);
 }
 
+/* [model] init = ckpt:PATH loads an rlpt model file; a file of another shape is refused. */
+static void test_init_ckpt(void) {
+  struct fix a;
+  CHECK(fix_make(&a, 0, NULL) == 0);
+  const char *path = "test_trainer_init.h5";
+  CHECK(sft_run(&a, 1, NULL, NULL) == 0);  /* weights that differ from the scratch init */
+  CHECK(model_h5_write(path, &a.mc, a.t.policy.params) == 0);
+  char *over[] = {"model.init=ckpt:test_trainer_init.h5"};
+  struct fix b;
+  CHECK(fix_make(&b, 1, over) == 0);
+  CHECK(memcmp(a.t.policy.params, b.t.policy.params, sizeof(float) * a.t.policy.table.total) == 0);
+  fix_free(&b);
+  /* the deck asks for a wider model than the file holds */
+  struct fix c;
+  char *wide[] = {"model.init=ckpt:test_trainer_init.h5", "model.dim=64"};
+  memset(&c, 0, sizeof c);
+  char err[512];
+  CHECK(config_parse(&c.cfg, "tiny.ini", deck_tiny, 2, wide, err, sizeof err) == 0);
+  CHECK(model_config_from_deck(&c.mc, &c.cfg, TOK_CHAR_VOCAB, err, sizeof err) == 0);
+  err[0] = 0;
+  CHECK(trainer_create(&c.t, &c.cfg, &c.mc, 64, MPI_COMM_SELF, err, sizeof err) == 2);
+  printf("init ckpt, wrong shape: %s\n", err);
+  CHECK(strstr(err, "differs from the deck") != NULL);
+  remove(path);
+  fix_free(&a);
+}
+
 /* ---- measurement: SFT on a deck, greedy held-out exact match ------------------------ */
 
 /* Greedy decode of one held-out prompt with full recompute (answers are a few
@@ -366,6 +394,7 @@ int main(int argc, char **argv) {
     test_rl_direction();
     test_rl_reinforce_pp();
     test_nonfinite_skip();
+    test_init_ckpt();
     rc = TEST_RESULT("test_trainer");
   }
   MPI_Finalize();
