@@ -30,6 +30,7 @@ struct small_info {
   uint64_t len[SMALL_N];  /* elements */
   uint32_t crc[SMALL_N];
   int has_buffer, nonfinite;
+  int bad;                /* counts out of range or a controller name empty or with a comma */
 };
 
 struct writer {
@@ -58,6 +59,10 @@ static void small_checksums(struct writer *w) {
   const struct ckpt_state *st = w->st;
   struct small_info *s = &w->small;
   memset(s, 0, sizeof *s);
+  s->bad = st->n_rng < 0 || st->n_rng > CKPT_RNG_MAX || st->n_ctrl < 0 || st->n_ctrl > CKPT_CTRL_MAX;
+  for (int i = 0; !s->bad && i < st->n_ctrl; i++)
+    s->bad = !st->ctrl_name[i][0] || strchr(st->ctrl_name[i], ',') != NULL;
+  if (s->bad) return;
   s->len[SMALL_RNG] = (uint64_t)st->n_rng;
   s->len[SMALL_DATA] = 3;
   s->len[SMALL_CTRL] = (uint64_t)st->n_ctrl;
@@ -81,6 +86,10 @@ static int checksum_all(struct writer *w) {
     const struct ckpt_rows *r = group_rows(w, gi);
     for (int i = 0; i < w->g[gi].t->n; i++, k++) {
       const struct param_entry *e = &w->g[gi].t->e[i];
+      if (r[i].row0 < 0 || r[i].nrows < 0 || r[i].row0 + r[i].nrows > e->rows) {
+        w->parts[k] = (struct crc_part){.flags = CRC_PART_BADTILE}; /* never read past the tensor */
+        continue;
+      }
       crc_part_floats(&w->parts[k], w->g[gi].buf + e->offset + (size_t)r[i].row0 * e->cols,
                       (uint64_t)r[i].row0, (uint64_t)r[i].nrows, (uint64_t)e->cols);
     }
@@ -107,6 +116,13 @@ static int checksum_all(struct writer *w) {
       if (nonfinite) return CKPT_ERR_NONFINITE;
       if (!tiled) return CKPT_ERR_IO;
     }
+  }
+  if (w->small.bad) {
+    if (w->rank == 0)
+      fprintf(stderr, "rlpt: checkpoint step %ld: n_rng (%d, at most %d) or n_ctrl (%d, at most %d) "
+              "out of range, or a controller name empty or with a comma (internal error)\n",
+              w->st->step, w->st->n_rng, CKPT_RNG_MAX, w->st->n_ctrl, CKPT_CTRL_MAX);
+    return CKPT_ERR_IO;
   }
   if (w->small.nonfinite) {
     if (w->rank == 0)

@@ -110,6 +110,26 @@ static void test_nonfinite(void) {
   ckpt_state_free(&a);
 }
 
+/* Caller mistakes are refused without reading past a buffer: rows beyond a
+ * tensor, a controller name with a comma. */
+static void test_bad_layout(void) {
+  struct ckpt_state a;
+  struct param_table t;
+  CHECK(fixture_state(&a, 9, 11, 0) == 0);
+  param_table_build(&t, &a.mc);
+  struct ckpt_rows *rows = calloc((size_t)t.n, sizeof *rows);
+  ckpt_rows_even(&t, 0, 1, rows);
+  rows[3].nrows += 1000;
+  struct ckpt_write_opts o = {.keep_last = 3, .rows = rows};
+  CHECK(ckpt_write(DIR_T, &a, &o, MPI_COMM_WORLD) == CKPT_ERR_IO);
+  snprintf(a.ctrl_name[0], CKPT_NAME_MAX, "a,b");
+  CHECK(ckpt_write(DIR_T, &a, &KEEP3, MPI_COMM_WORLD) == CKPT_ERR_IO);
+  CHECK(!exists(DIR_T, "step_00000009.h5"));
+  free(rows);
+  param_table_free(&t);
+  ckpt_state_free(&a);
+}
+
 /* The previous checkpoint still reads back exactly. */
 static void previous_intact(void) {
   struct ckpt_state a, b;
@@ -204,6 +224,7 @@ int main(int argc, char **argv) {
   test_round_trip();
   test_keep_last();
   test_nonfinite();
+  test_bad_layout();
   test_write_errors();
   test_fallback();
   test_on_error();
