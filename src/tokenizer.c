@@ -70,7 +70,7 @@ static const char *char_token_str(const struct tokenizer *t, int id) {
   return "<invalid>";
 }
 
-static const struct tokenizer_ops char_ops = {char_encode, char_decode, char_token_str, NULL};
+static const struct tokenizer_ops char_ops = {char_encode, char_decode, char_token_str, NULL, NULL};
 
 void tokenizer_init_char(struct tokenizer *t) {
   memset(t, 0, sizeof *t);
@@ -108,5 +108,6 @@ int tokenizer_decode(const struct tokenizer *t, const int *ids, size_t n, char *
 const char *tokenizer_token_str(const struct tokenizer *t, int id) { return t->ops->token_str(t, id); }
 
 int tokenizer_is_special(const struct tokenizer *t, int id) {
+  if (t->ops->is_special) return t->ops->is_special(t, id);
   return id == t->bos_id || id == t->eos_id || id == t->pad_id;
 }

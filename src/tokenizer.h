@@ -39,6 +39,8 @@ struct tokenizer_ops {
   /* Printable form of one token ("a", "<eos>"); "<invalid>" for out-of-range ids. */
   const char *(*token_str)(const struct tokenizer *t, int id);
   void (*release)(struct tokenizer *t);  /* frees impl; NULL when nothing to free */
+  /* 1 for ids decode skips (control tokens); NULL: BOS, EOS and PAD. */
+  int (*is_special)(const struct tokenizer *t, int id);
 };
 
 struct tokenizer {

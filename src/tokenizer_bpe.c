@@ -1,0 +1,628 @@
+/* tokenizer_bpe.c: byte-level BPE from GGUF metadata (see tokenizer_bpe.h).
+ *
+ * Pre-tokenizers, as llama.cpp (llama-vocab.cpp) and Hugging Face define them:
+ *   gpt2 / default:               the GPT-2 regex
+ *   smollm / starcoder / refact:  every \p{N} character isolated first, then
+ *                                 the GPT-2 regex on the pieces between
+ * Checked against Hugging Face `tokenizers` built from the same vocabulary and
+ * merges (tests/ref/bpe_ref.py, tests/test_bpe.c). */
+#include "tokenizer_bpe.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef PCRE2_CODE_UNIT_WIDTH
+#define PCRE2_CODE_UNIT_WIDTH 8
+#endif
+#include <pcre2.h>
+
+#include "../io/gguf.h"
+
+#define GPT2_REGEX "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"
+
+enum { TT_NORMAL = 1, TT_CONTROL = 3, TT_USER = 4 };
+
+struct merge_slot {
+  uint64_t key;   /* (left id + 1) << 32 | right id; 0 = empty */
+  int rank, id;   /* rank in the merge list, id of the merged token */
+};
+
+struct bpe {
+  int n;
+  char **str;              /* vocabulary text, NUL-terminated (byte-level unicode form) */
+  char *str_arena;
+  uint8_t *bytes;          /* each token's decoded bytes */
+  size_t *bytes_off, *bytes_len;
+  uint8_t *type;           /* TT_* (other GGUF types kept as given) */
+  int *hash;               /* open addressing over str: token id or -1 */
+  size_t hash_mask;
+  struct merge_slot *merges;
+  size_t merge_mask;
+  int byte_id[256];        /* token of each single byte */
+  int *special;            /* control + user-defined ids, longest text first */
+  int n_special;
+  uint8_t special_first[256]; /* 1 when some special token starts with this byte */
+  char pre[32];
+  int split_digits;
+  pcre2_code *re_word, *re_digit;
+};
+
+/* ---- GPT-2 byte <-> unicode map ---------------------------------------------------- */
+
+/* Bytes that are printable keep their code point; the other 68 map to 256, 257, ... */
+static void byte_unicode_map(int cp_of_byte[256]) {
+  int next = 256;
+  for (int b = 0; b < 256; b++) {
+    int keep = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+    cp_of_byte[b] = keep ? b : next++;
+  }
+}
+
+static size_t utf8_put(int cp, char *out) {
+  if (cp < 0x80) { out[0] = (char)cp; return 1; }
+  out[0] = (char)(0xc0 | (cp >> 6));
+  out[1] = (char)(0x80 | (cp & 0x3f));
+  return 2;  /* the map only uses code points < 0x800 */
+}
+
+/* Length of the valid UTF-8 character at s[0..n) (strict: no overlongs, no
+ * surrogates, <= U+10FFFF), or 0 when s does not start one. */
+static size_t utf8_valid(const uint8_t *s, size_t n) {
+  uint8_t c = s[0];
+  if (c < 0x80) return 1;
+  size_t len;
+  uint8_t lo = 0x80, hi = 0xbf;
+  if (c >= 0xc2 && c <= 0xdf) len = 2;
+  else if (c >= 0xe0 && c <= 0xef) {
+    len = 3;
+    if (c == 0xe0) lo = 0xa0;
+    if (c == 0xed) hi = 0x9f;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    len = 4;
+    if (c == 0xf0) lo = 0x90;
+    if (c == 0xf4) hi = 0x8f;
+  } else return 0;
+  if (n < len || s[1] < lo || s[1] > hi) return 0;
+  for (size_t i = 2; i < len; i++)
+    if ((s[i] & 0xc0) != 0x80) return 0;
+  return len;
+}
+
+/* Decodes one code point of a valid UTF-8 string; returns its length. */
+static size_t utf8_get(const uint8_t *s, int *cp) {
+  if (s[0] < 0x80) { *cp = s[0]; return 1; }
+  if (s[0] < 0xe0) { *cp = (s[0] & 0x1f) << 6 | (s[1] & 0x3f); return 2; }
+  if (s[0] < 0xf0) { *cp = (s[0] & 0x0f) << 12 | (s[1] & 0x3f) << 6 | (s[2] & 0x3f); return 3; }
+  *cp = (s[0] & 0x07) << 18 | (s[1] & 0x3f) << 12 | (s[2] & 0x3f) << 6 | (s[3] & 0x3f);
+  return 4;
+}
+
+/* ---- vocabulary hash and merges ------------------------------------------------------ */
+
+static uint64_t fnv1a(const char *s, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
+  return h;
+}
+
+static int vocab_find(const struct bpe *b, const char *s, size_t n) {
+  for (size_t i = fnv1a(s, n) & b->hash_mask;; i = (i + 1) & b->hash_mask) {
+    int id = b->hash[i];
+    if (id < 0) return -1;
+    if (strlen(b->str[id]) == n && !memcmp(b->str[id], s, n)) return id;
+  }
+}
+
+static uint64_t merge_key(int a, int c) { return ((uint64_t)(a + 1) << 32) | (uint32_t)c; }
+
+static const struct merge_slot *merge_find(const struct bpe *b, int a, int c) {
+  uint64_t k = merge_key(a, c);
+  for (size_t i = (k * 0x9e3779b97f4a7c15ull >> 20) & b->merge_mask;; i = (i + 1) & b->merge_mask) {
+    if (b->merges[i].key == k) return &b->merges[i];
+    if (!b->merges[i].key) return NULL;
+  }
+}
+
+static size_t pow2_above(size_t n) {
+  size_t p = 16;
+  while (p < 2 * n) p *= 2;
+  return p;
+}
+
+/* ---- encoding --------------------------------------------------------------------- */
+
+struct emit {
+  int *ids;
+  size_t cap, n;
+};
+
+static void emit(struct emit *e, int id) {
+  if (e->n < e->cap) e->ids[e->n] = id;
+  e->n++;
+}
+
+/* BPE on one piece: start from byte tokens, merge the lowest-ranked adjacent
+ * pair (leftmost on ties) until none is in the merge list. */
+static int bpe_piece(const struct bpe *b, const uint8_t *s, size_t n, struct emit *e) {
+  int stack_sym[64];
+  int *sym = n <= 64 ? stack_sym : malloc(n * sizeof *sym);
+  if (!sym) return -1;
+  for (size_t i = 0; i < n; i++) sym[i] = b->byte_id[s[i]];
+  size_t m = n;
+  while (m > 1) {
+    int best_rank = -1;
+    size_t best = 0;
+    const struct merge_slot *best_ms = NULL;
+    for (size_t i = 0; i + 1 < m; i++) {
+      const struct merge_slot *ms = merge_find(b, sym[i], sym[i + 1]);
+      if (ms && (best_rank < 0 || ms->rank < best_rank)) {
+        best_rank = ms->rank;
+        best = i;
+        best_ms = ms;
+      }
+    }
+    if (!best_ms) break;
+    sym[best] = best_ms->id;
+    memmove(sym + best + 1, sym + best + 2, (m - best - 2) * sizeof *sym);
+    m--;
+  }
+  for (size_t i = 0; i < m; i++) emit(e, sym[i]);
+  if (sym != stack_sym) free(sym);
+  return 0;
+}
+
+/* Splits s by re: matches and the gaps between them become pieces, fed to
+ * next (another split or BPE). */
+typedef int (*piece_fn)(const struct bpe *b, const uint8_t *s, size_t n, pcre2_match_data *md,
+                        struct emit *e);
+
+static int split_regex(const struct bpe *b, const pcre2_code *re, const uint8_t *s, size_t n,
+                       pcre2_match_data *md, struct emit *e, piece_fn next) {
+  size_t pos = 0, done = 0;
+  while (pos < n) {
+    int rc = pcre2_match(re, s, n, pos, PCRE2_NO_UTF_CHECK, md, NULL);
+    if (rc == PCRE2_ERROR_NOMATCH) break;
+    if (rc < 0) return -1;
+    /* copy the match out: next() reuses md for the nested split */
+    size_t m0 = pcre2_get_ovector_pointer(md)[0], m1 = pcre2_get_ovector_pointer(md)[1];
+    if (m0 > done && next(b, s + done, m0 - done, md, e)) return -1;
+    if (m1 > m0 && next(b, s + m0, m1 - m0, md, e)) return -1;
+    done = m1;
+    if (m1 > m0) {
+      pos = m1;
+    } else {  /* empty match: step one character */
+      int cp;
+      pos = m0 + utf8_get(s + m0, &cp);
+    }
+  }
+  if (done < n && next(b, s + done, n - done, md, e)) return -1;
+  return 0;
+}
+
+static int piece_bpe(const struct bpe *b, const uint8_t *s, size_t n, pcre2_match_data *md,
+                     struct emit *e) {
+  (void)md;
+  return bpe_piece(b, s, n, e);
+}
+
+static int piece_words(const struct bpe *b, const uint8_t *s, size_t n, pcre2_match_data *md,
+                       struct emit *e) {
+  return split_regex(b, b->re_word, s, n, md, e, piece_bpe);
+}
+
+/* A valid UTF-8 run through the pre-tokenizer. */
+static int encode_valid(const struct bpe *b, const uint8_t *s, size_t n, pcre2_match_data *md,
+                        struct emit *e) {
+  if (b->split_digits) return split_regex(b, b->re_digit, s, n, md, e, piece_words);
+  return piece_words(b, s, n, md, e);
+}
+
+/* Text without special tokens: valid runs through the regexes, invalid runs as one piece. */
+static int encode_plain(const struct bpe *b, const uint8_t *s, size_t n, pcre2_match_data *md,
+                        struct emit *e) {
+  size_t i = 0;
+  while (i < n) {
+    size_t j = i, len;
+    int valid = utf8_valid(s + i, n - i) != 0;
+    while (j < n && ((len = utf8_valid(s + j, n - j)) != 0) == valid) j += valid ? len : 1;
+    int rc = valid ? encode_valid(b, s + i, j - i, md, e) : bpe_piece(b, s + i, j - i, e);
+    if (rc) return -1;
+    i = j;
+  }
+  return 0;
+}
+
+/* The longest special token starting at s[0..n), or -1. */
+static int special_at(const struct bpe *b, const uint8_t *s, size_t n) {
+  if (!b->special_first[s[0]]) return -1;
+  for (int k = 0; k < b->n_special; k++) {  /* sorted longest first */
+    int id = b->special[k];
+    size_t len = b->bytes_len[id];
+    if (len && len <= n && !memcmp(s, b->bytes + b->bytes_off[id], len)) return id;
+  }
+  return -1;
+}
+
+static int bpe_encode(const struct tokenizer *t, const char *text, size_t len, int *ids, size_t cap,
+                      size_t *n_ids, size_t *err_at) {
+  const struct bpe *b = t->impl;
+  const uint8_t *s = (const uint8_t *)text;
+  struct emit e = {ids, cap, 0};
+  pcre2_match_data *md = pcre2_match_data_create_from_pattern(b->re_word, NULL);
+  if (err_at) *err_at = 0;
+  *n_ids = 0;
+  if (!md) return TOK_ERR_SPACE;
+  size_t start = 0, i = 0;
+  int rc = 0;
+  while (i < len && !rc) {
+    int sp = special_at(b, s + i, len - i);
+    if (sp < 0 && b->byte_id[s[i]] < 0) {  /* no token can hold this byte */
+      pcre2_match_data_free(md);
+      if (err_at) *err_at = i;
+      return TOK_ERR_UNKNOWN;
+    }
+    if (sp < 0) {
+      i++;
+      continue;
+    }
+    rc = encode_plain(b, s + start, i - start, md, &e);
+    emit(&e, sp);
+    i += b->bytes_len[sp];
+    start = i;
+  }
+  if (!rc) rc = encode_plain(b, s + start, len - start, md, &e);
+  pcre2_match_data_free(md);
+  *n_ids = rc ? 0 : e.n;
+  if (rc) return TOK_ERR_SPACE;  /* out of memory or a regex resource limit */
+  return e.n > cap ? TOK_ERR_SPACE : TOK_OK;
+}
+
+/* ---- decoding and the other ops ---------------------------------------------------- */
+
+static int bpe_decode(const struct tokenizer *t, const int *ids, size_t n, char *out, size_t out_cap,
+                      size_t *len_out) {
+  const struct bpe *b = t->impl;
+  size_t w = 0;
+  *len_out = 0;
+  if (out_cap == 0) return TOK_ERR_SPACE;
+  for (size_t i = 0; i < n; i++) {
+    int id = ids[i];
+    if (id < 0 || id >= b->n) {
+      out[w] = '\0';
+      *len_out = i;
+      return TOK_ERR_UNKNOWN;
+    }
+    if (b->type[id] == TT_CONTROL) continue;
+    size_t len = b->bytes_len[id];
+    if (w + len + 1 > out_cap) {
+      out[w] = '\0';
+      *len_out = w;
+      return TOK_ERR_SPACE;
+    }
+    memcpy(out + w, b->bytes + b->bytes_off[id], len);
+    w += len;
+  }
+  out[w] = '\0';
+  *len_out = w;
+  return TOK_OK;
+}
+
+static const char *bpe_token_str(const struct tokenizer *t, int id) {
+  const struct bpe *b = t->impl;
+  return id >= 0 && id < b->n ? b->str[id] : "<invalid>";
+}
+
+static int bpe_is_special(const struct tokenizer *t, int id) {
+  const struct bpe *b = t->impl;
+  return id >= 0 && id < b->n && b->type[id] == TT_CONTROL;
+}
+
+static void bpe_free(struct bpe *b) {
+  if (!b) return;
+  free(b->str);
+  free(b->str_arena);
+  free(b->bytes);
+  free(b->bytes_off);
+  free(b->bytes_len);
+  free(b->type);
+  free(b->hash);
+  free(b->merges);
+  free(b->special);
+  pcre2_code_free(b->re_word);
+  pcre2_code_free(b->re_digit);
+  free(b);
+}
+
+static void bpe_release(struct tokenizer *t) { bpe_free(t->impl); }
+
+static const struct tokenizer_ops bpe_ops = {bpe_encode, bpe_decode, bpe_token_str, bpe_release,
+                                             bpe_is_special};
+
+int tokenizer_bpe_find(const struct tokenizer *t, const char *s) {
+  if (t->kind != TOK_BPE) return -1;
+  return vocab_find(t->impl, s, strlen(s));
+}
+
+int tokenizer_bpe_byte_id(const struct tokenizer *t, unsigned char byte) {
+  return t->kind == TOK_BPE ? ((const struct bpe *)t->impl)->byte_id[byte] : -1;
+}
+
+const char *tokenizer_bpe_pre(const struct tokenizer *t) {
+  return t->kind == TOK_BPE ? ((const struct bpe *)t->impl)->pre : "";
+}
+
+/* ---- loading ---------------------------------------------------------------------- */
+
+/* Vocabulary texts (NUL-terminated copies) and the hash over them. */
+static int load_vocab(struct bpe *b, const struct gguf_str *tok, const char *path, char *err,
+                      size_t errlen) {
+  size_t total = 0;
+  for (int i = 0; i < b->n; i++) total += tok[i].len + 1;
+  b->str = malloc(sizeof *b->str * b->n);
+  b->str_arena = malloc(total);
+  b->hash_mask = pow2_above((size_t)b->n) - 1;
+  b->hash = malloc(sizeof *b->hash * (b->hash_mask + 1));
+  if (!b->str || !b->str_arena || !b->hash) {
+    snprintf(err, errlen, "%s: out of memory for the vocabulary", path);
+    return -1;
+  }
+  memset(b->hash, 0xff, sizeof *b->hash * (b->hash_mask + 1));
+  char *p = b->str_arena;
+  for (int i = 0; i < b->n; i++) {
+    if (memchr(tok[i].p, '\0', tok[i].len)) {
+      snprintf(err, errlen, "%s: token %d contains a NUL byte", path, i);
+      return -1;
+    }
+    memcpy(p, tok[i].p, tok[i].len);
+    p[tok[i].len] = '\0';
+    b->str[i] = p;
+    p += tok[i].len + 1;
+    if (vocab_find(b, b->str[i], tok[i].len) >= 0) continue;  /* duplicates: first id wins */
+    size_t h = fnv1a(b->str[i], tok[i].len) & b->hash_mask;
+    while (b->hash[h] >= 0) h = (h + 1) & b->hash_mask;
+    b->hash[h] = i;
+  }
+  return 0;
+}
+
+/* Each token's bytes: byte-level tokens through the inverse map, control and
+ * user-defined tokens literally. Also the single-byte token of every byte. */
+static int load_bytes(struct bpe *b, const char *path, char *err, size_t errlen) {
+  int cp_of_byte[256], byte_of_cp[324];
+  byte_unicode_map(cp_of_byte);
+  memset(byte_of_cp, 0xff, sizeof byte_of_cp);
+  for (int i = 0; i < 256; i++) byte_of_cp[cp_of_byte[i]] = i;
+  size_t total = 0;
+  for (int i = 0; i < b->n; i++) total += strlen(b->str[i]);
+  b->bytes = malloc(total ? total : 1);
+  b->bytes_off = malloc(sizeof(size_t) * b->n);
+  b->bytes_len = malloc(sizeof(size_t) * b->n);
+  if (!b->bytes || !b->bytes_off || !b->bytes_len) {
+    snprintf(err, errlen, "%s: out of memory for the vocabulary", path);
+    return -1;
+  }
+  size_t w = 0;
+  for (int i = 0; i < b->n; i++) {
+    const uint8_t *s = (const uint8_t *)b->str[i];
+    size_t n = strlen(b->str[i]);
+    b->bytes_off[i] = w;
+    int literal = b->type[i] == TT_CONTROL || b->type[i] == TT_USER;
+    for (size_t k = 0; k < n;) {
+      size_t len = utf8_valid(s + k, n - k);
+      int cp = -1;
+      if (len) utf8_get(s + k, &cp);
+      if (literal) {
+        b->bytes[w++] = s[k++];
+        continue;
+      }
+      if (!len || cp >= 324 || byte_of_cp[cp] < 0) {
+        snprintf(err, errlen, "%s: token %d ('%s') is not byte-level BPE text", path, i, b->str[i]);
+        return -1;
+      }
+      b->bytes[w++] = (uint8_t)byte_of_cp[cp];
+      k += len;
+    }
+    b->bytes_len[i] = w - b->bytes_off[i];
+  }
+  /* Vocabularies may lack bytes their training text never had (SmolLM2 has no
+   * token for 0xff, 0xc0, some control bytes): encode reports those. */
+  int have = 0;
+  for (int c = 0; c < 256; c++) {
+    char u[3] = {0};
+    size_t n = utf8_put(cp_of_byte[c], u);
+    b->byte_id[c] = vocab_find(b, u, n);
+    have += b->byte_id[c] >= 0;
+  }
+  if (have < 128) {
+    snprintf(err, errlen, "%s: only %d of the 256 byte tokens are in the vocabulary: not "
+             "byte-level BPE", path, have);
+    return -1;
+  }
+  return 0;
+}
+
+static int load_merges(struct bpe *b, const struct gguf_str *mg, uint64_t n, const char *path,
+                       char *err, size_t errlen) {
+  b->merge_mask = pow2_above((size_t)n) - 1;
+  b->merges = calloc(b->merge_mask + 1, sizeof *b->merges);
+  if (!b->merges) {
+    snprintf(err, errlen, "%s: out of memory for %llu merges", path, (unsigned long long)n);
+    return -1;
+  }
+  char buf[512];
+  for (uint64_t r = 0; r < n; r++) {
+    const char *sp = memchr(mg[r].p, ' ', mg[r].len);
+    size_t la = sp ? (size_t)(sp - mg[r].p) : 0, lb = sp ? mg[r].len - la - 1 : 0;
+    if (!sp || la == 0 || lb == 0 || la + lb >= sizeof buf) {
+      snprintf(err, errlen, "%s: merge %llu is not 'LEFT RIGHT'", path, (unsigned long long)r);
+      return -1;
+    }
+    memcpy(buf, mg[r].p, la);
+    memcpy(buf + la, sp + 1, lb);
+    int a = vocab_find(b, mg[r].p, la), c = vocab_find(b, sp + 1, lb), ab = vocab_find(b, buf, la + lb);
+    if (a < 0 || c < 0 || ab < 0) {
+      snprintf(err, errlen, "%s: merge %llu ('%.*s') uses or makes a token not in the vocabulary",
+               path, (unsigned long long)r, (int)mg[r].len, mg[r].p);
+      return -1;
+    }
+    if (merge_find(b, a, c)) continue;  /* a repeated merge keeps its first (lowest) rank */
+    uint64_t k = merge_key(a, c);
+    size_t i = (k * 0x9e3779b97f4a7c15ull >> 20) & b->merge_mask;
+    while (b->merges[i].key) i = (i + 1) & b->merge_mask;
+    b->merges[i] = (struct merge_slot){k, (int)r, ab};
+  }
+  return 0;
+}
+
+/* Special (control / user-defined) tokens sorted longest first for leftmost-longest matching. */
+static int load_specials(struct bpe *b, const char *path, char *err, size_t errlen) {
+  b->special = malloc(sizeof(int) * b->n);
+  if (!b->special) {
+    snprintf(err, errlen, "%s: out of memory", path);
+    return -1;
+  }
+  for (int i = 0; i < b->n; i++)
+    if ((b->type[i] == TT_CONTROL || b->type[i] == TT_USER) && b->bytes_len[i]) {
+      b->special[b->n_special++] = i;
+      b->special_first[b->bytes[b->bytes_off[i]]] = 1;
+    }
+  /* insertion sort by length, descending (a few dozen entries) */
+  for (int i = 1; i < b->n_special; i++) {
+    int id = b->special[i], j = i;
+    while (j > 0 && b->bytes_len[b->special[j - 1]] < b->bytes_len[id]) {
+      b->special[j] = b->special[j - 1];
+      j--;
+    }
+    b->special[j] = id;
+  }
+  return 0;
+}
+
+static pcre2_code *compile(const char *pattern, const char *path, char *err, size_t errlen) {
+  int ec;
+  PCRE2_SIZE eo;
+  pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP,
+                                 &ec, &eo, NULL);
+  if (!re) {
+    char msg[256];
+    pcre2_get_error_message(ec, (PCRE2_UCHAR *)msg, sizeof msg);
+    snprintf(err, errlen, "%s: pre-tokenizer regex does not compile at %zu: %s", path, (size_t)eo,
+             msg);
+    return NULL;
+  }
+  pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);  /* optional speed-up; the interpreter works too */
+  return re;
+}
+
+/* tokenizer.ggml.pre -> regexes. */
+static int load_pre(struct bpe *b, const struct gguf_file *f, char *err, size_t errlen) {
+  struct gguf_str pre = {"default", 7};
+  if (gguf_find_kv(f, "tokenizer.ggml.pre") && gguf_get_str(f, "tokenizer.ggml.pre", &pre, err, errlen))
+    return -1;
+  snprintf(b->pre, sizeof b->pre, "%.*s", (int)(pre.len < 31 ? pre.len : 31), pre.p);
+  static const char *digit_split[] = {"smollm", "starcoder", "refact"};
+  for (size_t i = 0; i < sizeof digit_split / sizeof digit_split[0]; i++)
+    b->split_digits |= !strcmp(b->pre, digit_split[i]);
+  if (!b->split_digits && strcmp(b->pre, "gpt2") && strcmp(b->pre, "default")) {
+    snprintf(err, errlen, "%s: pre-tokenizer '%s' is not supported (smollm, starcoder, refact, "
+             "gpt2, default)", f->path, b->pre);
+    return -1;
+  }
+  b->re_word = compile(GPT2_REGEX, f->path, err, errlen);
+  if (!b->re_word) return -1;
+  if (b->split_digits && !(b->re_digit = compile("\\p{N}", f->path, err, errlen))) return -1;
+  return 0;
+}
+
+static int optional_id(const struct gguf_file *f, const char *key, int n, int *out, char *err,
+                       size_t errlen) {
+  int64_t v;
+  *out = -1;
+  if (!gguf_find_kv(f, key)) return 0;
+  if (gguf_get_int(f, key, &v, err, errlen)) return -1;
+  if (v < 0 || v >= n) {
+    snprintf(err, errlen, "%s: %s = %lld is outside the vocabulary (%d)", f->path, key,
+             (long long)v, n);
+    return -1;
+  }
+  *out = (int)v;
+  return 0;
+}
+
+static int load_all(struct bpe *b, struct tokenizer *t, const struct gguf_file *f, char *err,
+                    size_t errlen) {
+  struct gguf_str model, *tok = NULL, *mg = NULL;
+  int32_t *types = NULL;
+  uint64_t n_tok = 0, n_mg = 0, n_types = 0;
+  int rc = -1;
+  if (gguf_get_str(f, "tokenizer.ggml.model", &model, err, errlen)) return -1;
+  if (model.len != 4 || memcmp(model.p, "gpt2", 4)) {
+    snprintf(err, errlen, "%s: tokenizer.ggml.model '%.*s' is not byte-level BPE ('gpt2')", f->path,
+             (int)(model.len < 64 ? model.len : 64), model.p);
+    return -1;
+  }
+  if (gguf_get_str_array(f, "tokenizer.ggml.tokens", &tok, &n_tok, err, errlen)) goto out;
+  if (gguf_get_str_array(f, "tokenizer.ggml.merges", &mg, &n_mg, err, errlen)) goto out;
+  if (n_tok < 256 || n_tok > (1u << 30)) {
+    snprintf(err, errlen, "%s: %llu tokens is not a byte-level vocabulary", f->path,
+             (unsigned long long)n_tok);
+    goto out;
+  }
+  b->n = (int)n_tok;
+  b->type = malloc(n_tok);
+  if (!b->type) goto out;
+  memset(b->type, TT_NORMAL, n_tok);
+  if (gguf_find_kv(f, "tokenizer.ggml.token_type")) {
+    if (gguf_get_int_array(f, "tokenizer.ggml.token_type", &types, &n_types, err, errlen)) goto out;
+    if (n_types != n_tok) {
+      snprintf(err, errlen, "%s: %llu token types for %llu tokens", f->path,
+               (unsigned long long)n_types, (unsigned long long)n_tok);
+      goto out;
+    }
+    for (uint64_t i = 0; i < n_tok; i++) b->type[i] = (uint8_t)(types[i] & 0xff);
+  }
+  if (load_vocab(b, tok, f->path, err, errlen) || load_bytes(b, f->path, err, errlen) ||
+      load_merges(b, mg, n_mg, f->path, err, errlen) || load_specials(b, f->path, err, errlen) ||
+      load_pre(b, f, err, errlen) ||
+      optional_id(f, "tokenizer.ggml.bos_token_id", b->n, &t->bos_id, err, errlen) ||
+      optional_id(f, "tokenizer.ggml.eos_token_id", b->n, &t->eos_id, err, errlen) ||
+      optional_id(f, "tokenizer.ggml.padding_token_id", b->n, &t->pad_id, err, errlen))
+    goto out;
+  rc = 0;
+out:
+  free(tok);
+  free(mg);
+  free(types);
+  return rc;
+}
+
+int tokenizer_bpe_from_gguf(struct tokenizer *t, const struct gguf_file *f, char *err,
+                            size_t errlen) {
+  memset(t, 0, sizeof *t);
+  struct bpe *b = calloc(1, sizeof *b);
+  if (!b) {
+    snprintf(err, errlen, "%s: out of memory", f->path);
+    return -1;
+  }
+  snprintf(err, errlen, "%s: out of memory loading the tokenizer", f->path);
+  if (load_all(b, t, f, err, errlen)) {
+    bpe_free(b);
+    memset(t, 0, sizeof *t);
+    return -1;
+  }
+  t->kind = TOK_BPE;
+  t->vocab_size = b->n;
+  t->ops = &bpe_ops;
+  t->impl = b;
+  return 0;
+}
+
+int tokenizer_bpe_load(struct tokenizer *t, const char *gguf_path, char *err, size_t errlen) {
+  struct gguf_file f;
+  if (gguf_open(&f, gguf_path, err, errlen)) return -1;
+  int rc = tokenizer_bpe_from_gguf(t, &f, err, errlen);
+  gguf_close(&f);
+  return rc;
+}
