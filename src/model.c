@@ -109,7 +109,7 @@ int model_create(struct model *m, const struct model_config *mc, int max_tokens,
   m->layers = calloc((size_t)mc->layers, sizeof *m->layers);
   struct carver count = {NULL, 0};
   model_carve(m, &count);
-  m->arena = malloc(sizeof(float) * count.used);
+  m->arena = aligned_alloc(64, sizeof(float) * count.used); /* count.used: whole 64-byte pieces */
   if (!m->params || !m->grads || !m->tokens || !m->pos || !m->targets || !m->cu_seqlens || !m->cu_kv ||
       !m->rope_cos || !m->rope_sin || !m->layers || !m->arena) {
     fprintf(stderr, "rlpt: out of memory for the model (%zu parameters, %zu activation floats "
@@ -175,9 +175,13 @@ void model_zero_grad(struct model *m) {
 
 /* Checks the packed batch and keeps tokens, positions and targets. */
 static int batch_set(struct model *m, const int *tokens, const int *cu, int nseq) {
-  if (nseq < 1 || cu[0] != 0 || cu[nseq] > m->max_tokens) {
+  if (nseq < 1 || cu[0] != 0) {
+    fprintf(stderr, "rlpt: model batch needs at least one sequence and cu_seqlens[0] = 0\n");
+    return -1;
+  }
+  if (cu[nseq] > m->max_tokens) {
     fprintf(stderr, "rlpt: model batch of %d sequences, %d tokens exceeds the budget of %d tokens\n",
-            nseq, nseq >= 1 ? cu[nseq] : 0, m->max_tokens);
+            nseq, cu[nseq], m->max_tokens);
     return -1;
   }
   int maxlen = 0;

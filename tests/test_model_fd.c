@@ -71,15 +71,29 @@ static void check_entry(struct fd_case *k, const struct param_entry *e, size_t j
             e->name, j, an, fd);
 }
 
+/* Bad batches are refused with -1 (and a message), never read out of bounds. */
+static void check_bad_batches(struct fd_case *k) {
+  int tok[T], cu_long[] = {0, 13}, cu_over[] = {0, 8, 16}, cu_empty[] = {0, 0, 5};
+  memcpy(tok, k->tokens, sizeof tok);
+  fprintf(stderr, "(four expected errors follow)\n");
+  tok[2] = k->m.cfg.vocab_size; /* out of the vocabulary */
+  CHECK(model_forward(&k->m, tok, cu, NSEQ, k->lp, k->ent, NULL) == -1);
+  tok[2] = 0;
+  CHECK(model_forward(&k->m, tok, cu_long, 1, k->lp, k->ent, NULL) == -1);  /* > max_seq */
+  CHECK(model_forward(&k->m, tok, cu_over, 2, k->lp, k->ent, NULL) == -1);  /* > budget */
+  CHECK(model_forward(&k->m, tok, cu_empty, 2, k->lp, k->ent, NULL) == -1); /* empty seq */
+}
+
 int main(void) {
   struct model_config mc = {.vocab_size = 13, .dim = 16, .layers = 2, .heads = 4, .kv_heads = 2,
-                            .ffn_dim = 24, .max_seq = 16, .rope_theta = 10000.0, .norm_eps = 1e-5,
+                            .ffn_dim = 24, .max_seq = 12, .rope_theta = 10000.0, .norm_eps = 1e-5,
                             .init_std = 0.4, .tie_embeddings = 0, .qkv_bias = 1, .value_head = 1};
   mc.head_dim = mc.dim / mc.heads;
   static struct fd_case k;
   CHECK(model_create(&k.m, &mc, T, &cpu_backend) == 0);
   k.m.logit_chunk = 4;
   randomise(&k);
+  check_bad_batches(&k);
   loss(&k);
   model_zero_grad(&k.m);
   model_backward(&k.m, k.w, k.c, k.u);
