@@ -157,8 +157,10 @@ int ckpt_latest_update(const char *dir, const char *name);
 int ckpt_fsync_path(const char *path);
 /* mkdir -p; 0 or -1 (errno set). */
 int ckpt_mkdirs(const char *dir);
-/* Delete complete step_*.h5 files of dir beyond the newest keep (>= 1). */
-void ckpt_prune(const char *dir, int keep);
+/* Delete complete step_*.h5 files of dir but `current` (the one just written,
+ * whatever its number: after a rollback newer-numbered files may exist) and the
+ * keep - 1 highest-numbered others. */
+void ckpt_prune(const char *dir, int keep, long current);
 /* Steps of dir's complete step_*.h5 files, newest first (malloc'd; *n entries). */
 long *ckpt_list_steps(const char *dir, int *n);
 

@@ -135,10 +135,12 @@ long *ckpt_list_steps(const char *dir, int *n) {
   return steps;
 }
 
-void ckpt_prune(const char *dir, int keep) {
-  int n;
+void ckpt_prune(const char *dir, int keep, long current) {
+  int n, kept = 1; /* current */
   long *steps = ckpt_list_steps(dir, &n);
-  for (int i = keep < 1 ? 1 : keep; i < n; i++) {
+  for (int i = 0; i < n; i++) {
+    if (steps[i] == current) continue;
+    if (kept++ < keep) continue;
     char p[4096];
     ckpt_step_path(dir, steps[i], p, sizeof p);
     if (unlink(p)) fprintf(stderr, "rlpt: warning: cannot delete old checkpoint %s: %s\n", p,

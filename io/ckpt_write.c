@@ -475,7 +475,7 @@ static int publish(struct writer *w, int keep_last) {
             w->final, w->dir, strerror(errno));
     return CKPT_ERR_IO;
   }
-  ckpt_prune(w->dir, keep_last);
+  ckpt_prune(w->dir, keep_last, w->st->step);
   return 0;
 }
 

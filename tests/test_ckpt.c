@@ -201,6 +201,18 @@ static void test_fallback(void) {
   CHECK(ckpt_read_latest(DIR_T, &b, NULL, MPI_COMM_WORLD, used, sizeof used) == 0);
   CHECK_MSG(b.step == 7, "fell back to step %ld", b.step);
   ckpt_state_free(&b);
+  /* The run resumes from 7 and writes 8 again with keep_last 1: the new step 8
+   * survives pruning although a higher-numbered (corrupt) step 11 exists. */
+  struct ckpt_write_opts keep1 = {.keep_last = 1};
+  CHECK(fixture_state(&a, 8, 12, 0) == 0);
+  CHECK(ckpt_write(DIR_T, &a, &keep1, MPI_COMM_WORLD) == CKPT_OK);
+  ckpt_state_free(&a);
+  CHECK(exists(DIR_T, "step_00000008.h5") && !exists(DIR_T, "step_00000011.h5") &&
+        !exists(DIR_T, "step_00000007.h5"));
+  latest_is(DIR_T, "step_00000008.h5\n");
+  CHECK(ckpt_read_latest(DIR_T, &b, NULL, MPI_COMM_WORLD, used, sizeof used) == 0);
+  CHECK(b.step == 8 && b.data.shuffle_seed == 12);
+  ckpt_state_free(&b);
 }
 
 /* [checkpoint] on_error: abort stops the run (exit 1), continue carries on. */
