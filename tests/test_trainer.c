@@ -18,6 +18,7 @@
 
 #include "config.h"
 #include "model_h5.h"
+#include "rollout.h"
 #include "tasks.h"
 #include "testutil.h"
 #include "tokenizer.h"
@@ -230,6 +231,48 @@ static void test_rl_reinforce_pp(void) {
   fix_free(&f);
 }
 
+/* Samples from the rollout engine at T = 1: the trainer's recomputed logprobs match
+ * the recorded ones (logprob_diff_max < 1e-5, fp32), and a step runs on them. The
+ * reward is the share of digits in the response (varied within groups at init). */
+static void test_rl_rollout(void) {
+  char *over[] = {"rollout.max_new_tokens=6", "algo.kl_coef=0.01", "rollout.temperature=1.0"};
+  struct fix f;
+  CHECK(fix_make(&f, 3, over) == 0);
+  struct rollout_engine *re = NULL;
+  char err[256];
+  CHECK(rollout_create(&re, &f.t.policy, &f.cfg, &f.tok, err, sizeof err) == 0);
+  trainer_begin_rl(&f.t);
+  int ids[4][48];
+  struct rollout_prompt rp[4];
+  for (int i = 0; i < 4; i++) {
+    struct task_prompt tp;
+    size_t n, at;
+    ids[i][0] = f.tok.bos_id;
+    CHECK(task_prompt(&f.task, (uint64_t)i, TASK_TRAIN, &tp) == 0);
+    CHECK(tokenizer_encode(&f.tok, tp.text, strlen(tp.text), ids[i] + 1, 46, &n, &at) == 0);
+    rp[i] = (struct rollout_prompt){i, i, ids[i], (int)n + 1};
+  }
+  struct sample_batch b;
+  sample_batch_init(&b);
+  CHECK(rollout_generate(re, rp, 4, 4, 0, f.t.weight_version, &b, NULL, err, sizeof err) == 0);
+  for (int k = 0; k < b.n; k++) {
+    int digits = 0;
+    for (int j = 0; j < b.s[k].n_resp; j++)
+      digits += b.s[k].resp[j] >= '0' - 32 && b.s[k].resp[j] <= '9' - 32;
+    b.s[k].reward = (double)digits / (b.s[k].n_resp > 0 ? b.s[k].n_resp : 1);
+  }
+  struct step_metrics m;
+  metrics_init(&m);
+  CHECK(b.n == 16 && trainer_rl_step(&f.t, &b, &m) == 0);
+  printf("rl on rollout samples: logprob_diff_max %.2g, kl %.2g, pg_loss %.4g, grad_norm %.3g\n",
+         m.logprob_diff_max, m.kl, m.pg_loss, m.grad_norm);
+  CHECK(m.logprob_diff_max < 1e-5);
+  CHECK(m.kl == 0.0 && isfinite(m.pg_loss) && isfinite(m.grad_norm) && f.t.weight_version == 1);
+  rollout_free(re);
+  sample_batch_free(&b);
+  fix_free(&f);
+}
+
 static void test_nonfinite_skip(void) {
   struct fix f;
   CHECK(fix_make(&f, 0, NULL) == 0);
@@ -296,47 +339,42 @@ static void test_init_ckpt(void) {
 
 /* ---- measurement: SFT on a deck, greedy held-out exact match ------------------------ */
 
-/* Greedy decode of one held-out prompt with full recompute (answers are a few
- * tokens); 1 when the text equals the reference answer. */
-static int greedy_correct(struct fix *f, const struct task_prompt *p, float *logits_row) {
-  int ids[64];
-  size_t n;
-  size_t err_at;
-  ids[0] = f->tok.bos_id;
-  if (tokenizer_encode(&f->tok, p->text, strlen(p->text), ids + 1, 40, &n, &err_at)) return 0;
-  int len = (int)n + 1, start = len;
-  struct model *m = &f->t.policy;
-  while (len < m->cfg.max_seq) {
-    /* logits of the last position: lm_head over the final hidden state */
-    int cu[2] = {0, len};
-    float lp[64];
-    if (model_forward(m, ids, cu, 1, lp, NULL, NULL)) return 0;
-    const float *x = m->xf + (size_t)(len - 1) * m->cfg.dim, *w = m->params;  /* tied head */
-    int best = 0;
-    for (int v = 0; v < m->cfg.vocab_size; v++) {
-      double s = 0.0;
-      for (int c = 0; c < m->cfg.dim; c++) s += (double)x[c] * w[(size_t)v * m->cfg.dim + c];
-      logits_row[v] = (float)s;
-      if (logits_row[v] > logits_row[best]) best = v;
+/* Held-out greedy exact match through the rollout engine (temperature 0): the
+ * fraction of the first n_prompts held-out problems answered exactly. */
+static double heldout_em(struct fix *f, struct rollout_engine *re, int n_prompts) {
+  struct rollout_prompt *rp = calloc((size_t)n_prompts, sizeof *rp);
+  struct task_prompt *tp = calloc((size_t)n_prompts, sizeof *tp);
+  int *ids = malloc(sizeof(int) * (size_t)n_prompts * 48);
+  struct sample_batch out;
+  sample_batch_init(&out);
+  double em = NAN;
+  char err[256];
+  int ok = rp && tp && ids;
+  for (int i = 0; ok && i < n_prompts; i++) {
+    size_t n, at;
+    int *p = ids + (size_t)i * 48;
+    p[0] = f->tok.bos_id;
+    ok = !task_prompt(&f->task, (uint64_t)i, TASK_EVAL, &tp[i]) &&
+         !tokenizer_encode(&f->tok, tp[i].text, strlen(tp[i].text), p + 1, 46, &n, &at);
+    rp[i] = (struct rollout_prompt){(int64_t)i, i, p, (int)n + 1};
+  }
+  if (ok && !rollout_generate(re, rp, n_prompts, 1, 0, f->t.weight_version, &out, NULL, err,
+                              sizeof err)) {
+    int right = 0;
+    for (int i = 0; i < out.n; i++) {
+      char text[64];
+      size_t len;
+      if (tokenizer_decode(&f->tok, out.s[i].resp, (size_t)out.s[i].n_resp, text, sizeof text, &len))
+        continue;
+      right += task_verify(&f->task, &tp[out.s[i].group], text, len) > 0.5;
     }
-    if (best == f->tok.eos_id) break;
-    ids[len++] = best;
+    em = (double)right / n_prompts;
   }
-  char out[64];
-  size_t olen;
-  if (tokenizer_decode(&f->tok, ids + start, (size_t)(len - start), out, sizeof out, &olen)) return 0;
-  return strcmp(out, p->answer) == 0;
-}
-
-static double heldout_em(struct fix *f, int n_prompts) {
-  float row[512];
-  int ok = 0;
-  for (int i = 0; i < n_prompts; i++) {
-    struct task_prompt p;
-    if (task_prompt(&f->task, (uint64_t)i, TASK_EVAL, &p)) return NAN;
-    ok += greedy_correct(f, &p, row);
-  }
-  return (double)ok / n_prompts;
+  sample_batch_free(&out);
+  free(rp);
+  free(tp);
+  free(ids);
+  return em;
 }
 
 static int measure_sft(const char *deck) {
@@ -352,10 +390,12 @@ static int measure_sft(const char *deck) {
     fprintf(stderr, "%s: %s\n", deck, err);
     return 2;
   }
-  if (f.mc.tie_embeddings == 0) {
-    fprintf(stderr, "%s: the measurement's greedy decode assumes tied embeddings\n", deck);
+  struct rollout_engine *re;
+  if (rollout_create(&re, &f.t.policy, &f.cfg, &f.tok, err, sizeof err)) {
+    fprintf(stderr, "%s: %s\n", deck, err);
     return 2;
   }
+  rollout_set_sampling(re, 0.0, -1.0, -1);
   struct sft_batch b;
   sft_batch_init(&b);
   trainer_begin_sft(&f.t);
@@ -370,7 +410,7 @@ static int measure_sft(const char *deck) {
       return 1;
     if ((s + 1) % 25 == 0 || s + 1 == f.cfg.sft.steps) {
       double te = wait_now();
-      double em = heldout_em(&f, n_eval);
+      double em = heldout_em(&f, re, n_eval);
       t_eval += wait_now() - te;
       printf("sft step %4ld  loss %.4f  lr %.2e  grad_norm %.3f  tok/s %.0f  train_s %.1f  "
              "heldout_exact_match %.3f (%d prompts)\n", s + 1, m.pg_loss, m.lr, m.grad_norm,
@@ -379,6 +419,7 @@ static int measure_sft(const char *deck) {
     }
   }
   sft_batch_free(&b);
+  rollout_free(re);
   fix_free(&f);
   return 0;
 }
@@ -393,6 +434,7 @@ int main(int argc, char **argv) {
     test_micro_batches();
     test_rl_direction();
     test_rl_reinforce_pp();
+    test_rl_rollout();
     test_nonfinite_skip();
     test_init_ckpt();
     rc = TEST_RESULT("test_trainer");
