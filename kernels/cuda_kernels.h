@@ -42,6 +42,9 @@ void cuda_embed_bwd(float *dtable, const int *tokens, const float *dout, int T, 
 void cuda_bias_add(float *y, const float *b, int T, int N);
 void cuda_bias_bwd(float *db, const float *dy, int T, int N);
 void cuda_add(float *y, const float *x, size_t n);
+/* out[N] += sum_t a[t,c] (* b[t,c] when b) (* rowscale[t] when rowscale), deterministic. */
+void cuda_colsum_accumulate(float *out, const float *a, const float *b, const float *rowscale,
+                            int T, int N);
 
 /* logprob.cu */
 void cuda_logprob_fwd(float *logprob, float *entropy, float *lse, const float *logits,

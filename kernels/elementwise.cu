@@ -1,8 +1,9 @@
 /* elementwise.cu: SwiGLU, embedding, bias, residual add and the bf16 conversions.
  *
- * Accumulations over rows (embedding and bias backward) give each output column
- * to one thread that walks the rows in order: no atomics, so the sums are
- * deterministic and in the CPU backend's order. */
+ * Accumulations over rows use no atomics, so the sums are deterministic: the
+ * embedding backward gives each column to one thread that walks the tokens in
+ * order (a token may repeat); column sums (bias, RMSNorm weight) go in two passes
+ * over chunks of rows (cuda_colsum_accumulate). */
 #include <cuda_bf16.h>
 #include <stdint.h>
 
@@ -54,12 +55,32 @@ __global__ void bias_add_kernel(float *y, const float *b, int T, int N) {
     y[i] += b[i % N];
 }
 
-__global__ void bias_bwd_kernel(float *db, const float *dy, int T, int N) {
+/* Column sums in two passes, deterministic: pass 1 sums each chunk of COLSUM_ROWS rows
+ * of column c in row order into part[chunk][c] (one thread per column and chunk);
+ * pass 2 adds the chunk sums, in chunk order, to out[c]. */
+#define COLSUM_ROWS 128
+
+__global__ void colsum_chunk_kernel(float *part, const float *a, const float *b,
+                                    const float *rowscale, int T, int N) {
+  int c = blockIdx.x * blockDim.x + threadIdx.x, t0 = blockIdx.y * COLSUM_ROWS;
+  if (c >= N) return;
+  int t1 = min(T, t0 + COLSUM_ROWS);
+  float s = 0.0f;
+  for (int t = t0; t < t1; t++) {
+    float v = a[(size_t)t * N + c];
+    if (b) v *= b[(size_t)t * N + c];
+    if (rowscale) v *= rowscale[t];
+    s += v;
+  }
+  part[(size_t)blockIdx.y * N + c] = s;
+}
+
+__global__ void colsum_final_kernel(float *out, const float *part, int nchunks, int N) {
   int c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= N) return;
-  float s = db[c];
-  for (int t = 0; t < T; t++) s += dy[(size_t)t * N + c];
-  db[c] = s;
+  float s = 0.0f;
+  for (int k = 0; k < nchunks; k++) s += part[(size_t)k * N + c];
+  out[c] += s;
 }
 
 __global__ void add_kernel(float *y, const float *x, size_t n) {
@@ -114,10 +135,22 @@ void cuda_bias_add(float *y, const float *b, int T, int N) {
   CUDA_LAUNCH_CHECK();
 }
 
-void cuda_bias_bwd(float *db, const float *dy, int T, int N) {
+void cuda_colsum_accumulate(float *out, const float *a, const float *b, const float *rowscale,
+                            int T, int N) {
   if (T <= 0 || N <= 0) return;
-  bias_bwd_kernel<<<(N + 127) / 128, 128>>>(db, dy, T, N);
+  int nchunks = (T + COLSUM_ROWS - 1) / COLSUM_ROWS;
+  float *part;
+  CUDA_CHECK(cudaMallocAsync((void **)&part, sizeof(float) * (size_t)nchunks * N, 0));
+  dim3 grid((N + 127) / 128, nchunks);
+  colsum_chunk_kernel<<<grid, 128>>>(part, a, b, rowscale, T, N);
   CUDA_LAUNCH_CHECK();
+  colsum_final_kernel<<<(N + 127) / 128, 128>>>(out, part, nchunks, N);
+  CUDA_LAUNCH_CHECK();
+  CUDA_CHECK(cudaFreeAsync(part, 0));
+}
+
+void cuda_bias_bwd(float *db, const float *dy, int T, int N) {
+  cuda_colsum_accumulate(db, dy, NULL, NULL, T, N);
 }
 
 void cuda_add(float *y, const float *x, size_t n) {

@@ -1,8 +1,7 @@
 /* norm_rope.cu: RMSNorm forward/backward and rotary position embedding.
  *
  * RMSNorm: one block per row for the row reductions; the weight gradient is a
- * column sum over rows, given to one thread per column that walks the rows in
- * order (deterministic, no atomics). */
+ * column sum over rows (cuda_colsum_accumulate: deterministic, no atomics). */
 #include "cuda_backend.h"
 #include "cuda_common.cuh"
 #include "cuda_kernels.h"
@@ -32,16 +31,6 @@ __global__ void rmsnorm_bwd_dx_kernel(float *dx, const float *dout, const float 
   float k = dot * r * r * r / C;
   for (int i = threadIdx.x; i < C; i += blockDim.x)
     dx[o + i] += r * w[i] * dout[o + i] - x[o + i] * k;
-}
-
-/* dw_i += sum_t dy_ti x_ti r_t, rows in order. One thread per column. */
-__global__ void rmsnorm_bwd_dw_kernel(float *dw, const float *dout, const float *x,
-                                      const float *rstd, int T, int C) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= C) return;
-  float s = dw[i];
-  for (int t = 0; t < T; t++) s += dout[(size_t)t * C + i] * x[(size_t)t * C + i] * rstd[t];
-  dw[i] = s;
 }
 
 /* One thread per (row, head, pair i < D/2): rotate (x_i, x_{i+D/2}) by pos[t]. */
@@ -76,8 +65,7 @@ void cuda_rmsnorm_bwd(float *dx, float *dw, const float *dout, const float *x, c
   if (T <= 0) return;
   rmsnorm_bwd_dx_kernel<<<T, NORM_THREADS>>>(dx, dout, x, w, rstd, C);
   CUDA_LAUNCH_CHECK();
-  rmsnorm_bwd_dw_kernel<<<(C + 127) / 128, 128>>>(dw, dout, x, rstd, T, C);
-  CUDA_LAUNCH_CHECK();
+  cuda_colsum_accumulate(dw, dout, x, rstd, T, C); /* dw_i += sum_t dy_ti x_ti r_t */
 }
 
 void cuda_rope(float *x, const int *pos, const float *cos_tab, const float *sin_tab, int T, int nh,
