@@ -77,11 +77,10 @@ int trainer_create(struct trainer *t, const struct config *cfg, const struct mod
   t->lp = malloc(sizeof(float) * n);
   t->ent = malloc(sizeof(float) * n);
   t->dlp = malloc(sizeof(float) * n);
-  t->dent = malloc(sizeof(float) * n);
   t->cu_mb = malloc(sizeof(int) * (n + 1));
   int need_ref = cfg->run.steps > 0 && cfg->algo.kl_coef > 0.0;
   if (need_ref) t->ref_params = malloc(sizeof(float) * t->policy.table.total);
-  if (!t->lp || !t->ent || !t->dlp || !t->dent || !t->cu_mb || (need_ref && !t->ref_params) ||
+  if (!t->lp || !t->ent || !t->dlp || !t->cu_mb || (need_ref && !t->ref_params) ||
       adamw_init(&t->opt, (long)t->policy.table.total)) {
     snprintf(err, errlen, "out of memory for the trainer (%zu parameters)", t->policy.table.total);
     trainer_free(t);
@@ -99,7 +98,6 @@ void trainer_free(struct trainer *t) {
   free(t->lp);
   free(t->ent);
   free(t->dlp);
-  free(t->dent);
   free(t->cu_mb);
   memset(t, 0, sizeof *t);
 }

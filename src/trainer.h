@@ -20,10 +20,15 @@
  *   Batch-wide statistics (REINFORCE++ and whiten_adv whitening, counts, metrics)
  *   are all-reduced over dp. Every DP rank must call the step, even with no samples.
  * - The model runs on the CPU backend (params/grads in host memory).
- * - Added beside the original interface: fields step, warned_single_groups and
- *   the scratch buffers; struct sft_batch and trainer_sft_batch_from_task /
- *   trainer_sft_example / trainer_sft_share (the SFT data path);
- *   trainer_apply_update (shared by both steps). */
+ * - [model] init: scratch ([run] seed) or ckpt:PATH (the /model weights of an
+ *   rlpt model file from `rlpt init` or of a checkpoint; the shape must match
+ *   the deck). gguf:/hf: are refused with a message (convert them first).
+ *   [algo] adv_estimator = gae (PPO with a critic) is refused: no critic yet.
+ * - Added beside the original interface: fields step, warned_single_groups,
+ *   max_tokens and the scratch buffers; struct sft_batch and
+ *   trainer_sft_batch_from_task / trainer_sft_example / trainer_sft_share (the
+ *   SFT data path); trainer_apply_update, trainer_micro_end and
+ *   trainer_forward_micro (shared by both steps). */
 #ifndef RLPT_TRAINER_H
 #define RLPT_TRAINER_H
 
@@ -42,7 +47,8 @@ struct tokenizer;
 struct trainer {
   const struct config *cfg;
   struct model policy;       /* params, grads, activations */
-  float *ref_params;         /* frozen reference policy (NULL when kl_coef = 0 and no KL metric) */
+  float *ref_params;         /* frozen reference policy: only when [run] steps > 0 and
+                                [algo] kl_coef > 0 (else NULL, and the kl metric is NaN) */
   struct adamw opt;
   struct optim_sched sched;  /* of the current phase */
   long update;               /* optimizer updates applied in the current phase */
@@ -53,8 +59,8 @@ struct trainer {
   long step;                  /* steps taken in the current phase (indexes the LR schedule) */
   int warned_single_groups;   /* the G = 1 warning was printed */
   int max_tokens;             /* packed tokens per micro-batch */
-  /* scratch of one micro-batch (max_tokens floats / max_tokens + 1 ints) */
-  float *lp, *ent, *dlp, *dent;
+  /* scratch of one SFT micro-batch (max_tokens floats / max_tokens + 1 ints) */
+  float *lp, *ent, *dlp;
   int *cu_mb;
 };
 
