@@ -13,6 +13,7 @@
 #include "ckpt.h"
 #include "crc32.h"
 #include "error.h"
+#include "wait.h"
 
 /* The architecture fields that must match the deck (max_seq and init_std may change). */
 static int config_compare(const char *path, const struct model_config *a,
@@ -292,6 +293,7 @@ int ckpt_read(const char *path, struct ckpt_state *st, const struct model_config
   memset(st, 0, sizeof *st);
   st->owned = 1;
   int rc = rank == 0 ? file_read(path, st, expect) : 0;
+  wait_barrier(comm); /* the others sleep, not spin, while rank 0 reads */
   rc = error_agree(comm, rc);
   if (!rc && state_bcast(st, rank, comm)) {
     if (rank == 0) fprintf(stderr, "rlpt: %s: out of memory on a rank receiving the checkpoint\n",

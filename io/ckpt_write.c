@@ -22,6 +22,7 @@
 #include "ckpt.h"
 #include "crc32.h"
 #include "error.h"
+#include "wait.h"
 
 enum { SMALL_RNG, SMALL_DATA, SMALL_CTRL, SMALL_BUFFER, SMALL_N };
 
@@ -596,6 +597,7 @@ int ckpt_write(const char *dir, const struct ckpt_state *st, const struct ckpt_w
                 "%s/latest are unchanged\n", st->step, dir);
       }
     }
+    wait_barrier(comm); /* the others sleep, not spin, through rank 0's fsync and rename */
     rc = error_agree(comm, rc);
   }
   writer_free(&w);
