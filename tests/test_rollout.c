@@ -2,7 +2,9 @@
  *
  * (a) greedy generation equals, token by token, the argmax of a forward recomputed
  *     from scratch over the whole context at each step (no cache reuse);
- * (b) at T = 1 the recorded logprobs match the trainer's model_forward within 1e-5;
+ * (b) at T = 1 the recorded logprobs match the trainer's model_forward within 1e-5 (measured
+ *     4e-6..8e-6 over 5 weight seeds; the gap is fp32 summation order and grows with the
+ *     logit scale: 2.3e-5 with init_std 0.25, whose logits are ~2x larger);
  * (c) prefix sharing on/off, batch 1/64 and a tiny KV pool (preemptions) give the same
  *     tokens; logprobs are compared bit for bit and by their largest difference (the
  *     CPU GEMM of a one-row batch is a GEMV with a different summation order, so a
@@ -19,10 +21,14 @@
 #include "testutil.h"
 #include "tokenizer.h"
 
-/* Batch-composition tolerance on recorded logprobs: rows may take the GEMV (one row) or
- * the GEMM path, whose fp32 sums differ by a few ulps per layer; over 4 layers this
- * stays far below 1e-4 on logprobs of magnitude < 10. Tokens must match exactly. */
-#define LP_TOL_BATCH 1e-4
+/* Batch-composition tolerance on recorded logprobs. Tokens must match exactly (sampling is
+ * keyed by position and no u fell within fp32 noise of a CDF boundary). Logprobs are not
+ * bit-identical: a one-row GEMM is a GEMV (cpu_ops.c) and OpenBLAS's GEMM sums a row in an
+ * order that depends on the row count M (its edge kernels), so the same token's logits
+ * differ by a few ulps with the batch it ran in; K/V recomputed after a preemption differ
+ * likewise. Measured max over 5 weight seeds: 8.1e-6 (this model, init_std 0.15); asserted
+ * at 2e-5. */
+#define LP_TOL_BATCH 2e-5
 #define LP_TOL_TRAINER 1e-5
 
 static const char *PROMPTS[] = { "12+34=", "What is 7*8?", "abc", "Count: 1, 2, 3,", "x", "hello world",

@@ -30,3 +30,8 @@ add_test(NAME generate_cli_bad COMMAND sh -c
 set_tests_properties(generate_cli_bad PROPERTIES LABELS unit ENVIRONMENT "${RLPT_TEST_ENV}"
   FIXTURES_REQUIRED gen_cli_model
   PASS_REGULAR_EXPRESSION "no_such.h5.*\nexit 2\n.*--top-p '2'.*\nexit 2\n.*max_seq = 64\nexit 2\n")
+
+# Generation throughput against PyTorch KV-cached decoding (minutes; run by hand:
+# ctest -L bench -R bench_generate -V).
+add_unit_test(bench_generate SOURCES bench/bench_generate.c LABELS bench)
+set_tests_properties(bench_generate PROPERTIES TIMEOUT 1800)

@@ -1,0 +1,182 @@
+/* bench_generate.c: generated tokens/s of the rollout engine (rollout.h) on the CPU
+ * model, at 1, 16 and 64 sequences per forward, against PyTorch KV-cached decoding
+ * (bench_generate_ref.py) on the same work with the same thread count.
+ *
+ * Work per batch size B: max(B, 8) samples, G = 8 per prompt with prefix sharing
+ * (each prompt of P tokens is prefilled once), N new tokens each, no EOS (every
+ * sample runs to N), temperature 1. Shapes: "tiny" (vocab 64, dim 256, 4 layers,
+ * 4/2 heads, ffn 688) and "smollm" (SmolLM2-135M: vocab 49152, dim 576, 30 layers,
+ * 9/3 heads, ffn 1536, tied embeddings). Also prints the batch-1 memory-bandwidth
+ * bound: every weight is read once per generated token, so tokens/s <= BW / bytes
+ * (BW ~ 30 GB/s assumed). Never asserts a time; exits 0 unless the engine fails.
+ *
+ * usage: bench_generate [--shape tiny|smollm|all] [--threads N] [--new N] [--batch B] [--no-ref]
+ * (--batch: only that batch size, rlpt only: for profiling) */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "config.h"
+#include "model.h"
+#include "rollout.h"
+
+#define BENCH_G 8
+#define BENCH_PROMPT 32
+#define BENCH_BW 30e9 /* bytes/s assumed for the batch-1 bound */
+
+static const int BATCHES[] = { 1, 16, 64 };
+#define N_BATCHES 3
+
+static double clock_s(clockid_t id) {
+  struct timespec ts;
+  clock_gettime(id, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static struct model_config shape_get(const char *name) {
+  struct model_config mc;
+  if (!strcmp(name, "tiny"))
+    mc = (struct model_config){ .vocab_size = 64, .dim = 256, .layers = 4, .heads = 4,
+                                .kv_heads = 2, .ffn_dim = 688, .max_seq = 256 };
+  else
+    mc = (struct model_config){ .vocab_size = 49152, .dim = 576, .layers = 30, .heads = 9,
+                                .kv_heads = 3, .ffn_dim = 1536, .max_seq = 256 };
+  mc.head_dim = mc.dim / mc.heads;
+  mc.rope_theta = 10000.0;
+  mc.norm_eps = 1e-5;
+  mc.init_std = 0.02;
+  mc.tie_embeddings = 1;
+  return mc;
+}
+
+/* Generated tokens per wall second of B concurrent sequences (and per CPU second of the
+ * process, all threads, in *cpu_tps: the fairer figure on a shared machine); -1 on failure. */
+static double bench_c(struct model *m, int B, int n_new, double *cpu_tps) {
+  int n_req = B > BENCH_G ? B : BENCH_G, n_prompts = n_req / BENCH_G;
+  struct config cfg;
+  config_defaults(&cfg);
+  cfg.run.seed = 1;
+  cfg.rollout.max_new_tokens = n_new;
+  cfg.rollout.max_num_seqs = B;
+  cfg.rollout.max_batch_tokens = m->max_tokens;
+  cfg.rollout.prefix_sharing = 1;
+  size_t kv_tok = 8 * (size_t)m->cfg.layers * m->cfg.kv_heads * m->cfg.head_dim;
+  cfg.rollout.kv_cache_mb = (long)(kv_tok * n_req * (BENCH_PROMPT + n_new) >> 20) + 2;
+  int *tok = malloc(sizeof(int) * (size_t)n_prompts * BENCH_PROMPT);
+  struct rollout_prompt *p = malloc(sizeof *p * (size_t)n_prompts);
+  for (int i = 0; i < n_prompts * BENCH_PROMPT; i++)
+    tok[i] = (int)((1103515245u * (unsigned)i + 12345u) % (unsigned)m->cfg.vocab_size);
+  for (int i = 0; i < n_prompts; i++)
+    p[i] = (struct rollout_prompt){ .prompt_id = i, .group = i, .tokens = tok + i * BENCH_PROMPT,
+                                    .n_tokens = BENCH_PROMPT };
+  struct rollout_engine *re = NULL;
+  struct sample_batch b;
+  struct gen_stats st;
+  sample_batch_init(&b);
+  char err[512] = "";
+  double tps = -1;
+  if (rollout_create(&re, m, &cfg, NULL, err, sizeof err) == 0) {
+    double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+    if (rollout_generate(re, p, n_prompts, BENCH_G, 0, 0, &b, &st, err, sizeof err) == 0) {
+      double n = (double)sample_batch_resp_tokens(&b);
+      *cpu_tps = n / (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0);
+      tps = n / (clock_s(CLOCK_MONOTONIC) - t0);
+    }
+  }
+  if (tps < 0) fprintf(stderr, "bench_generate: %s\n", err);
+  rollout_free(re);
+  sample_batch_free(&b);
+  free(tok);
+  free(p);
+  return tps;
+}
+
+/* Runs the PyTorch script; fills tps[N_BATCHES] and cpu[N_BATCHES] from its
+ * "batch B: tok/s X cpu Y" lines. */
+static int bench_ref(const char *shape, int threads, int n_new, double *tps, double *cpu) {
+  const char *src = getenv("RLPT_SOURCE_DIR");
+  char cmd[2048], line[512];
+  snprintf(cmd, sizeof cmd, "OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=%d /usr/bin/python3 "
+           "%s/tests/bench/bench_generate_ref.py --shape %s --threads %d --new %d --prompt %d "
+           "--group %d 2>&1", threads, src ? src : ".", shape, threads, n_new, BENCH_PROMPT, BENCH_G);
+  FILE *f = popen(cmd, "r");
+  if (!f) return -1;
+  while (fgets(line, sizeof line, f)) {
+    fputs("    [torch] ", stdout);
+    fputs(line, stdout);
+    int B;
+    double x, y;
+    if (sscanf(line, "batch %d: tok/s %lf cpu %lf", &B, &x, &y) == 3)
+      for (int k = 0; k < N_BATCHES; k++)
+        if (BATCHES[k] == B) tps[k] = x, cpu[k] = y;
+  }
+  return pclose(f) == 0 ? 0 : -1;
+}
+
+static int bench_shape(const char *name, int threads, int n_new, int only, int ref) {
+  struct model_config mc = shape_get(name);
+  struct model m;
+  /* one step: every prompt's prefill (64 / G of them) plus one decode row per sequence */
+  int budget = BATCHES[N_BATCHES - 1] + BENCH_PROMPT * BATCHES[N_BATCHES - 1] / BENCH_G;
+  if (model_create(&m, &mc, budget, &cpu_backend)) return 1;
+  model_init_params(&m, 1);
+  double bytes = 4.0 * (double)m.table.total;
+  printf("bench_generate %s: %.1fM parameters, %d threads, prompt %d, G %d, %d new tokens; "
+         "batch-1 bandwidth bound %.0f tok/s (%.0f MB of weights per token at %.0f GB/s)\n", name,
+         m.table.total / 1e6, threads, BENCH_PROMPT, BENCH_G, n_new, BENCH_BW / bytes, bytes / 1e6,
+         BENCH_BW / 1e9);
+  double c[N_BATCHES], cc[N_BATCHES], t[N_BATCHES] = { -1, -1, -1 }, tc[N_BATCHES] = { -1, -1, -1 };
+  for (int k = 0; k < N_BATCHES; k++) {
+    if (only && BATCHES[k] != only) {
+      c[k] = cc[k] = -1;
+      continue;
+    }
+    if ((c[k] = bench_c(&m, BATCHES[k], n_new, &cc[k])) < 0) {
+      model_free(&m);
+      return 1;
+    }
+    printf("bench_generate %s: batch %2d: rlpt %.1f tok/s wall, %.1f tok per CPU-s\n", name,
+           BATCHES[k], c[k], cc[k]);
+    fflush(stdout);
+  }
+  model_free(&m);
+  if (ref && bench_ref(name, threads, n_new, t, tc) != 0)
+    printf("bench_generate %s: PyTorch reference failed\n", name);
+  for (int k = 0; k < N_BATCHES && ref; k++)
+    if (t[k] > 0)
+      printf("bench_generate %s: batch %2d: wall rlpt %.1f / torch %.1f tok/s = %.2f; per CPU-s "
+             "rlpt %.1f / torch %.1f = %.2f\n", name, BATCHES[k], c[k], t[k], c[k] / t[k], cc[k],
+             tc[k], cc[k] / tc[k]);
+  if (c[0] > 0 && (!only || only == 1))
+    printf("bench_generate %s: batch 1 at %.0f%% of the bandwidth bound\n", name,
+           100.0 * c[0] / (BENCH_BW / bytes));
+  fflush(stdout);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  const char *which = "all";
+  int threads = 2, n_new = 0, ref = 1, only = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--shape") && i + 1 < argc) which = argv[++i];
+    else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--new") && i + 1 < argc) n_new = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--batch") && i + 1 < argc) only = atoi(argv[++i]), ref = 0;
+    else if (!strcmp(argv[i], "--no-ref")) ref = 0;
+    else {
+      fprintf(stderr, "usage: bench_generate [--shape tiny|smollm|all] [--threads N] [--new N] "
+              "[--batch B] [--no-ref]\n");
+      return 2;
+    }
+  }
+  openblas_set_num_threads(threads);
+  const char *names[] = { "tiny", "smollm" };
+  const int default_new[] = { 64, 16 };
+  for (int k = 0; k < 2; k++) {
+    if (strcmp(which, "all") && strcmp(which, names[k])) continue;
+    if (bench_shape(names[k], threads, n_new > 0 ? n_new : default_new[k], only, ref)) return 1;
+  }
+  return 0;
+}
