@@ -24,7 +24,19 @@
  *
  * Reading is layout-independent: rank 0 reads and validates the full logical
  * tensors, every rank gets the same state. So a run restarts on any number of
- * ranks. */
+ * ranks.
+ *
+ * In the step loop (train ranks, comm = the train communicator):
+ *   struct ckpt_state st = {.step = k, .weight_version = v, .mc = mc, .params = p,
+ *                           .has_optim = 1, .adam_m = opt.m, .adam_v = opt.v,
+ *                           .adam_t = opt.t, .lr = lr, ...};
+ *   ckpt_deck_text(cfg, &st.deck, &st.used_keys);          (once; free both at the end)
+ *   rc = ckpt_write(cfg->checkpoint.dir, &st,
+ *                   &(struct ckpt_write_opts){.keep_last = cfg->checkpoint.keep_last}, comm);
+ *   if (ckpt_on_error(cfg, rc, rank)) -> every rank exits 1
+ * At start-up, [run] restart = latest: ckpt_read_latest(cfg->checkpoint.dir, &st, &mc, comm,
+ * path, len); a path: ckpt_read(path, ...); then print ckpt_describe() on rank 0, copy
+ * or adopt the buffers and ckpt_state_free(). */
 #ifndef RLPT_CKPT_H
 #define RLPT_CKPT_H
 
