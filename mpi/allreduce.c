@@ -21,9 +21,10 @@ void allreduce_sum_floats(float *g, size_t n, size_t bucket_floats, MPI_Comm com
   if (n == 0 || comm_size(comm) == 1) return;
   if (bucket_floats == 0) bucket_floats = ALLREDUCE_BUCKET_BYTES / sizeof(float);
   if (bucket_floats > (size_t)1 << 30) bucket_floats = (size_t)1 << 30; /* fits an int count */
-  wait_barrier(comm);
   for (size_t off = 0; off < n; off += bucket_floats) {
     size_t len = n - off < bucket_floats ? n - off : bucket_floats;
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, g + off, (int)len, MPI_FLOAT, MPI_SUM, comm));
+    MPI_Request req;
+    MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, g + off, (int)len, MPI_FLOAT, MPI_SUM, comm, &req));
+    wait_request(&req, MPI_STATUS_IGNORE);
   }
 }

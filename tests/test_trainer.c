@@ -340,8 +340,10 @@ static void test_init_ckpt(void) {
 /* ---- measurement: SFT on a deck, greedy held-out exact match ------------------------ */
 
 /* Held-out greedy exact match through the rollout engine (temperature 0): the
- * fraction of the first n_prompts held-out problems answered exactly. */
-static double heldout_em(struct fix *f, struct rollout_engine *re, int n_prompts) {
+ * fraction of the first n_prompts held-out problems answered exactly. SFT does
+ * not bump weight_version, so the caller labels the weights (`version`, e.g. the
+ * SFT step): the engine's prefix cache must not serve K/V of older weights. */
+static double heldout_em(struct fix *f, struct rollout_engine *re, int n_prompts, int64_t version) {
   struct rollout_prompt *rp = calloc((size_t)n_prompts, sizeof *rp);
   struct task_prompt *tp = calloc((size_t)n_prompts, sizeof *tp);
   int *ids = malloc(sizeof(int) * (size_t)n_prompts * 48);
@@ -358,8 +360,8 @@ static double heldout_em(struct fix *f, struct rollout_engine *re, int n_prompts
          !tokenizer_encode(&f->tok, tp[i].text, strlen(tp[i].text), p + 1, 46, &n, &at);
     rp[i] = (struct rollout_prompt){(int64_t)i, i, p, (int)n + 1};
   }
-  if (ok && !rollout_generate(re, rp, n_prompts, 1, 0, f->t.weight_version, &out, NULL, err,
-                              sizeof err)) {
+  rollout_weights_changed(re, version);
+  if (ok && !rollout_generate(re, rp, n_prompts, 1, 0, version, &out, NULL, err, sizeof err)) {
     int right = 0;
     for (int i = 0; i < out.n; i++) {
       char text[64];
@@ -410,7 +412,7 @@ static int measure_sft(const char *deck) {
       return 1;
     if ((s + 1) % 25 == 0 || s + 1 == f.cfg.sft.steps) {
       double te = wait_now();
-      double em = heldout_em(&f, re, n_eval);
+      double em = heldout_em(&f, re, n_eval, s + 1);
       t_eval += wait_now() - te;
       printf("sft step %4ld  loss %.4f  lr %.2e  grad_norm %.3f  tok/s %.0f  train_s %.1f  "
              "heldout_exact_match %.3f (%d prompts)\n", s + 1, m.pg_loss, m.lr, m.grad_norm,

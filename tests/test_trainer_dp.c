@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "allreduce.h"
 #include "config.h"
 #include "tasks.h"
 #include "testutil.h"
@@ -157,8 +158,23 @@ static void compare(const char *name, int kind, int n_over, char *const *over) {
   run_free(&dp);
 }
 
+/* allreduce_sum_floats over several buckets (1000 floats in buckets of 64, the
+ * last one short): every element is the exact sum of small integers. */
+static void test_buckets(void) {
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  float g[1000];
+  for (int i = 0; i < 1000; i++) g[i] = (float)(i % 17 + rank);
+  allreduce_sum_floats(g, 1000, 64, MPI_COMM_WORLD);
+  int bad = 0;
+  for (int i = 0; i < 1000; i++) bad += g[i] != (float)(size * (i % 17) + size * (size - 1) / 2);
+  CHECK(bad == 0);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
+  test_buckets();
   char *grpo[] = {"algo.name=grpo", "algo.kl_coef=0.05", "algo.entropy_coef=0.01"};
   char *rpp[] = {"algo.name=reinforce_pp", "algo.kl_coef=0.05", "algo.mini_batches=2",
                  "algo.ppo_epochs=2", "ranks.micro_batch_seqs=4"};
