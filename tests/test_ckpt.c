@@ -79,6 +79,25 @@ static void test_round_trip(void) {
   ckpt_state_free(&a);
 }
 
+/* The least a checkpoint holds: the model alone (no optim, ref, critic, buffer,
+ * rng or controller sums; no deck text). Written in its own directory. */
+static void test_minimal(void) {
+  struct ckpt_state a, b;
+  memset(&a, 0, sizeof a);
+  a.step = 1;
+  fixture_config(&a.mc, 0);
+  a.params = fixture_floats(model_param_count(&a.mc), 3, 1, 0);
+  CHECK(ckpt_write("ckpt_unit_min", &a, NULL, MPI_COMM_WORLD) == CKPT_OK);
+  char used[1024];
+  CHECK(ckpt_read_latest("ckpt_unit_min", &b, &a.mc, MPI_COMM_WORLD, used, sizeof used) == 0);
+  CHECK(!b.has_optim && !b.has_ref && !b.has_critic && !b.has_buffer && b.n_rng == 0 &&
+        b.n_ctrl == 0 && !strcmp(b.deck, "") && b.step == 1);
+  CHECK(b.params && !memcmp(a.params, b.params, sizeof(float) * model_param_count(&a.mc)));
+  ckpt_state_free(&b);
+  free(a.params);
+  rm_dir("ckpt_unit_min");
+}
+
 static void test_keep_last(void) {
   struct ckpt_write_opts keep2 = {.keep_last = 2};
   for (long step = 6; step <= 8; step++) {
@@ -234,6 +253,7 @@ int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   rm_dir(DIR_T);
   test_round_trip();
+  test_minimal();
   test_keep_last();
   test_nonfinite();
   test_bad_layout();
