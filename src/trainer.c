@@ -67,10 +67,12 @@ int trainer_create(struct trainer *t, const struct config *cfg, const struct mod
   if (cfg->run.steps > 0 && cfg->algo.adv_estimator == ADV_GAE) {
     snprintf(err, errlen, "[algo] adv_estimator = gae (PPO) needs a critic, which the trainer "
              "does not have; use grpo, dr_grpo, rloo, reinforce_pp or reinforce_pp_baseline");
+    trainer_free(t);
     return 2;
   }
   if (max_tokens < 1 || model_create(&t->policy, mc, max_tokens, &cpu_backend)) {
     snprintf(err, errlen, "could not allocate the policy model for %d tokens", max_tokens);
+    trainer_free(t);
     return 1;
   }
   size_t n = (size_t)max_tokens;

@@ -66,7 +66,8 @@ struct trainer {
 
 /* Build the policy for mc with room for max_tokens packed tokens (per micro-batch),
  * init from the deck ([model] init, [run] seed), AdamW state, over dp.
- * Returns 0, or 2 with a message. */
+ * Returns 0, 2 with a message (bad deck or model file), or 1 (out of memory);
+ * on failure *t is left zeroed (trainer_free on it is harmless). */
 int trainer_create(struct trainer *t, const struct config *cfg, const struct model_config *mc,
                    int max_tokens, MPI_Comm dp, char *err, size_t errlen);
 void trainer_free(struct trainer *t);
