@@ -193,10 +193,8 @@ void run_sync_weights(struct run *r) {
   r->weight_version = v;
   if (r->is_rollout) rollout_weights_changed(r->engine, v);
   if (root) {
-    for (int i = 0; i < metric_fields_len; i++) {
-      if (!strcmp(metric_fields[i].name, "t_sync")) r->part[PS_TRAIN_BEGIN + i] = st.t_sync;
-      if (!strcmp(metric_fields[i].name, "sync_gbps")) r->part[PS_TRAIN_BEGIN + i] = st.sync_gbps;
-    }
+    r->part[PS_TRAIN_BEGIN + run_metric_index("t_sync")] = st.t_sync;
+    r->part[PS_TRAIN_BEGIN + run_metric_index("sync_gbps")] = st.sync_gbps;
     r->part[PS_VERSION] = (double)v;
   }
 }
@@ -217,6 +215,7 @@ void run_rl_step(struct run *r, long step) {
   if (r->is_rollout) rollout_part(r, step);
   if (r->is_reward) reward_role_part(r);
   if (r->is_train) train_part(r);
+  if (r->is_train && run_ckpt_due(r, step)) run_checkpoint(r, step);
   int worker = r->is_rollout || r->is_reward || r->is_train;
   if (worker && !r->is_train) run_part_report(r);
   run_sync_weights(r);

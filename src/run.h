@@ -114,12 +114,18 @@ void run_part_reset(struct run *r, long step, enum part_kind kind);
 /* Send this rank's partial to the controller (world rank 0; kept locally on rank 0). */
 void run_part_report(struct run *r);
 
+/* Index of a metric in metric_fields (a missing name is a programming error: die_local). */
+int run_metric_index(const char *name);
+
 /* ---- the phases (roles.c, role_train.c, evaluate.c, controller.c) --------------- */
 /* Train ranks: the SFT phase, one partial per step from train dp 0. */
 int run_sft(struct run *r);
 /* Weight broadcast over weight_comm (train dp 0 -> rollout ranks); the rollout engine
  * sees the new version. t_sync / sync_gbps go into the train root's partial. */
 void run_sync_weights(struct run *r);
+/* Train ranks: a checkpoint is due after RL step `step`; write it (role_ckpt.c). */
+int run_ckpt_due(const struct run *r, long step);
+void run_checkpoint(struct run *r, long step);
 /* One RL step on every rank. */
 void run_rl_step(struct run *r, long step);
 /* The training loop: SFT, post-SFT eval, RL steps with evals, summary. Every rank. */

@@ -66,3 +66,9 @@ void run_part_report(struct run *r) {
                            r->comms.world);
   if (rc != XFER_OK) die_local("reporting metrics to the controller failed: %s", xfer_strerror(rc));
 }
+
+int run_metric_index(const char *name) {
+  for (int i = 0; i < metric_fields_len; i++)
+    if (!strcmp(metric_fields[i].name, name)) return i;
+  die_local("no metric named %s", name);
+}

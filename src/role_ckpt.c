@@ -1,0 +1,51 @@
+/* role_ckpt.c: the checkpoint cadence of a run. The train ranks write
+ * [checkpoint] dir/step_%08d.h5 collectively (io/ckpt.h) every [checkpoint]
+ * every RL steps and after the last one: the policy, the AdamW moments and
+ * step, the reference policy when there is one, the data cursor (the next RL
+ * prompt index) and the canonical deck. A failed write follows [checkpoint]
+ * on_error: abort stops the job, continue warns and trains on. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckpt.h"
+#include "error.h"
+#include "run.h"
+#include "trainer.h"
+#include "wait.h"
+
+int run_ckpt_due(const struct run *r, long step) {
+  long every = r->cfg->checkpoint.every;
+  return step == r->cfg->run.steps || (every > 0 && step % every == 0);
+}
+
+void run_checkpoint(struct run *r, long step) {
+  struct trainer *t = r->trainer;
+  struct ckpt_state st;
+  memset(&st, 0, sizeof st);
+  st.step = step;
+  st.weight_version = t->weight_version;
+  st.mc = r->mc;
+  st.params = t->policy.params;
+  st.has_optim = 1;
+  st.adam_m = t->opt.m;
+  st.adam_v = t->opt.v;
+  st.adam_t = t->opt.t;
+  st.lr = optim_lr_at(&t->sched, t->step > 0 ? t->step - 1 : 0);
+  st.has_ref = t->ref_params != NULL;
+  st.ref_params = t->ref_params;
+  st.data = (struct ckpt_data_cursor){ .cursor = (uint64_t)step * (uint64_t)r->cfg->algo.prompts_per_step,
+                                       .epoch = 0, .shuffle_seed = (uint64_t)r->cfg->run.seed };
+  if (ckpt_deck_text(r->cfg, &st.deck, &st.used_keys) != 0) die_local("out of memory");
+  struct ckpt_write_opts o = { .keep_last = (int)r->cfg->checkpoint.keep_last };
+  double t0 = wait_now();
+  int rc = ckpt_write(r->cfg->checkpoint.dir, &st, &o, r->comms.role_comm[ROLE_TRAIN]);
+  if (r->comms.place.dp == 0) r->part[PS_TRAIN_BEGIN + run_metric_index("t_ckpt")] = wait_now() - t0;
+  free(st.deck);
+  free(st.used_keys);
+  if (rc != CKPT_OK && r->cfg->checkpoint.on_error == CKPT_ON_ERROR_ABORT)
+    die_local("step %ld: the checkpoint could not be written ([checkpoint] on_error = abort)", step);
+  if (rc != CKPT_OK && r->comms.place.dp == 0)
+    fprintf(stderr, "rlpt: step %ld: checkpoint not written; training on ([checkpoint] on_error = "
+            "continue)\n", step);
+}
