@@ -20,7 +20,7 @@
 
 /* ---- fork-join over rows -------------------------------------------------- */
 
-#define PAR_MIN_WORK 65536 /* below this many (rows x cost) one thread is faster */
+#define PAR_MIN_WORK 65536 /* (rows x cost) per thread below which a thread is not worth starting */
 
 struct par_task {
   void (*fn)(void *arg, size_t lo, size_t hi);
@@ -37,10 +37,12 @@ static void *par_run(void *p) {
 /* fn(arg, lo, hi) over [0, n) in contiguous slices, one per thread. */
 static void par_for(size_t n, size_t cost, void (*fn)(void *, size_t, size_t), void *arg) {
   enum { MAXT = 64 };
+  size_t by_work = n * cost / PAR_MIN_WORK; /* each thread gets at least PAR_MIN_WORK */
   int nt = openblas_get_num_threads();
   if (nt > MAXT) nt = MAXT;
   if ((size_t)nt > n) nt = (int)n;
-  if (nt <= 1 || n * cost < PAR_MIN_WORK) {
+  if ((size_t)nt > by_work) nt = (int)by_work;
+  if (nt <= 1) {
     fn(arg, 0, n);
     return;
   }

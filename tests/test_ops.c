@@ -298,7 +298,7 @@ static void test_logprob(struct rng_seq *s) {
 
 /* The elementwise ops split rows over OpenBLAS's thread count: results must be
  * bitwise the same with 1 and 3 threads (sizes above the parallel threshold). */
-enum { ET = 300, EC = 256, EV = 700, EF = ET * EC };
+enum { ET = 1024, EC = 256, EV = 700, EF = ET * EC }; /* >= 3 threads' work each */
 
 struct ew_out {
   float out[EF], rstd[ET], dx[EF], dw[EC], dg[EF], du[EF], h[EF];
