@@ -233,9 +233,31 @@ static void check_roundtrip(void) {
   struct param_table tw;
   param_table_build(&tw, &wide);
   float *c = calloc(tw.total, sizeof(float));
-  fprintf(stderr, "(expected error follows)\n");
+  fprintf(stderr, "(four expected errors follow)\n");
   CHECK(model_h5_read_params(path, &tw, c) == 2);
   CHECK(model_h5_read_config("no_such_model.h5", &back) == 2);
+  /* a tied model's file lacks lm_head.weight: refused as a missing dataset */
+  struct model_config tied = mc;
+  tied.tie_embeddings = 1;
+  struct param_table tt;
+  param_table_build(&tt, &tied);
+  CHECK(model_h5_write(path, &tied, a) == 0);
+  CHECK(model_h5_read_params(path, &t, b) == 2);
+  /* /meta model_config that is not JSON */
+  hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t g = H5Gcreate2(f, "meta", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t str = H5Tcopy(H5T_C_S1), sp = H5Screate(H5S_SCALAR);
+  int version = MODEL_H5_FORMAT_VERSION;
+  H5Tset_size(str, 6);
+  hid_t at = H5Acreate2(g, "model_config", str, sp, H5P_DEFAULT, H5P_DEFAULT);
+  H5Awrite(at, str, "{bad:");
+  H5Aclose(at);
+  at = H5Acreate2(g, "format_version", H5T_NATIVE_INT, sp, H5P_DEFAULT, H5P_DEFAULT);
+  H5Awrite(at, H5T_NATIVE_INT, &version);
+  H5Aclose(at);
+  H5Sclose(sp); H5Tclose(str); H5Gclose(g); H5Fclose(f);
+  CHECK(model_h5_read_config(path, &back) == 2);
+  param_table_free(&tt);
   remove(path);
   free(a); free(b); free(c);
   param_table_free(&t);
