@@ -56,6 +56,20 @@ static int init_params(struct trainer *t, char *err, size_t errlen) {
   return 2;
 }
 
+/* The PPO critic: the policy's shape plus a value head score.weight; its
+ * weights are set from the policy at trainer_begin_rl. */
+static int critic_create(struct trainer *t, char *err, size_t errlen) {
+  struct model_config cm = t->policy.cfg;
+  cm.value_head = 1;
+  if (model_create(&t->critic, &cm, t->max_tokens, &cpu_backend) ||
+      adamw_init(&t->critic_opt, (long)t->critic.table.total)) {
+    snprintf(err, errlen, "out of memory for the PPO critic (%zu parameters)", model_param_count(&cm));
+    return 1;
+  }
+  t->has_critic = 1;
+  return 0;
+}
+
 int trainer_create(struct trainer *t, const struct config *cfg, const struct model_config *mc,
                    int max_tokens, MPI_Comm dp, char *err, size_t errlen) {
   memset(t, 0, sizeof *t);
@@ -64,12 +78,6 @@ int trainer_create(struct trainer *t, const struct config *cfg, const struct mod
   t->max_tokens = max_tokens;
   MPI_CHECK(MPI_Comm_rank(dp, &t->dp_rank));
   MPI_CHECK(MPI_Comm_size(dp, &t->dp_size));
-  if (cfg->run.steps > 0 && cfg->algo.adv_estimator == ADV_GAE) {
-    snprintf(err, errlen, "[algo] adv_estimator = gae (PPO) needs a critic, which the trainer "
-             "does not have; use grpo, dr_grpo, rloo, reinforce_pp or reinforce_pp_baseline");
-    trainer_free(t);
-    return 2;
-  }
   if (max_tokens < 1 || model_create(&t->policy, mc, max_tokens, &cpu_backend)) {
     snprintf(err, errlen, "could not allocate the policy model for %d tokens", max_tokens);
     trainer_free(t);
@@ -89,6 +97,7 @@ int trainer_create(struct trainer *t, const struct config *cfg, const struct mod
     return 1;
   }
   int rc = init_params(t, err, errlen);
+  if (!rc && cfg->run.steps > 0 && cfg->algo.adv_estimator == ADV_GAE) rc = critic_create(t, err, errlen);
   if (rc) trainer_free(t);
   return rc;
 }
@@ -96,6 +105,8 @@ int trainer_create(struct trainer *t, const struct config *cfg, const struct mod
 void trainer_free(struct trainer *t) {
   model_free(&t->policy);
   adamw_free(&t->opt);
+  model_free(&t->critic);
+  adamw_free(&t->critic_opt);
   free(t->ref_params);
   free(t->lp);
   free(t->ent);
@@ -106,10 +117,14 @@ void trainer_free(struct trainer *t) {
 
 /* ---- phases ----------------------------------------------------------------- */
 
+static void adamw_reset(struct adamw *o) {
+  memset(o->m, 0, sizeof(float) * (size_t)o->n);
+  memset(o->v, 0, sizeof(float) * (size_t)o->n);
+  o->t = 0;
+}
+
 static void reset_optimizer(struct trainer *t) {
-  memset(t->opt.m, 0, sizeof(float) * (size_t)t->opt.n);
-  memset(t->opt.v, 0, sizeof(float) * (size_t)t->opt.n);
-  t->opt.t = 0;
+  adamw_reset(&t->opt);
   t->update = 0;
   t->step = 0;
 }
@@ -129,6 +144,15 @@ void trainer_begin_rl(struct trainer *t) {
   optim_sched_from_config(t->cfg, &t->sched);
   if (t->ref_params)
     memcpy(t->ref_params, t->policy.params, sizeof(float) * t->policy.table.total);
+  if (t->has_critic) {
+    /* the critic starts as the policy's trunk with a zero value head (values 0):
+     * the table is the policy's, then score.weight last (params.h layout) */
+    size_t n = t->policy.table.total;
+    memcpy(t->critic.params, t->policy.params, sizeof(float) * n);
+    if (!t->policy.cfg.value_head)
+      memset(t->critic.params + n, 0, sizeof(float) * (t->critic.table.total - n));
+    adamw_reset(&t->critic_opt);
+  }
 }
 
 /* ---- micro-batches and the update ------------------------------------------- */
@@ -147,9 +171,10 @@ int trainer_forward_micro(struct trainer *t, const int *tokens, const int *cu, i
   return model_forward(&t->policy, tokens + base, t->cu_mb, s1 - s0, lp, ent, NULL);
 }
 
-int trainer_apply_update(struct trainer *t, double lr, double *grad_norm) {
-  float *g = t->policy.grads;
-  size_t n = t->policy.table.total;
+int trainer_update_model(struct trainer *t, struct model *m, struct adamw *opt, double lr,
+                         double *grad_norm) {
+  float *g = m->grads;
+  size_t n = m->table.total;
   allreduce_sum_floats(g, n, 0, t->dp);
   /* after the sum every rank holds the same gradient: its norm is the global one */
   double norm = sqrt(optim_sumsq(g, (long)n));
@@ -161,9 +186,14 @@ int trainer_apply_update(struct trainer *t, double lr, double *grad_norm) {
   const struct config *cfg = t->cfg;
   struct adamw_hparams h = {lr, cfg->optim.beta1, cfg->optim.beta2, cfg->optim.eps,
                             cfg->optim.weight_decay};
-  adamw_step(&t->opt, t->policy.params, g, &h);
-  t->update++;
+  adamw_step(opt, m->params, g, &h);
   return 1;
+}
+
+int trainer_apply_update(struct trainer *t, double lr, double *grad_norm) {
+  int applied = trainer_update_model(t, &t->policy, &t->opt, lr, grad_norm);
+  t->update += applied;
+  return applied;
 }
 
 /* ---- SFT step ---------------------------------------------------------------- */

@@ -23,9 +23,10 @@
  * - [model] init: scratch ([run] seed) or ckpt:PATH (the /model weights of an
  *   rlpt model file from `rlpt init` or of a checkpoint; the shape must match
  *   the deck). gguf:/hf: are refused with a message (convert them first).
- *   [algo] adv_estimator = gae (PPO with a critic) is refused: no critic yet.
+ * - [algo] adv_estimator = gae (PPO) trains a critic beside the policy (has_critic);
+ *   a checkpoint should hold its weights in /critic (its AdamW moments restart).
  * - Added beside the original interface: fields step, warned_single_groups,
- *   max_tokens and the scratch buffers; struct sft_batch and
+ *   max_tokens, the critic and the scratch buffers; trainer_update_model; struct sft_batch and
  *   trainer_sft_batch_from_task / trainer_sft_example / trainer_sft_share (the
  *   SFT data path); trainer_apply_update, trainer_micro_end and
  *   trainer_forward_micro (shared by both steps). */
@@ -59,6 +60,12 @@ struct trainer {
   long step;                  /* steps taken in the current phase (indexes the LR schedule) */
   int warned_single_groups;   /* the G = 1 warning was printed */
   int max_tokens;             /* packed tokens per micro-batch */
+  /* PPO ([algo] adv_estimator = gae, [run] steps > 0): the value model, the
+   * policy's shape plus score.weight, set from the policy at trainer_begin_rl,
+   * with its own AdamW state ([optim] lr and clipping) */
+  int has_critic;
+  struct model critic;
+  struct adamw critic_opt;
   /* scratch of one SFT micro-batch (max_tokens floats / max_tokens + 1 ints) */
   float *lp, *ent, *dlp;
   int *cu_mb;
@@ -95,7 +102,8 @@ int trainer_sft_step(struct trainer *t, const int *tokens, const int *cu_seqlens
  * out; SAMPLE_MASKED ones count as sequences with no loss tokens. Computes
  * old logprobs ([algo] old_logprobs) and reference logprobs (kl_coef > 0),
  * advantages ([algo] adv_estimator; KL in the reward when kl_in = reward; gae
- * needs a critic and is refused by trainer_create), TIS weights ([algo] tis),
+ * with the critic's values, which are then fitted by the value loss on every
+ * mini-batch), TIS weights ([algo] tis),
  * then ppo_epochs x mini_batches updates (mini-batch j = the samples whose
  * group slot is j mod mini_batches, in batch order: the same sets whatever the
  * DP layout; a mini-batch empty on every rank is no update). Fills kl (mean over response tokens
@@ -112,6 +120,10 @@ int trainer_rl_step(struct trainer *t, struct sample_batch *b, struct step_metri
  * (params and moments unchanged) and counts it in skipped_nonfinite. *grad_norm
  * gets the norm before clipping. Returns 1 when the update was applied, 0 when skipped. */
 int trainer_apply_update(struct trainer *t, double lr, double *grad_norm);
+/* The same for any model of the trainer (the policy or the critic) and its
+ * AdamW state; does not touch t->update. */
+int trainer_update_model(struct trainer *t, struct model *m, struct adamw *opt, double lr,
+                         double *grad_norm);
 
 /* Micro-batching over packed sequences (cu[nseq + 1] offsets): the end of the
  * micro-batch that starts at sequence s0 (at most micro_batch_seqs sequences and

@@ -24,13 +24,14 @@ struct rl_data {
   int *cu, *tokens, *group, *sample;
   unsigned char *has_roll;
   float *mask, *lp_roll, *lp_old, *lp_ref, *adv, *ret, *w_is, *lp, *ent, *dlp, *dent;
+  float *v_old, *val, *dval;  /* PPO critic: values before the step, current, d loss/d value */
   double *r_seq, *a_seq;
 };
 
 static void rl_data_free(struct rl_data *d) {
   void *p[] = {d->mb, d->cu, d->tokens, d->group, d->sample, d->has_roll, d->mask, d->lp_roll, d->lp_old,
                d->lp_ref, d->adv, d->ret, d->w_is, d->lp, d->ent, d->dlp, d->dent, d->r_seq,
-               d->a_seq};
+               d->a_seq, d->v_old, d->val, d->dval};
   for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) free(p[i]);
   memset(d, 0, sizeof *d);
 }
@@ -46,7 +47,7 @@ static int rl_data_alloc(struct rl_data *d, int n, int n_tok, int n_mb) {
   d->r_seq = malloc(sizeof(double) * ns);
   d->a_seq = malloc(sizeof(double) * ns);
   float **f[] = {&d->mask, &d->lp_roll, &d->lp_old, &d->lp_ref, &d->adv, &d->ret, &d->w_is,
-                 &d->lp, &d->ent, &d->dlp, &d->dent};
+                 &d->lp, &d->ent, &d->dlp, &d->dent, &d->v_old, &d->val, &d->dval};
   int bad = !d->mb || !d->cu || !d->tokens || !d->group || !d->sample || !d->has_roll || !d->r_seq || !d->a_seq;
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
     *f[i] = calloc(nt, sizeof(float));
@@ -111,6 +112,25 @@ static int rl_forward_all(struct trainer *t, const struct rl_data *d, float *lp,
     int s1 = trainer_micro_end(t, d->cu, s0, d->n);
     if (trainer_forward_micro(t, d->tokens, d->cu, s0, s1, lp + d->cu[s0], ent ? ent + d->cu[s0] : NULL))
       return 1;
+    s0 = s1;
+  }
+  return 0;
+}
+
+/* Critic values of sequences [s0, s1) into val at their packed positions. 0 or -1. */
+static int critic_forward(struct trainer *t, const struct rl_data *d, int s0, int s1, float *val) {
+  int base = d->cu[s0];
+  for (int s = s0; s <= s1; s++) t->cu_mb[s - s0] = d->cu[s] - base;
+  /* logprobs land in dlp (scratch; the critic's are not used) */
+  return model_forward(&t->critic, d->tokens + base, t->cu_mb, s1 - s0, d->dlp + base, NULL,
+                       val + base);
+}
+
+/* v_old: the critic's values of every sequence before the step's updates. */
+static int critic_values(struct trainer *t, const struct rl_data *d) {
+  for (int s0 = 0; s0 < d->n;) {
+    int s1 = trainer_micro_end(t, d->cu, s0, d->n);
+    if (critic_forward(t, d, s0, s1, d->v_old)) return 1;
     s0 = s1;
   }
   return 0;
@@ -223,6 +243,13 @@ static int rl_advantages(struct trainer *t, struct rl_data *d, const struct samp
   algo_sanitize_rewards(d->r_seq, d->n);
   int kl_rew = use_ref && cfg->algo.kl_in == KL_IN_REWARD;
   int est = cfg->algo.adv_estimator, singles = 0;
+  if (est == ADV_GAE) {
+    algo_place_outcome(ab, d->r_seq, d->ret);  /* r_tok, then the returns A + V */
+    if (kl_rew) algo_kl_reward_tok(ab, d->lp_old, d->lp_ref, cfg->algo.kl_coef, d->ret);
+    algo_adv_gae(ab, d->ret, d->v_old, cfg->algo.gamma, cfg->algo.lam, 0, d->adv, d->ret);
+    if (cfg->algo.whiten_adv) whiten_global(t, ab, d->adv, d->adv);
+    return 0;
+  }
   if (est == ADV_REINFORCE_PP) {
     algo_place_outcome(ab, d->r_seq, d->ret);  /* ret holds r_tok, then the returns */
     if (kl_rew) algo_kl_reward_tok(ab, d->lp_old, d->lp_ref, cfg->algo.kl_coef, d->ret);
@@ -265,6 +292,29 @@ struct rl_ctx {
   struct rl_sums sum;
 };
 
+/* The critic's update on the same mini-batch: the clipped value loss against
+ * the returns (algo_value_loss), its own DP sum, clip and AdamW. 0, or 1 when a
+ * forward failed on some rank (agreed). */
+static int critic_update(struct rl_ctx *x, int a, int e, const struct algo_counts *c) {
+  struct trainer *t = x->t;
+  struct rl_data *d = &x->d;
+  model_zero_grad(&t->critic);
+  int rc = 0;
+  for (int s0 = a; s0 < e && !rc;) {
+    int s1 = trainer_micro_end(t, d->cu, s0, e), o = d->cu[s0];
+    rc = critic_forward(t, d, s0, s1, d->val) != 0;
+    if (rc) break;
+    struct algo_batch ub = {s1 - s0, d->cu + s0, d->mask, NULL, 0};
+    algo_value_loss(&x->p, &ub, c, d->val, d->v_old, d->ret, d->dval, &x->sum.st);
+    model_backward(&t->critic, NULL, NULL, d->dval + o);
+    s0 = s1;
+  }
+  if (error_agree(t->dp, rc)) return 1;
+  double norm;
+  trainer_update_model(t, &t->critic, &t->critic_opt, x->lr, &norm);
+  return 0;
+}
+
 /* One update on sequences [a, e): global counts, micro-batches (forward, policy
  * loss, backward), then the DP sum, clip and AdamW. Returns 0 (applied), -1
  * (skipped: non-finite gradient), -2 (the mini-batch is empty on every rank:
@@ -293,7 +343,9 @@ static int rl_update(struct rl_ctx *x, int a, int e) {
     s0 = s1;
   }
   if (error_agree(t->dp, rc)) return 1;
-  return trainer_apply_update(t, x->lr, &x->norm) ? 0 : -1;
+  int applied = trainer_apply_update(t, x->lr, &x->norm);
+  if (t->has_critic && critic_update(x, a, e, &c)) return 1;
+  return applied ? 0 : -1;
 }
 
 /* Valid tokens and the KL metric: the [algo] estimator at lp_old - lp_ref summed
@@ -363,6 +415,7 @@ int trainer_rl_step(struct trainer *t, struct sample_batch *b, struct step_metri
   int rc = rl_pack(d, b, M);
   if (!rc) x.mode = rl_old_mode(t, d, x.use_ref);
   if (!rc) rc = rl_logprobs(t, d, x.use_ref, x.mode);
+  if (!rc && t->has_critic) rc = critic_values(t, d);
   if (error_agree(t->dp, rc) || rl_prepare(&x, b)) {
     rl_data_free(d);
     return 1;

@@ -6,7 +6,8 @@
  * sum equal to the big batch's gradient; only fp32 summation order differs.
  * Cases: SFT (micro_batch_seqs 5 so micro-batches differ from the halves), GRPO
  * with the KL in the loss (whole groups per rank), REINFORCE++ with the KL in the
- * reward and batch-global whitening, 2 mini-batches x 2 epochs. */
+ * reward and batch-global whitening, 2 mini-batches x 2 epochs; PPO with its
+ * critic (GAE, whitened advantages; the critic's parameters compared too). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,6 +152,11 @@ static void compare(const char *name, int kind, int n_over, char *const *over) {
     for (int s = 0; s < STEPS; s++)
       CHECK_NEAR(ref.loss[s], dp.loss[s], REL_TOL * fmax(fabs(ref.loss[s]), 1e-3));
     CHECK(d < REL_TOL);
+    if (ref.t.has_critic) {
+      double dc = max_rel_diff(ref.t.critic.params, dp.t.critic.params, ref.t.critic.table.total);
+      printf("%s: critic params max rel diff %.2e\n", name, dc);
+      CHECK(dc < REL_TOL);
+    }
     CHECK(ref.t.update == dp.t.update && ref.t.update > 0);
     run_free(&ref);
   }
@@ -181,6 +187,8 @@ int main(int argc, char **argv) {
   compare("sft", 0, 0, NULL);
   compare("grpo (kl in loss, entropy bonus)", 1, 3, grpo);
   compare("reinforce++ (kl in reward, global whitening, 2x2 updates)", 1, 5, rpp);
+  char *ppo[] = {"algo.name=ppo", "algo.mini_batches=2"};
+  compare("ppo (critic, gae, whitened)", 1, 2, ppo);
   int fails = tu_failures, all = 0;
   MPI_Allreduce(&fails, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   int rank;
