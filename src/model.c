@@ -61,6 +61,7 @@ static void model_carve(struct model *m, struct carver *c) {
   m->xf = carve(c, T * C);
   m->lse_out = carve(c, T);
   m->ent_out = carve(c, T);
+  m->lp_out = carve(c, T);
   m->xn = carve(c, T * C);
   m->h = carve(c, T * F);
   m->dres = carve(c, T * C);
@@ -278,23 +279,31 @@ static int chunk_rows(const struct model *m) {
   return r < 1 ? 1 : r > MODEL_LOGIT_CHUNK ? MODEL_LOGIT_CHUNK : r;
 }
 
+/* logprob, entropy and lse of every row, from logits computed a chunk at a time. */
+static void head_forward(struct model *m) {
+  int T = m->T, C = m->cfg.dim, V = m->cfg.vocab_size, R = chunk_rows(m);
+  for (int r0 = 0; r0 < T; r0 += R) {
+    int n = T - r0 < R ? T - r0 : R;
+    /* logits[n, V] = xf[r0 .. r0+n) lm_head^T */
+    m->ops->matmul(0, 1, n, V, C, 1.0f, m->xf + (size_t)r0 * C, C, lm_head(m), C, 0.0f, m->logits,
+                   V);
+    m->ops->logprob_fwd(m->lp_out + r0, m->ent_out + r0, m->lse_out + r0, m->logits,
+                        m->targets + r0, n, V);
+  }
+  m->head_done = 1;
+}
+
 int model_forward(struct model *m, const int *tokens, const int *cu_seqlens, int nseq,
                   float *logprob_out, float *entropy_out, float *value_out) {
   if (batch_set(m, tokens, cu_seqlens, nseq)) return -1;
   const struct model_config *mc = &m->cfg;
-  int T = m->T, C = mc->dim, V = mc->vocab_size;
+  int T = m->T, C = mc->dim;
   trunk_forward(m, NULL);
   if (value_out && mc->value_head)
     m->ops->matmul(0, 1, T, 1, C, 1.0f, m->xf, C, W(m, P_SCORE, -1), C, 0.0f, value_out, 1);
-  int R = chunk_rows(m);
-  for (int r0 = 0; r0 < T; r0 += R) {
-    int n = T - r0 < R ? T - r0 : R;
-    /* logits[n, V] = xf[r0 .. r0+n) lm_head^T, one chunk at a time */
-    m->ops->matmul(0, 1, n, V, C, 1.0f, m->xf + (size_t)r0 * C, C, lm_head(m), C, 0.0f, m->logits,
-                   V);
-    m->ops->logprob_fwd(logprob_out + r0, m->ent_out + r0, m->lse_out + r0, m->logits,
-                        m->targets + r0, n, V);
-  }
+  m->head_done = 0;
+  if (logprob_out || entropy_out) head_forward(m);
+  if (logprob_out) memcpy(logprob_out, m->lp_out, sizeof(float) * T);
   if (entropy_out) memcpy(entropy_out, m->ent_out, sizeof(float) * T);
   return 0;
 }
@@ -359,18 +368,23 @@ int model_forward_kv(struct model *m, const int *tokens, const int *cu_new, cons
 /* ---- backward --------------------------------------------------------------- */
 
 /* dxn = dL/dxf from the logits (recomputed chunk by chunk) and the value head. */
+/* dxn = dL/dxf from the logits (recomputed chunk by chunk) and the value head. */
 static void head_backward(struct model *m, const float *dlogprob, const float *dentropy,
                           const float *dvalue) {
   const struct model_config *mc = &m->cfg;
   int T = m->T, C = mc->dim, V = mc->vocab_size, R = chunk_rows(m);
   float *dhead = mc->tie_embeddings ? G(m, P_EMBED, -1) : G(m, P_LM_HEAD, -1);
-  for (int r0 = 0; r0 < T; r0 += R) {
-    int n = T - r0 < R ? T - r0 : R;
-    const float *x = m->xf + (size_t)r0 * C;
-    m->ops->matmul(0, 1, n, V, C, 1.0f, x, C, lm_head(m), C, 0.0f, m->logits, V);
-    m->ops->logprob_bwd(m->logits, m->lse_out + r0, m->ent_out + r0, m->targets + r0,
-                        dlogprob ? dlogprob + r0 : NULL, dentropy ? dentropy + r0 : NULL, n, V);
-    linear_bwd(m, m->dxn + (size_t)r0 * C, dhead, NULL, m->logits, x, lm_head(m), n, V, C, 0.0f);
+  memset(m->dxn, 0, sizeof(float) * T * C);
+  if (dlogprob || dentropy) {
+    if (!m->head_done) head_forward(m); /* the forward skipped the logits (value only) */
+    for (int r0 = 0; r0 < T; r0 += R) {
+      int n = T - r0 < R ? T - r0 : R;
+      const float *x = m->xf + (size_t)r0 * C;
+      m->ops->matmul(0, 1, n, V, C, 1.0f, x, C, lm_head(m), C, 0.0f, m->logits, V);
+      m->ops->logprob_bwd(m->logits, m->lse_out + r0, m->ent_out + r0, m->targets + r0,
+                          dlogprob ? dlogprob + r0 : NULL, dentropy ? dentropy + r0 : NULL, n, V);
+      linear_bwd(m, m->dxn + (size_t)r0 * C, dhead, NULL, m->logits, x, lm_head(m), n, V, C, 0.0f);
+    }
   }
   if (dvalue && mc->value_head) {
     /* value[t] = xf[t] . w:  dxf += dvalue w;  dw += dvalue^T xf */

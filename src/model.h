@@ -52,7 +52,8 @@ struct model {
   float *arena;                 /* every activation and scratch buffer below */
   struct layer_acts *layers;
   float *res_final, *rstdf, *xf; /* final residual, its rstd, the normed output [T, C] */
-  float *lse_out, *ent_out;      /* [T] logits log-sum-exp and entropy */
+  float *lse_out, *ent_out, *lp_out; /* [T] logits log-sum-exp, entropy, logprob */
+  int head_done;                 /* the last forward computed the logits' statistics */
   /* scratch, reused by every layer */
   float *xn, *h, *dres, *dxn, *datt, *dq, *dk, *dv, *dgate, *dup, *logits, *attn_scratch;
 };
@@ -78,7 +79,9 @@ void model_zero_grad(struct model *m);
  * the last token of each sequence has no target and gets 0.
  * entropy_out[t] = entropy of the next-token distribution at t (every t,
  * the last position included). value_out[t] = score.weight . h_t (value head
- * models only; may be NULL). Returns 0, or -1 when the batch exceeds the token
+ * models only; may be NULL). Any output may be NULL; with logprob_out and
+ * entropy_out both NULL the lm_head is skipped (a critic's value-only pass
+ * costs no vocabulary GEMM). Returns 0, or -1 when the batch exceeds the token
  * budget, a sequence exceeds max_seq or is empty, or a token is out of range
  * (message printed). */
 int model_forward(struct model *m, const int *tokens, const int *cu_seqlens, int nseq,
@@ -86,7 +89,8 @@ int model_forward(struct model *m, const int *tokens, const int *cu_seqlens, int
 
 /* Backward of L = sum_t dlogprob[t] logprob[t] + dentropy[t] entropy[t]
  * + dvalue[t] value[t] through the last forward; accumulates into m->grads.
- * Any of the three may be NULL (zero). */
+ * Any of the three may be NULL (zero); with dlogprob and dentropy both NULL
+ * the lm_head is skipped. */
 void model_backward(struct model *m, const float *dlogprob, const float *dentropy,
                     const float *dvalue);
 
