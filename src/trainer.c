@@ -25,7 +25,8 @@
 static int init_from_file(struct trainer *t, const char *path, char *err, size_t errlen) {
   struct model_config fmc;
   if (model_h5_read_config(path, &fmc)) {
-    snprintf(err, errlen, "[model] init = ckpt:%s: not a readable rlpt model file (see above)", path);
+    snprintf(err, errlen, "[model] init = ckpt:%s: not a readable rlpt model file (see above)",
+             path);
     return 2;
   }
   fmc.init_std = t->policy.cfg.init_std;  /* a scratch-init knob, not part of the shape */
@@ -63,7 +64,8 @@ static int critic_create(struct trainer *t, char *err, size_t errlen) {
   cm.value_head = 1;
   if (model_create(&t->critic, &cm, t->max_tokens, &cpu_backend) ||
       adamw_init(&t->critic_opt, (long)t->critic.table.total)) {
-    snprintf(err, errlen, "out of memory for the PPO critic (%zu parameters)", model_param_count(&cm));
+    snprintf(err, errlen, "out of memory for the PPO critic (%zu parameters)",
+             model_param_count(&cm));
     return 1;
   }
   t->has_critic = 1;
@@ -97,7 +99,8 @@ int trainer_create(struct trainer *t, const struct config *cfg, const struct mod
     return 1;
   }
   int rc = init_params(t, err, errlen);
-  if (!rc && cfg->run.steps > 0 && cfg->algo.adv_estimator == ADV_GAE) rc = critic_create(t, err, errlen);
+  if (!rc && cfg->run.steps > 0 && cfg->algo.adv_estimator == ADV_GAE)
+    rc = critic_create(t, err, errlen);
   if (rc) trainer_free(t);
   return rc;
 }
@@ -164,11 +167,11 @@ int trainer_micro_end(const struct trainer *t, const int *cu, int s0, int nseq) 
   return s1;
 }
 
-int trainer_forward_micro(struct trainer *t, const int *tokens, const int *cu, int s0, int s1,
-                          float *lp, float *ent) {
+int trainer_forward_micro(struct trainer *t, struct model *m, const int *tokens, const int *cu,
+                          int s0, int s1, float *lp, float *ent, float *val) {
   int base = cu[s0];
   for (int s = s0; s <= s1; s++) t->cu_mb[s - s0] = cu[s] - base;
-  return model_forward(&t->policy, tokens + base, t->cu_mb, s1 - s0, lp, ent, NULL);
+  return model_forward(m, tokens + base, t->cu_mb, s1 - s0, lp, ent, val);
 }
 
 int trainer_update_model(struct trainer *t, struct model *m, struct adamw *opt, double lr,
@@ -201,7 +204,7 @@ int trainer_apply_update(struct trainer *t, double lr, double *grad_norm) {
 /* Forward + backward of one micro-batch; adds -sum m lp / n_glob and sum m H. */
 static int sft_micro(struct trainer *t, const int *tokens, const int *cu, const float *mask,
                      int s0, int s1, double n_glob, double sums[2]) {
-  if (trainer_forward_micro(t, tokens, cu, s0, s1, t->lp, t->ent)) return 1;
+  if (trainer_forward_micro(t, &t->policy, tokens, cu, s0, s1, t->lp, t->ent, NULL)) return 1;
   int T = cu[s1] - cu[s0];
   const float *mk = mask + cu[s0];
   float inv = (float)(1.0 / n_glob);
@@ -289,9 +292,9 @@ static int sft_reserve(struct sft_batch *b, int seqs, int toks) {
   return 0;
 }
 
-int trainer_sft_batch_from_task(struct sft_batch *b, const struct config *cfg, const struct task *task,
-                                const struct tokenizer *tok, int max_seq, long step, long k0, long n,
-                                char *err, size_t errlen) {
+int trainer_sft_batch_from_task(struct sft_batch *b, const struct config *cfg,
+                                const struct task *task, const struct tokenizer *tok, int max_seq,
+                                long step, long k0, long n, char *err, size_t errlen) {
   b->nseq = b->n_tok = 0;
   if (sft_reserve(b, (int)n, 0)) return 1;
   b->cu_seqlens[0] = 0;

@@ -129,10 +129,11 @@ int trainer_update_model(struct trainer *t, struct model *m, struct adamw *opt, 
  * micro-batch that starts at sequence s0 (at most micro_batch_seqs sequences and
  * max_tokens tokens; always at least one sequence). */
 int trainer_micro_end(const struct trainer *t, const int *cu, int s0, int nseq);
-/* model_forward on sequences [s0, s1) of a packed batch; lp and ent receive the
- * cu[s1] - cu[s0] logprobs and entropies of those tokens. 0 or -1. */
-int trainer_forward_micro(struct trainer *t, const int *tokens, const int *cu, int s0, int s1,
-                          float *lp, float *ent);
+/* model_forward of m (the policy or the critic) on sequences [s0, s1) of a
+ * packed batch; lp, ent and val (may be NULL) receive the cu[s1] - cu[s0]
+ * logprobs, entropies and values of those tokens. 0 or -1. */
+int trainer_forward_micro(struct trainer *t, struct model *m, const int *tokens, const int *cu,
+                          int s0, int s1, float *lp, float *ent, float *val);
 
 /* ---- SFT data ---------------------------------------------------------------
  * A packed SFT batch: [BOS] prompt answer [EOS] per sequence, mask[t] = 1 when
@@ -155,8 +156,8 @@ void trainer_sft_share(long batch, int rank, int size, long *k0, long *n);
 /* Fill b with examples k0 .. k0+n-1 of SFT step `step` from the task's train
  * split. Returns 0, or 2 with a message (an example that does not tokenize or
  * exceeds max_seq), or 1 when out of memory. */
-int trainer_sft_batch_from_task(struct sft_batch *b, const struct config *cfg, const struct task *task,
-                                const struct tokenizer *tok, int max_seq, long step, long k0, long n,
-                                char *err, size_t errlen);
+int trainer_sft_batch_from_task(struct sft_batch *b, const struct config *cfg,
+                                const struct task *task, const struct tokenizer *tok, int max_seq,
+                                long step, long k0, long n, char *err, size_t errlen);
 
 #endif

@@ -29,9 +29,9 @@ struct rl_data {
 };
 
 static void rl_data_free(struct rl_data *d) {
-  void *p[] = {d->mb, d->cu, d->tokens, d->group, d->sample, d->has_roll, d->mask, d->lp_roll, d->lp_old,
-               d->lp_ref, d->adv, d->ret, d->w_is, d->lp, d->ent, d->dlp, d->dent, d->r_seq,
-               d->a_seq, d->v_old, d->val, d->dval};
+  void *p[] = {d->mb, d->cu, d->tokens, d->group, d->sample, d->has_roll, d->mask, d->lp_roll,
+               d->lp_old, d->lp_ref, d->adv, d->ret, d->w_is, d->lp, d->ent, d->dlp, d->dent,
+               d->r_seq, d->a_seq, d->v_old, d->val, d->dval};
   for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) free(p[i]);
   memset(d, 0, sizeof *d);
 }
@@ -48,7 +48,8 @@ static int rl_data_alloc(struct rl_data *d, int n, int n_tok, int n_mb) {
   d->a_seq = malloc(sizeof(double) * ns);
   float **f[] = {&d->mask, &d->lp_roll, &d->lp_old, &d->lp_ref, &d->adv, &d->ret, &d->w_is,
                  &d->lp, &d->ent, &d->dlp, &d->dent, &d->v_old, &d->val, &d->dval};
-  int bad = !d->mb || !d->cu || !d->tokens || !d->group || !d->sample || !d->has_roll || !d->r_seq || !d->a_seq;
+  int bad = !d->mb || !d->cu || !d->tokens || !d->group || !d->sample || !d->has_roll ||
+            !d->r_seq || !d->a_seq;
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
     *f[i] = calloc(nt, sizeof(float));
     bad |= !*f[i];
@@ -75,6 +76,10 @@ static void rl_pack_one(struct rl_data *d, const struct sample_batch *b, int i) 
   d->cu[++d->n] = o + np + nr;
 }
 
+static int rl_mini_batch(const struct sample *s, int n_mb) {
+  return (s->group > 0 ? s->group : 0) % n_mb;
+}
+
 /* Pack the samples that are not SAMPLE_FILTERED, mini-batch by mini-batch: a
  * sample goes to mini-batch (group slot mod n_mb), so the mini-batches are the
  * same sets however the groups are spread over the DP ranks. Returns 0, or 1
@@ -84,7 +89,8 @@ static int rl_pack(struct rl_data *d, const struct sample_batch *b, int n_mb) {
   for (int i = 0; i < b->n; i++)
     if (!(b->s[i].flags & SAMPLE_FILTERED)) {
       if (b->s[i].n_prompt < 1) {
-        fprintf(stderr, "rlpt: trainer: sample %d (group %d) has an empty prompt\n", i, b->s[i].group);
+        fprintf(stderr, "rlpt: trainer: sample %d (group %d) has an empty prompt\n", i,
+                b->s[i].group);
         return 1;
       }
       n++;
@@ -93,16 +99,19 @@ static int rl_pack(struct rl_data *d, const struct sample_batch *b, int n_mb) {
   if (rl_data_alloc(d, n, n_tok, n_mb)) return 1;
   d->n_tok = n_tok;
   d->n_mb = n_mb;
+  /* a stable counting sort by mini-batch: mb[] counts, then offsets, then fill */
+  memset(d->mb, 0, sizeof(int) * ((size_t)n_mb + 1));
+  for (int i = 0; i < b->n; i++)
+    if (!(b->s[i].flags & SAMPLE_FILTERED)) d->mb[rl_mini_batch(&b->s[i], n_mb) + 1]++;
+  for (int j = 0; j < n_mb; j++) d->mb[j + 1] += d->mb[j];
+  int *next = malloc(sizeof(int) * (size_t)n_mb);
+  if (!next) return 1;
+  memcpy(next, d->mb, sizeof(int) * (size_t)n_mb);
+  for (int i = 0; i < b->n; i++)
+    if (!(b->s[i].flags & SAMPLE_FILTERED)) d->sample[next[rl_mini_batch(&b->s[i], n_mb)]++] = i;
+  free(next);
   d->cu[0] = 0;
-  for (int j = 0; j < n_mb; j++) {
-    d->mb[j] = d->n;
-    for (int i = 0; i < b->n; i++) {
-      const struct sample *s = &b->s[i];
-      if (!(s->flags & SAMPLE_FILTERED) && (s->group > 0 ? s->group : 0) % n_mb == j)
-        rl_pack_one(d, b, i);
-    }
-  }
-  d->mb[n_mb] = d->n;
+  for (int k = 0; k < n; k++) rl_pack_one(d, b, d->sample[k]);
   return 0;
 }
 
@@ -110,20 +119,20 @@ static int rl_pack(struct rl_data *d, const struct sample_batch *b, int n_mb) {
 static int rl_forward_all(struct trainer *t, const struct rl_data *d, float *lp, float *ent) {
   for (int s0 = 0; s0 < d->n;) {
     int s1 = trainer_micro_end(t, d->cu, s0, d->n);
-    if (trainer_forward_micro(t, d->tokens, d->cu, s0, s1, lp + d->cu[s0], ent ? ent + d->cu[s0] : NULL))
+    int o = d->cu[s0];
+    if (trainer_forward_micro(t, &t->policy, d->tokens, d->cu, s0, s1, lp + o, ent ? ent + o : NULL,
+                              NULL))
       return 1;
     s0 = s1;
   }
   return 0;
 }
 
-/* Critic values of sequences [s0, s1) into val at their packed positions. 0 or -1. */
+/* Critic values of sequences [s0, s1) into val at their packed positions
+ * (its logprobs land in the dlp scratch, unused). 0 or -1. */
 static int critic_forward(struct trainer *t, const struct rl_data *d, int s0, int s1, float *val) {
-  int base = d->cu[s0];
-  for (int s = s0; s <= s1; s++) t->cu_mb[s - s0] = d->cu[s] - base;
-  /* logprobs land in dlp (scratch; the critic's are not used) */
-  return model_forward(&t->critic, d->tokens + base, t->cu_mb, s1 - s0, d->dlp + base, NULL,
-                       val + base);
+  int o = d->cu[s0];
+  return trainer_forward_micro(t, &t->critic, d->tokens, d->cu, s0, s1, d->dlp + o, NULL, val + o);
 }
 
 /* v_old: the critic's values of every sequence before the step's updates. */
@@ -158,7 +167,8 @@ static int rl_old_mode(const struct trainer *t, const struct rl_data *d, int use
 static void rl_finish_logprobs(const struct trainer *t, struct rl_data *d, int use_ref) {
   for (int i = 0; i < d->n; i++)
     if (!d->has_roll[i])
-      memcpy(d->lp_roll + d->cu[i], d->lp_old + d->cu[i], sizeof(float) * (size_t)(d->cu[i + 1] - d->cu[i]));
+      memcpy(d->lp_roll + d->cu[i], d->lp_old + d->cu[i],
+             sizeof(float) * (size_t)(d->cu[i + 1] - d->cu[i]));
   float lp_min = (float)t->cfg->algo.logprob_min;
   algo_clamp_logprobs(d->lp_old, d->n_tok, lp_min);
   algo_clamp_logprobs(d->lp_roll, d->n_tok, lp_min);
@@ -202,7 +212,8 @@ static double rl_diff_max(const struct trainer *t, const struct rl_data *d,
 
 /* (x - mu)/sqrt(var + 1e-8) over the valid tokens of every DP rank, var unbiased:
  * algo_whiten with global statistics (two all-reduced passes). */
-static void whiten_global(struct trainer *t, const struct algo_batch *b, const float *x, float *out) {
+static void whiten_global(struct trainer *t, const struct algo_batch *b, const float *x,
+                          float *out) {
   int n_tok = b->off[b->n_seq];
   double s[2] = {0.0, 0.0};
   for (int i = 0; i < n_tok; i++)
@@ -333,7 +344,8 @@ static int rl_update(struct rl_ctx *x, int a, int e) {
                            t->cfg->algo.tis != TIS_OFF ? d->w_is : NULL, d->ent};
   for (int s0 = a; s0 < e && !rc;) {
     int s1 = trainer_micro_end(t, d->cu, s0, e), o = d->cu[s0], T = d->cu[s1] - o;
-    rc = trainer_forward_micro(t, d->tokens, d->cu, s0, s1, d->lp + o, d->ent + o) != 0;
+    rc = trainer_forward_micro(t, &t->policy, d->tokens, d->cu, s0, s1, d->lp + o, d->ent + o,
+                               NULL) != 0;
     if (rc) break;
     if (x->mode == OLD_FUSED) memcpy(d->lp_old + o, d->lp + o, sizeof(float) * (size_t)T);
     struct algo_batch ub = {s1 - s0, d->cu + s0, d->mask, NULL, 0};
@@ -356,7 +368,8 @@ static void rl_kl_sums(struct rl_ctx *x) {
     if (d->mask[i] > 0.0f) {
       double dk;
       if (x->use_ref)
-        x->sum.kl_sum += algo_kl(x->t->cfg->algo.kl_estimator, (double)d->lp_old[i] - d->lp_ref[i], &dk);
+        x->sum.kl_sum +=
+            algo_kl(x->t->cfg->algo.kl_estimator, (double)d->lp_old[i] - d->lp_ref[i], &dk);
       x->sum.n_valid += 1.0;
     }
 }

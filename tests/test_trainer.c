@@ -192,7 +192,7 @@ static void rl_direction(double (*rw)(int, int), const char *name, char *old_lp)
          m.ratio_mean, m.logprob_diff_max);
   CHECK(right == b.n);
   CHECK(f.t.weight_version == 1 && f.t.update == 1);
-  CHECK_NEAR(m.ratio_mean, 1.0, 1e-5);   /* one on-policy pass: rho = 1 (exactly, when recomputed) */
+  CHECK_NEAR(m.ratio_mean, 1.0, 1e-5);   /* one on-policy pass: rho = 1 (exact when recomputed) */
   CHECK(m.logprob_diff_max < 1e-5);      /* rollout lp == trainer lp at equal weights */
   CHECK(isnan(m.kl));                    /* no reference with kl_coef = 0 */
   sample_batch_free(&b);
@@ -418,7 +418,8 @@ static double heldout_em(struct fix *f, struct rollout_engine *re, int n_prompts
     for (int i = 0; i < out.n; i++) {
       char text[64];
       size_t len;
-      if (tokenizer_decode(&f->tok, out.s[i].resp, (size_t)out.s[i].n_resp, text, sizeof text, &len))
+      if (tokenizer_decode(&f->tok, out.s[i].resp, (size_t)out.s[i].n_resp, text, sizeof text,
+                           &len))
         continue;
       right += task_verify(&f->task, &tp[out.s[i].group], text, len) > 0.5;
     }
