@@ -199,6 +199,12 @@ static int check_prompts(const struct rollout_engine *re, const struct rollout_p
       return rfail(err, errlen, 2, "rollout: prompt %lld (%d tokens) + [rollout] max_new_tokens %d "
                    "exceeds [model] max_seq = %d", (long long)p->prompt_id, p->n_tokens,
                    re->g.max_new_tokens, mc->max_seq);
+    /* a whole sample must fit one forward: rollout_logprob_diff_max and the trainer run it */
+    if (p->n_tokens + re->g.max_new_tokens > re->g.max_batch_tokens)
+      return rfail(err, errlen, 2, "rollout: prompt %lld (%d tokens) + [rollout] max_new_tokens %d "
+                   "exceeds [rollout] max_batch_tokens = %d (or the model's token budget)",
+                   (long long)p->prompt_id, p->n_tokens, re->g.max_new_tokens,
+                   re->g.max_batch_tokens);
     for (int t = 0; t < p->n_tokens; t++)
       if (p->tokens[t] < 0 || p->tokens[t] >= mc->vocab_size)
         return rfail(err, errlen, 2, "rollout: prompt %lld: token %d at %d is outside the "

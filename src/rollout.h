@@ -44,7 +44,9 @@ void rollout_set_sampling(struct rollout_engine *re, double temperature, double 
  * labelled weight_version, RNG keyed by (seed, step, prompt_id, sample index,
  * position). Appends n * group_size samples to out (prompt, response tokens,
  * logprobs, finish reason, group, index, weight_version, step). stats may be NULL.
- * Returns 0, 2 on bad input (message in err), 1 on internal failure. */
+ * Returns 0, 2 on bad input (message in err: an empty prompt, a token outside the
+ * vocabulary, prompt + max_new_tokens over [model] max_seq or over max_batch_tokens),
+ * 1 on internal failure. */
 int rollout_generate(struct rollout_engine *re, const struct rollout_prompt *prompts, int n,
                      int group_size, long step, int64_t weight_version,
                      struct sample_batch *out, struct gen_stats *stats, char *err, size_t errlen);
