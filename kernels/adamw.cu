@@ -71,13 +71,13 @@ void cuda_adamw_step(float *p, uint16_t *p_bf16, const float *g, float *m, float
 
 double cuda_sumsq(const float *g, size_t n) {
   double *buf, host = 0.0;
-  CUDA_CHECK(cudaMalloc((void **)&buf, sizeof(double) * (NORM_BLOCKS + 1)));
+  CUDA_CHECK(cudaMallocAsync((void **)&buf, sizeof(double) * (NORM_BLOCKS + 1), 0));
   sumsq_partial_kernel<<<NORM_BLOCKS, OPT_THREADS>>>(buf + 1, g, n);
   CUDA_LAUNCH_CHECK();
   sumsq_final_kernel<<<1, OPT_THREADS>>>(buf, buf + 1, NORM_BLOCKS);
   CUDA_LAUNCH_CHECK();
   CUDA_CHECK(cudaMemcpy(&host, buf, sizeof host, cudaMemcpyDeviceToHost));
-  CUDA_CHECK(cudaFree(buf));
+  CUDA_CHECK(cudaFreeAsync(buf, 0));
   return host;
 }
 

@@ -43,6 +43,15 @@ __device__ __forceinline__ float dot_d(const float *a, const float *b, int D) {
   return s;
 }
 
+/* delta = dO_i . O_i of query row `row`, head h, summed over the warp (every lane gets it). */
+__device__ __forceinline__ float row_delta(const float *dout, const float *out, size_t row, int qs,
+                                           int h, int D, int lane) {
+  const float *a = dout + row * qs + h * D, *b = out + row * qs + h * D;
+  float s = 0.0f;
+  for (int d = lane; d < D; d += 32) s += a[d] * b[d];
+  return warp_sum(s);
+}
+
 /* Copy rows r0 .. r0+nrows-1 (zeros past nvalid) of a strided [*, ld] matrix, columns
  * col0 .. col0+D-1, into dst[nrows][dst_ld]. Every thread of the block takes part. */
 __device__ void tile_load(float *dst, int dst_ld, const float *src, size_t row0, int nrows,
@@ -147,9 +156,7 @@ attn_bwd_dq_kernel(float *dq, const float *dout, const float *out, const float *
   for (int rr = 0; rr < ATT_DQ_RPW; rr++) {
     int r = warp * ATT_DQ_RPW + rr;
     size_t row = (size_t)q0 + i0 + (r < nrows ? r : 0);
-    float dsum = 0.0f;
-    for (int d = lane; d < D; d += 32) dsum += dout[row * qs + h * D + d] * out[row * qs + h * D + d];
-    delta[rr] = warp_sum(dsum);
+    delta[rr] = row_delta(dout, out, row, qs, h, D, lane);
     lrow[rr] = lse[row * H + h];
 #pragma unroll
     for (int c = 0; c < ATT_DPL; c++) acc[rr][c] = 0.0f;
@@ -229,10 +236,7 @@ attn_bwd_dkv_kernel(float *dk, float *dv, const float *dout, const float *out, c
       tile_load(dOs, KS, dout, (size_t)q0 + i1, ATT_BQT, nqt, qs, h * D, D);
       for (int ii = warp; ii < ATT_BQT; ii += ATT_WARPS) {
         size_t row = (size_t)q0 + i1 + (ii < nqt ? ii : 0);
-        float dsum = 0.0f;
-        for (int d = lane; d < D; d += 32)
-          dsum += dout[row * qs + h * D + d] * out[row * qs + h * D + d];
-        dsum = warp_sum(dsum);
+        float dsum = row_delta(dout, out, row, qs, h, D, lane);
         if (lane == 0) {
           deltas[ii] = dsum;
           lses[ii] = lse[row * H + h];
@@ -313,7 +317,8 @@ attn_decode_paged_kernel(float *out, float *lse, const float *q, const float *kv
     for (int jj = 0; jj < nt; jj++) {
       float pb = __shfl_sync(FULL_MASK, pj, jj);
       int jk = j0 + jj;
-      const float *vp = kv + (size_t)table[jk / bs] * blk_floats + vbase + (jk % bs) * kvrow + g * D;
+      const float *vp =
+          kv + (size_t)table[jk / bs] * blk_floats + vbase + (jk % bs) * kvrow + g * D;
 #pragma unroll
       for (int c = 0; c < ATT_DPL; c++) {
         int d = lane + 32 * c;

@@ -9,7 +9,7 @@
 static void *cuda_mem_alloc(size_t bytes) {
   void *p = NULL;
   if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) {
-    (void)cudaGetLastError(); /* clear the (non-sticky) error so later checks are not blamed for it */
+    (void)cudaGetLastError(); /* clear the (non-sticky) error: later checks are not to blame */
     return NULL;
   }
   CUDA_CHECK(cudaMemset(p, 0, bytes));

@@ -42,7 +42,8 @@ __global__ void embed_fwd_kernel(float *out, const int *tokens, const float *tab
   }
 }
 
-__global__ void embed_bwd_kernel(float *dtable, const int *tokens, const float *dout, int T, int C) {
+__global__ void embed_bwd_kernel(float *dtable, const int *tokens, const float *dout, int T,
+                                 int C) {
   int c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= C) return;
   for (int t = 0; t < T; t++) dtable[(size_t)tokens[t] * C + c] += dout[(size_t)t * C + c];

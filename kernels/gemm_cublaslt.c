@@ -90,8 +90,10 @@ static void gemm_plan_build(struct gemm_ctx *g, struct gemm_plan *p, const struc
   cublasOperation_t opb = k->ta ? CUBLAS_OP_T : CUBLAS_OP_N; /* cuBLASLt B = our A */
   p->key = *k;
   CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
-  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
+  CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
+  CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->la, ab, (uint64_t)(k->tb ? k->K : k->N),
                                           (uint64_t)(k->tb ? k->N : k->K), k->ldb));
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->lb, ab, (uint64_t)(k->ta ? k->M : k->K),
@@ -144,7 +146,7 @@ static const struct gemm_plan *gemm_plan_get(struct gemm_ctx *g, const struct ge
   return p;
 }
 
-/* Leading dimensions and pointers that cuBLASLt cannot take are a caller bug: fail with the shape. */
+/* Leading dimensions and pointers cuBLASLt cannot take are a caller bug: fail with the shape. */
 static void gemm_check_args(const struct gemm_key *k, int elem) {
   int ok = k->M >= 0 && k->N >= 0 && k->K >= 1 && k->lda >= (k->ta ? k->M : k->K) &&
            k->ldb >= (k->tb ? k->K : k->N) && k->ldc >= k->N && k->align_a >= elem &&
