@@ -3,7 +3,7 @@
 # (-DRLPT_CUDA=ON, warnings are errors, CMAKE_CUDA_ARCHITECTURES defaults to 90 =
 # Hopper), build the GPU tests and benchmark, run `ctest -L gpu` and the benchmark,
 # and print one summary table. Every stage has a time limit; the whole script
-# stays within 8 minutes. Usage: jobscripts/device-check.sh [build-dir]
+# stays within 8 minutes (limits 60 + 210 + 110 + 60 s, plus 10 s grace each). Usage: jobscripts/device-check.sh [build-dir]
 # Environment: CMAKE_CUDA_ARCHITECTURES (e.g. 80 for A100), NCCL_HOME (when NCCL is
 # not under the CUDA toolkit), RLPT_JOBS (build parallelism, default nproc).
 set -uo pipefail
@@ -41,16 +41,16 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
   exit 1
 fi
 ok=1
-stage configure 120 cmake -S "$RLPT_ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DRLPT_WERROR=ON \
+stage configure 60 cmake -S "$RLPT_ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DRLPT_WERROR=ON \
   -DRLPT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$ARCH" || ok=0
 targets=(test_gpu_ops test_gpu_model test_nccl)
 [ -f "$RLPT_ROOT/tests/bench/bench_gpu.c" ] && targets+=(bench_gpu)
 if [ $ok = 1 ]; then
-  stage build 240 cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]}" || ok=0
+  stage build 210 cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]}" || ok=0
 fi
 if [ $ok = 1 ]; then
-  stage "ctest -L gpu" 120 ctest --test-dir "$BUILD" -L gpu --output-on-failure --timeout 100
-  [ -x "$BUILD/tests/bench_gpu" ] && stage bench_gpu 90 "$BUILD/tests/bench_gpu"
+  stage "ctest -L gpu" 110 ctest --test-dir "$BUILD" -L gpu --output-on-failure --timeout 90
+  [ -x "$BUILD/tests/bench_gpu" ] && stage bench_gpu 60 "$BUILD/tests/bench_gpu"
 fi
 
 echo
