@@ -3,7 +3,8 @@
 # (-DRLPT_CUDA=ON, warnings are errors, CMAKE_CUDA_ARCHITECTURES defaults to 90 =
 # Hopper), build the GPU tests and benchmark, run `ctest -L gpu` and the benchmark,
 # and print one summary table. Every stage has a time limit; the whole script
-# stays within 8 minutes (limits 60 + 210 + 110 + 60 s, plus 10 s grace each). Usage: jobscripts/device-check.sh [build-dir]
+# stays within 8 minutes (limits 60 + 210 + 110 + 60 s, plus 10 s grace each).
+# Usage: jobscripts/device-check.sh [build-dir]
 # Environment: CMAKE_CUDA_ARCHITECTURES (e.g. 80 for A100), NCCL_HOME (when NCCL is
 # not under the CUDA toolkit), RLPT_JOBS (build parallelism, default nproc).
 set -uo pipefail
