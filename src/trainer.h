@@ -103,7 +103,8 @@ int trainer_sft_step(struct trainer *t, const int *tokens, const int *cu_seqlens
  * old logprobs ([algo] old_logprobs) and reference logprobs (kl_coef > 0),
  * advantages ([algo] adv_estimator; KL in the reward when kl_in = reward; gae
  * with the critic's values, which are then fitted by the value loss on every
- * mini-batch), TIS weights ([algo] tis),
+ * mini-batch), TIS weights ([algo] tis; with tis = off, SAMPLE_STALE samples
+ * still get token-truncated weights at tis_cap),
  * then ppo_epochs x mini_batches updates (mini-batch j = the samples whose
  * group slot is j mod mini_batches, in batch order: the same sets whatever the
  * DP layout; a mini-batch empty on every rank is no update). Fills kl (mean over response tokens
@@ -111,7 +112,8 @@ int trainer_sft_step(struct trainer *t, const int *tokens, const int *cu_seqlens
  * entropy, pg_loss (means over the updates), pg_clipfrac_low/high, ratio_mean,
  * tis_clipfrac, grad_norm (last update), lr, logprob_diff_max (|rollout lp - old lp|
  * over samples generated at the current weight_version), skipped_nonfinite
- * (this step), t_ref (reference + old logprob passes), t_train, train_tok_per_s.
+ * (this step), t_ref (reference, old logprob and critic value passes), t_train,
+ * train_tok_per_s.
  * Returns 0, 1 on an internal failure (a batch the model refuses, no memory). */
 int trainer_rl_step(struct trainer *t, struct sample_batch *b, struct step_metrics *m);
 

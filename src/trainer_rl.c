@@ -152,14 +152,14 @@ static int critic_values(struct trainer *t, const struct rl_data *d) {
  * and the same micro-batches, so bit-identical), which saves one forward pass. */
 enum old_mode { OLD_ROLLOUT, OLD_RECOMPUTE, OLD_FUSED };
 
-static int rl_old_mode(const struct trainer *t, const struct rl_data *d, int use_ref) {
+static int rl_old_mode(const struct trainer *t, const struct rl_data *d, int use_ref, int tis) {
   const struct config *cfg = t->cfg;
   int all_roll = 1;
   for (int i = 0; i < d->n; i++) all_roll &= d->has_roll[i];
   if (cfg->algo.old_logprobs == OLDLP_ROLLOUT && all_roll) return OLD_ROLLOUT;
   int one_update = cfg->algo.ppo_epochs == 1 && cfg->algo.mini_batches == 1;
   int kl_rew = use_ref && cfg->algo.kl_in == KL_IN_REWARD;
-  return one_update && !kl_rew && cfg->algo.tis == TIS_OFF ? OLD_FUSED : OLD_RECOMPUTE;
+  return one_update && !kl_rew && tis == TIS_OFF ? OLD_FUSED : OLD_RECOMPUTE;
 }
 
 /* The constant logprobs once lp_old is known: rollout logprobs of samples that
@@ -299,6 +299,7 @@ struct rl_ctx {
   struct rl_data d;
   struct algo_params p;
   int use_ref, mode;    /* mode: enum old_mode */
+  int tis, tis_stale_only; /* enum tis_mode in use; 1: only SAMPLE_STALE samples get weights */
   double lr, norm;
   struct rl_sums sum;
 };
@@ -341,7 +342,7 @@ static int rl_update(struct rl_ctx *x, int a, int e) {
   model_zero_grad(&t->policy);
   int rc = 0, use_ent = x->p.entropy_coef != 0.0;
   struct algo_tokens in = {d->lp, d->lp_old, x->use_ref ? d->lp_ref : NULL, d->adv,
-                           t->cfg->algo.tis != TIS_OFF ? d->w_is : NULL, d->ent};
+                           x->tis != TIS_OFF ? d->w_is : NULL, d->ent};
   for (int s0 = a; s0 < e && !rc;) {
     int s1 = trainer_micro_end(t, d->cu, s0, e), o = d->cu[s0], T = d->cu[s1] - o;
     rc = trainer_forward_micro(t, &t->policy, d->tokens, d->cu, s0, s1, d->lp + o, d->ent + o,
@@ -380,7 +381,7 @@ static void rl_metrics(struct rl_ctx *x, double diff, int n_upd, long skipped, d
   struct rl_sums *sum = &x->sum;
   double v[] = {sum->st.pg_loss, sum->st.entropy, sum->st.n_tok, sum->st.n_clip_low,
                 sum->st.n_clip_high, sum->st.ratio_sum, sum->tok_trained, sum->kl_sum, sum->n_valid,
-                sum->tis_clipped};
+                sum->tis_clipped, x->tis != TIS_OFF};
   allreduce_polite(v, (int)(sizeof v / sizeof v[0]), MPI_DOUBLE, MPI_SUM, t->dp);
   allreduce_polite(&diff, 1, MPI_DOUBLE, MPI_MAX, t->dp);
   double nu = n_upd > 0 ? n_upd : 1;
@@ -391,7 +392,7 @@ static void rl_metrics(struct rl_ctx *x, double diff, int n_upd, long skipped, d
   m->pg_clipfrac_high = algo_frac(v[4], v[2]);
   m->ratio_mean = v[2] > 0.0 ? v[5] / v[2] : NAN;
   m->kl = x->use_ref ? v[7] / (v[8] > 1.0 ? v[8] : 1.0) : NAN;
-  m->tis_clipfrac = t->cfg->algo.tis != TIS_OFF ? algo_frac(v[9], v[8]) : NAN;
+  m->tis_clipfrac = v[10] > 0.0 ? algo_frac(v[9], v[8]) : NAN;
   m->logprob_diff_max = diff >= 0.0 ? diff : NAN;
   m->grad_norm = x->norm;
   m->lr = x->lr;
@@ -401,16 +402,45 @@ static void rl_metrics(struct rl_ctx *x, double diff, int n_upd, long skipped, d
   m->train_tok_per_s = t_train > 0.0 ? v[6] / t_train : NAN;
 }
 
+/* Importance weights ([algo] tis). With tis = off, samples the buffer kept past
+ * max_lag (SAMPLE_STALE, stale = tis) still get token-truncated weights at
+ * tis_cap, and every other sample weight 1 (ALGORITHMS.md §5). */
+static void rl_tis(struct rl_ctx *x, const struct sample_batch *b) {
+  const struct config *cfg = x->t->cfg;
+  struct rl_data *d = &x->d;
+  double clipped = 0.0;
+  for (int i = 0; i < d->n; i++) {
+    struct algo_batch one = {1, d->cu + i, d->mask, NULL, 0};
+    if (x->tis_stale_only && !(b->s[d->sample[i]].flags & SAMPLE_STALE)) {
+      for (int k = d->cu[i]; k < d->cu[i + 1]; k++) d->w_is[k] = d->mask[k];
+      continue;
+    }
+    clipped += (double)algo_tis_weights(&one, x->tis, d->lp_old, d->lp_roll, cfg->algo.tis_cap,
+                                        cfg->algo.tis_min, d->w_is);
+  }
+  x->sum.tis_clipped = clipped;
+}
+
 /* Advantages and TIS weights (collective: whitening all-reduces). 0 or 1 (agreed). */
 static int rl_prepare(struct rl_ctx *x, struct sample_batch *b) {
-  const struct config *cfg = x->t->cfg;
   struct rl_data *d = &x->d;
   struct algo_batch ab = {d->n, d->cu, d->mask, d->group, d->n_group};
   int rc = rl_advantages(x->t, d, b, &ab, x->use_ref);
-  if (!rc && cfg->algo.tis != TIS_OFF)
-    x->sum.tis_clipped = (double)algo_tis_weights(&ab, cfg->algo.tis, d->lp_old, d->lp_roll,
-                                                  cfg->algo.tis_cap, cfg->algo.tis_min, d->w_is);
+  if (!rc && x->tis != TIS_OFF) rl_tis(x, b);
   return error_agree(x->t->dp, rc);
+}
+
+/* The TIS mode of this step: the deck's, or token-truncate for stale samples only. */
+static void rl_tis_mode(struct rl_ctx *x, const struct sample_batch *b) {
+  x->tis = x->t->cfg->algo.tis;
+  x->tis_stale_only = 0;
+  if (x->tis != TIS_OFF) return;
+  for (int i = 0; i < x->d.n; i++)
+    if (b->s[x->d.sample[i]].flags & SAMPLE_STALE) {
+      x->tis = TIS_TOKEN_TRUNCATE;
+      x->tis_stale_only = 1;
+      return;
+    }
 }
 
 int trainer_rl_step(struct trainer *t, struct sample_batch *b, struct step_metrics *m) {
@@ -426,7 +456,8 @@ int trainer_rl_step(struct trainer *t, struct sample_batch *b, struct step_metri
   double t0 = wait_now(), diff = -1.0;
   int E = (int)cfg->algo.ppo_epochs, M = (int)cfg->algo.mini_batches, applied = 0, n_upd = 0;
   int rc = rl_pack(d, b, M);
-  if (!rc) x.mode = rl_old_mode(t, d, x.use_ref);
+  if (!rc) rl_tis_mode(&x, b);
+  if (!rc) x.mode = rl_old_mode(t, d, x.use_ref, x.tis);
   if (!rc) rc = rl_logprobs(t, d, x.use_ref, x.mode);
   if (!rc && t->has_critic) rc = critic_values(t, d);
   if (error_agree(t->dp, rc) || rl_prepare(&x, b)) {

@@ -9,6 +9,7 @@
  *   - REINFORCE++ with PPO epochs/mini-batches runs finite with its metrics;
  *   - PPO: the critic fits the returns (squared error halves in 6 steps);
  *   - samples from the rollout engine: logprob_diff_max < 1e-5;
+ *   - a SAMPLE_STALE sample gets truncated importance weights (tis_clipfrac);
  *   - [model] init = ckpt:PATH loads a model file; a wrong shape is refused;
  *   - a non-finite gradient skips the update: parameters and AdamW state stay
  *     bit-identical and skipped_nonfinite counts it.
@@ -204,6 +205,35 @@ static void test_rl_direction(void) {
   rl_direction(reward_even, "even rewarded", "algo.old_logprobs=recompute");
   rl_direction(reward_odd, "rewards swapped", "algo.old_logprobs=recompute");
   rl_direction(reward_even, "old logprobs from the rollout", "algo.old_logprobs=rollout");
+}
+
+/* A sample the buffer kept past max_lag (SAMPLE_STALE) gets truncated importance
+ * weights even with [algo] tis = off; the others weight 1. Its rollout logprobs
+ * are 2 nats below the current ones: w = e^2 > tis_cap 2, so every one of its
+ * response tokens is truncated and tis_clipfrac = its tokens / all tokens. */
+static void test_rl_stale_tis(void) {
+  char *over[] = {"algo.kl_coef=0"};
+  struct fix f;
+  CHECK(fix_make(&f, 1, over) == 0);
+  trainer_begin_rl(&f.t);
+  struct sample_batch b;
+  sample_batch_init(&b);
+  rl_batch(&f.t, &b, 2, 2, 3, reward_even);
+  struct step_metrics m;
+  metrics_init(&m);
+  CHECK(trainer_rl_step(&f.t, &b, &m) == 0);
+  CHECK(isnan(m.tis_clipfrac));  /* nothing stale, tis off: no weights */
+  struct sample *s = &b.s[1];
+  float lp[8];
+  resp_logp(&f.t, s, lp);
+  for (int j = 0; j < s->n_resp; j++) s->logprobs[j] = lp[j] - 2.0f;
+  s->flags |= SAMPLE_STALE;
+  metrics_init(&m);
+  CHECK(trainer_rl_step(&f.t, &b, &m) == 0);
+  printf("stale sample: tis_clipfrac %.4f (expected 3/12)\n", m.tis_clipfrac);
+  CHECK_NEAR(m.tis_clipfrac, 3.0 / 12.0, 1e-12);
+  sample_batch_free(&b);
+  fix_free(&f);
 }
 
 static double reward_mixed(int g, int i) { return (double)((g * 7 + i * 3) % 5) / 4.0; }
@@ -491,6 +521,7 @@ int main(int argc, char **argv) {
     test_rl_direction();
     test_rl_reinforce_pp();
     test_rl_rollout();
+    test_rl_stale_tis();
     test_ppo_critic();
     test_nonfinite_skip();
     test_init_ckpt();
