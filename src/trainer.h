@@ -99,21 +99,21 @@ int trainer_sft_step(struct trainer *t, const int *tokens, const int *cu_seqlens
 /* One RL step on this rank's share of the step's samples (rewards set; the
  * groups whole on one rank, or advantages already set on every sample by the
  * caller: sample.n_adv = 1 or n_resp). Samples flagged SAMPLE_FILTERED are left
- * out; SAMPLE_MASKED ones count as sequences with no loss tokens. Computes
- * old logprobs ([algo] old_logprobs) and reference logprobs (kl_coef > 0),
- * advantages ([algo] adv_estimator; KL in the reward when kl_in = reward; gae
- * with the critic's values, which are then fitted by the value loss on every
- * mini-batch), TIS weights ([algo] tis; with tis = off, SAMPLE_STALE samples
- * still get token-truncated weights at tis_cap),
- * then ppo_epochs x mini_batches updates (mini-batch j = the samples whose
- * group slot is j mod mini_batches, in batch order: the same sets whatever the
- * DP layout; a mini-batch empty on every rank is no update). Fills kl (mean over response tokens
- * of the [algo] kl_estimator at lp_old - lp_ref; NaN without a reference),
- * entropy, pg_loss (means over the updates), pg_clipfrac_low/high, ratio_mean,
- * tis_clipfrac, grad_norm (last update), lr, logprob_diff_max (|rollout lp - old lp|
- * over samples generated at the current weight_version), skipped_nonfinite
- * (this step), t_ref (reference, old logprob and critic value passes), t_train,
- * train_tok_per_s.
+ * out; SAMPLE_MASKED ones count as sequences with no loss tokens.
+ * Computes old logprobs ([algo] old_logprobs) and reference logprobs
+ * (kl_coef > 0); advantages ([algo] adv_estimator; KL in the reward when
+ * kl_in = reward; gae with the critic's values, which the value loss then fits
+ * on every mini-batch); TIS weights ([algo] tis; with tis = off, SAMPLE_STALE
+ * samples still get token-truncated weights at tis_cap); then ppo_epochs x
+ * mini_batches updates (mini-batch j = the samples whose group slot is
+ * j mod mini_batches, in batch order: the same sets whatever the DP layout; a
+ * mini-batch empty on every rank is no update).
+ * Fills kl (mean over response tokens of the [algo] kl_estimator at
+ * lp_old - lp_ref; NaN without a reference), entropy, pg_loss (means over the
+ * updates), pg_clipfrac_low/high, ratio_mean, tis_clipfrac, grad_norm (last
+ * update), lr, logprob_diff_max (|rollout lp - old lp| over samples generated
+ * at the current weight_version), skipped_nonfinite (this step), t_ref
+ * (reference, old logprob and critic value passes), t_train, train_tok_per_s.
  * Returns 0, 1 on an internal failure (a batch the model refuses, no memory). */
 int trainer_rl_step(struct trainer *t, struct sample_batch *b, struct step_metrics *m);
 
