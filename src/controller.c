@@ -107,8 +107,8 @@ void controller_collect(struct run *r, const char *expect, const char *phase, lo
     unsigned char *buf = NULL;
     size_t len = 0;
     int from = -1;
-    int rc = remain > 0 ? xfer_recv_bytes(&buf, &len, MPI_ANY_SOURCE, XFER_TAG_METRICS, r->comms.world,
-                                          remain, &from)
+    int tag = strcmp(phase, "eval") ? XFER_TAG_METRICS : XFER_TAG_EVAL;
+    int rc = remain > 0 ? xfer_recv_bytes(&buf, &len, MPI_ANY_SOURCE, tag, r->comms.world, remain, &from)
                         : XFER_TIMEOUT;
     if (rc == XFER_TIMEOUT) watchdog_fire(r, expect, got, phase, step);
     if (rc != XFER_OK) die_local("receiving metrics failed: %s", xfer_strerror(rc));

@@ -38,9 +38,11 @@ static void rollout_part(struct run *r, long step) {
   if (rc) die_local("step %ld: generation failed: %s", step, err);
   r->part[PS_T_GEN] = wait_now() - t0;
   r->part[PS_GEN_TOK] += (double)sample_batch_resp_tokens(&out);
-  /* the trainer's forward vs the recorded logprobs, here on the rollout side (only meaningful
-   * at temperature 1: the recorded logprob is of the tempered distribution) */
-  if (r->cfg->rollout.temperature == 1.0) r->part[PS_LPDIFF_ROLLOUT] = rollout_logprob_diff_max(r->rmodel, &out);
+  /* The trainer measures logprob_diff_max on its old-logprob pass; with old_logprobs =
+   * rollout it has none, so the rollout rank measures it (a model_forward over the batch).
+   * Only meaningful at temperature 1: the recorded logprob is of the tempered distribution. */
+  if (r->cfg->rollout.temperature == 1.0 && r->cfg->algo.old_logprobs == OLDLP_ROLLOUT)
+    r->part[PS_LPDIFF_ROLLOUT] = rollout_logprob_diff_max(r->rmodel, &out);
   run_send(r, &out, r->reward_world[run_instance_reward(r, i)], BOX_SAMPLES, XFER_TAG_SAMPLES);
   free(rp);
   sample_batch_free(&prompts);

@@ -62,8 +62,10 @@ void run_part_reset(struct run *r, long step, enum part_kind kind) {
 
 void run_part_report(struct run *r) {
   if (r->comms.world_rank == 0) return;  /* the controller merges its own partial in place */
-  int rc = xfer_send_bytes(r->part, sizeof(double) * (size_t)r->part_len, 0, XFER_TAG_METRICS,
-                           r->comms.world);
+  /* eval partials have their own tag: a rollout rank can finish an eval before the
+   * controller has the last train partial of the step before it */
+  int tag = r->part[PS_KIND] == PK_EVAL ? XFER_TAG_EVAL : XFER_TAG_METRICS;
+  int rc = xfer_send_bytes(r->part, sizeof(double) * (size_t)r->part_len, 0, tag, r->comms.world);
   if (rc != XFER_OK) die_local("reporting metrics to the controller failed: %s", xfer_strerror(rc));
 }
 
