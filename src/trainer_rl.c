@@ -231,12 +231,17 @@ static void whiten_global(struct trainer *t, const struct algo_batch *b, const f
     out[i] = b->mask[i] > 0.0f ? (float)(((double)x[i] - mu) * inv) : 0.0f;
 }
 
-/* Advantages the caller set on every sample (n_adv = 1 or n_resp); 0 when some lack them. */
-static int rl_adv_given(struct rl_data *d, const struct sample_batch *b) {
-  for (int i = 0; i < d->n; i++) {
+/* Advantages the caller set on every sample of every DP rank (n_adv = 1 or
+ * n_resp) are used as they are; 0 when some lack them. Collective: the ranks
+ * must agree, since the estimators may all-reduce. */
+static int rl_adv_given(struct trainer *t, struct rl_data *d, const struct sample_batch *b) {
+  int given = 1;
+  for (int i = 0; i < d->n && given; i++) {
     const struct sample *s = &b->s[d->sample[i]];
-    if (s->n_adv != 1 && !(s->n_adv == s->n_resp && s->n_resp > 0)) return 0;
+    given = s->n_adv == 1 || (s->n_adv == s->n_resp && s->n_resp > 0);
   }
+  allreduce_polite(&given, 1, MPI_INT, MPI_MIN, t->dp);
+  if (!given) return 0;
   for (int i = 0; i < d->n; i++) {
     const struct sample *s = &b->s[d->sample[i]];
     int o = d->cu[i] + s->n_prompt - 1;
@@ -250,7 +255,7 @@ static int rl_adv_given(struct rl_data *d, const struct sample_batch *b) {
 static int rl_advantages(struct trainer *t, struct rl_data *d, const struct sample_batch *b,
                          const struct algo_batch *ab, int use_ref) {
   const struct config *cfg = t->cfg;
-  if (rl_adv_given(d, b)) return 0;
+  if (rl_adv_given(t, d, b)) return 0;
   algo_sanitize_rewards(d->r_seq, d->n);
   int kl_rew = use_ref && cfg->algo.kl_in == KL_IN_REWARD;
   int est = cfg->algo.adv_estimator, singles = 0;

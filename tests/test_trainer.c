@@ -170,7 +170,7 @@ static double reward_even(int g, int i) { (void)g; return i % 2 == 0 ? 1.0 : 0.0
 static double reward_odd(int g, int i) { (void)g; return i % 2 == 1 ? 1.0 : 0.0; }
 
 /* One GRPO step; every rewarded response must gain logprob, every other lose. */
-static void rl_direction(double (*rw)(int, int), const char *name, char *old_lp) {
+static void rl_direction(double (*rw)(int, int), const char *name, char *old_lp, int given_adv) {
   char *over[] = {"algo.kl_coef=0", "optim.lr=3e-3", old_lp};
   struct fix f;
   CHECK(fix_make(&f, 3, over) == 0);
@@ -178,7 +178,16 @@ static void rl_direction(double (*rw)(int, int), const char *name, char *old_lp)
   struct sample_batch b;
   sample_batch_init(&b);
   rl_batch(&f.t, &b, 2, 2, 3, rw);
-  double before[4], after[4];
+  double before[4], after[4], rewarded[4];
+  for (int k = 0; k < b.n; k++) {
+    rewarded[k] = b.s[k].reward > 0.5;
+    if (given_adv) {
+      /* the caller's advantages win over the rewards, which all read 0 here */
+      float a = b.s[k].reward > 0.5 ? 1.0f : -1.0f;
+      CHECK(sample_set_adv(&b.s[k], &a, 1) == 0);
+      b.s[k].reward = 0.0;
+    }
+  }
   for (int k = 0; k < b.n; k++) before[k] = resp_logp(&f.t, &b.s[k], NULL);
   struct step_metrics m;
   metrics_init(&m);
@@ -187,7 +196,7 @@ static void rl_direction(double (*rw)(int, int), const char *name, char *old_lp)
   for (int k = 0; k < b.n; k++) {
     after[k] = resp_logp(&f.t, &b.s[k], NULL);
     int up = after[k] > before[k];
-    right += up == (b.s[k].reward > 0.5);
+    right += up == (rewarded[k] > 0.5);
   }
   printf("rl direction (%s): %d/%d responses moved the right way; pg_loss %.3g grad_norm %.3g "
          "ratio_mean %.7f logprob_diff_max %.2g\n", name, right, b.n, m.pg_loss, m.grad_norm,
@@ -202,9 +211,10 @@ static void rl_direction(double (*rw)(int, int), const char *name, char *old_lp)
 }
 
 static void test_rl_direction(void) {
-  rl_direction(reward_even, "even rewarded", "algo.old_logprobs=recompute");
-  rl_direction(reward_odd, "rewards swapped", "algo.old_logprobs=recompute");
-  rl_direction(reward_even, "old logprobs from the rollout", "algo.old_logprobs=rollout");
+  rl_direction(reward_even, "even rewarded", "algo.old_logprobs=recompute", 0);
+  rl_direction(reward_odd, "rewards swapped", "algo.old_logprobs=recompute", 0);
+  rl_direction(reward_even, "old logprobs from the rollout", "algo.old_logprobs=rollout", 0);
+  rl_direction(reward_odd, "advantages set by the caller", "algo.old_logprobs=recompute", 1);
 }
 
 /* A sample the buffer kept past max_lag (SAMPLE_STALE) gets truncated importance

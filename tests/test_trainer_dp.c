@@ -124,7 +124,8 @@ static double max_rel_diff(const float *a, const float *b, size_t n) {
   return mx / (scale > 0.0 ? scale : 1.0);
 }
 
-/* kind 0: SFT; 1: RL. Groups: 6, split 3 + 3 over the two ranks. */
+/* kind 0: SFT; 1: RL with the 6 groups split 3 + 3 over the two ranks; 2: RL
+ * with every group on rank 0 (rank 1 has no samples but takes part). */
 static void compare(const char *name, int kind, int n_over, char *const *over) {
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -136,8 +137,9 @@ static void compare(const char *name, int kind, int n_over, char *const *over) {
     rc |= kind == 0 ? sft_steps(&ref) : rl_steps(&ref, 0, 6);
   }
   rc |= run_make(&dp, n_over, over, MPI_COMM_WORLD);
-  int per = 6 / size;
-  rc |= kind == 0 ? sft_steps(&dp) : rl_steps(&dp, rank * per, (rank + 1) * per);
+  int per = 6 / size, g0 = kind == 2 ? (rank ? 6 : 0) : rank * per;
+  int g1 = kind == 2 ? 6 : (rank + 1) * per;
+  rc |= kind == 0 ? sft_steps(&dp) : rl_steps(&dp, g0, g1);
   CHECK(rc == 0);
   /* every rank holds the same parameters after the update */
   size_t n = dp.t.policy.table.total;
@@ -189,6 +191,7 @@ int main(int argc, char **argv) {
   compare("reinforce++ (kl in reward, global whitening, 2x2 updates)", 1, 5, rpp);
   char *ppo[] = {"algo.name=ppo", "algo.mini_batches=2"};
   compare("ppo (critic, gae, whitened)", 1, 2, ppo);
+  compare("reinforce++ with every group on rank 0", 2, 5, rpp);
   int fails = tu_failures, all = 0;
   MPI_Allreduce(&fails, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   int rank;
