@@ -144,6 +144,11 @@ static int gen_load(struct model *m, const struct gen_args *a, int n_prompt) {
             a->model, mc.vocab_size, TOK_CHAR_VOCAB);
     return 2;
   }
+  if (n_prompt + a->max_new > mc.max_seq) { /* checked before sizing anything by it */
+    fprintf(stderr, "rlpt: %s: the prompt (%d tokens) + --max-new-tokens %ld exceeds the model's "
+            "max_seq = %d\n", a->model, n_prompt, a->max_new, mc.max_seq);
+    return 2;
+  }
   /* one prefill (or a preempted sample's recompute) plus one decode row per sample */
   long budget = (long)n_prompt + a->max_new + a->n;
   if (model_create(m, &mc, (int)budget, &cpu_backend)) return 1;
