@@ -18,10 +18,10 @@
 
 #include "backend.h"
 #include "device.h"
-#include "testutil.h"
 
 #ifdef RLPT_HAVE_CUDA
 #include "cuda_backend.h"
+#include "testutil.h" /* inside: its counter would be unused in a build without CUDA */
 #include "kv_cache.h"
 #include "optim.h"
 #include "sampling.h"

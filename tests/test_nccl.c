@@ -13,10 +13,10 @@
 
 #include "device.h"
 #include "nccl_comm.h"
-#include "testutil.h"
 
 #ifdef RLPT_HAVE_CUDA
 #include "cuda_backend.h"
+#include "testutil.h" /* inside: its counter would be unused in a build without CUDA */
 
 static float *fill(size_t n, int rank, unsigned salt) {
   float *x = malloc(sizeof(float) * n);
