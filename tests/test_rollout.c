@@ -8,7 +8,9 @@
  * (c) prefix sharing on/off, batch 1/64 and a tiny KV pool (preemptions) give the same
  *     tokens; logprobs are compared bit for bit and by their largest difference (the
  *     CPU GEMM of a one-row batch is a GEMV with a different summation order, so a
- *     token's logits depend on the fp32 path its row took: see the tolerance below). */
+ *     token's logits depend on the fp32 path its row took: see the tolerance below);
+ * (d) after a weight update the prefix cache of the old weights is never reused;
+ * (e) the deck's stop string ends responses with finish reason "stop". */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,6 +223,88 @@ static void test_composition(struct model *m, const struct tokenizer *tok, const
   sample_batch_free(&ref);
 }
 
+/* ---- (d) weight versions and the prefix cache ---------------------------------------- */
+
+/* One engine across a weight update: the second call (new weights, new version) must equal
+ * a fresh engine's output with the new weights, i.e. no prompt KV of the old weights is
+ * reused. Control: the same call under the OLD version label does reuse the stale prefix
+ * and differs, which shows the check can fail. */
+static void test_versions(struct model *m, const struct tokenizer *tok, const struct prompt_set *ps) {
+  struct config cfg;
+  deck(&cfg, 16, 64, 16, 1);
+  struct rollout_engine *re;
+  char err[512] = "";
+  CHECK(rollout_create(&re, m, &cfg, tok, err, sizeof err) == 0);
+  struct sample_batch b1, b2, fresh, stale;
+  sample_batch_init(&b1); sample_batch_init(&b2); sample_batch_init(&fresh); sample_batch_init(&stale);
+  struct gen_stats st;
+  CHECK(rollout_generate(re, ps->p, 4, 4, 1, 1, &b1, NULL, err, sizeof err) == 0);
+  model_init_params(m, 999);  /* the "update" */
+  rollout_weights_changed(re, 2);
+  CHECK(rollout_generate(re, ps->p, 4, 4, 1, 2, &b2, &st, err, sizeof err) == 0);
+  CHECK(st.prefix_hits == 0);
+  struct rollout_engine *re3;  /* fresh engine, same step and version labels */
+  CHECK(rollout_create(&re3, m, &cfg, tok, err, sizeof err) == 0);
+  CHECK(rollout_generate(re3, ps->p, 4, 4, 1, 2, &fresh, NULL, err, sizeof err) == 0);
+  rollout_free(re3);
+  double lp;
+  int bits, same_fresh = same_samples(&b2, &fresh, &lp, &bits);
+  /* control: a fresh engine primed under version 1 with the old weights, then asked for
+   * version 1 again after the weights changed, serves the prompts from its stale cache */
+  struct rollout_engine *re2;
+  CHECK(rollout_create(&re2, m, &cfg, tok, err, sizeof err) == 0);
+  model_init_params(m, 1234);
+  sample_batch_clear(&stale);
+  CHECK(rollout_generate(re2, ps->p, 4, 4, 1, 1, &stale, NULL, err, sizeof err) == 0);
+  model_init_params(m, 999);
+  sample_batch_clear(&stale);
+  CHECK(rollout_generate(re2, ps->p, 4, 4, 1, 1, &stale, &st, err, sizeof err) == 0);
+  double lp2;
+  int bits2, same_stale = same_samples(&stale, &fresh, &lp2, &bits2);
+  printf("d) after a weight update: new version == fresh engine: %s (max logprob diff %.2e); "
+         "control, stale version label: %ld prefix hits, %s\n", same_fresh ? "yes" : "NO", lp,
+         st.prefix_hits, same_stale && lp2 <= LP_TOL_BATCH ? "SAME (control failed)" : "differs");
+  CHECK(same_fresh && lp <= LP_TOL_BATCH);
+  CHECK(st.prefix_hits > 0 && !(same_stale && lp2 <= LP_TOL_BATCH));
+  model_init_params(m, 1234);  /* back to the weights of the other tests */
+  rollout_free(re);
+  rollout_free(re2);
+  sample_batch_free(&b1); sample_batch_free(&b2); sample_batch_free(&fresh); sample_batch_free(&stale);
+}
+
+/* ---- (e) the deck's stop string --------------------------------------------------------- */
+
+/* Stop at the character the model emits most often: samples that finish "stop" end with
+ * it, the others never contain it, and the stop character is what made them end early. */
+static void test_stop(struct model *m, const struct tokenizer *tok, const struct prompt_set *ps) {
+  struct config cfg;
+  deck(&cfg, 32, 64, 16, 1);
+  struct sample_batch b;
+  sample_batch_init(&b);
+  CHECK(generate(m, &cfg, tok, ps, 4, 8, 1.0, &b, NULL) == 0);
+  int count[TOK_CHAR_VOCAB] = { 0 }, best = 0;
+  for (int i = 0; i < b.n; i++)
+    for (int k = 0; k < b.s[i].n_resp; k++)
+      if (b.s[i].resp[k] < 95) count[b.s[i].resp[k]]++;
+  for (int c = 1; c < 95; c++) best = count[c] > count[best] ? c : best;
+  cfg.rollout.stop[0] = (char)(best + 32);
+  cfg.rollout.stop[1] = '\0';
+  sample_batch_clear(&b);
+  CHECK(generate(m, &cfg, tok, ps, 4, 8, 1.0, &b, NULL) == 0);
+  int n_stop = 0, bad = 0;
+  for (int i = 0; i < b.n; i++) {
+    const struct sample *s = &b.s[i];
+    int last = s->resp[s->n_resp - 1], inside = 0;
+    for (int k = 0; k + 1 < s->n_resp; k++) inside |= s->resp[k] == best;
+    if (s->finish == FINISH_STOP) n_stop++, bad += last != best || inside;
+    else bad += inside || last == best;
+  }
+  printf("e) stop string \"%s\": %d of %d samples finish \"stop\", %d inconsistent\n", cfg.rollout.stop,
+         n_stop, b.n, bad);
+  CHECK(n_stop > 0 && bad == 0);
+  sample_batch_free(&b);
+}
+
 /* Bad input: a prompt longer than max_seq allows is exit code 2 with a message. */
 static void test_bad_input(struct model *m, const struct tokenizer *tok) {
   struct config cfg;
@@ -249,6 +333,8 @@ int main(void) {
   test_greedy(&m, &tok, &ps);
   test_logprobs(&m, &tok, &ps);
   test_composition(&m, &tok, &ps);
+  test_versions(&m, &tok, &ps);
+  test_stop(&m, &tok, &ps);
   test_bad_input(&m, &tok);
   model_free(&m);
   tokenizer_free(&tok);
