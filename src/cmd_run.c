@@ -9,11 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckpt.h"
 #include "error.h"
 #include "evaluate.h"
 #include "model.h"
 #include "rollout.h"
+#include "restart.h"
 #include "run.h"
+#include "signals.h"
 #include "trainer.h"
 #include "wait.h"
 
@@ -26,9 +29,6 @@ static int run_supported(const struct config *cfg, const struct role_counts *c, 
     snprintf(err, len, "[ranks] rollout_tp = %d, train_tp = %d, train_pp = %d: rlpt run needs 1 for "
              "each (the CPU trainer and rollout engine are data-parallel only; use train_dp and more "
              "rollout ranks)", c->rollout_tp, c->train_tp, c->train_pp);
-  else if (cfg->run.restart[0])
-    snprintf(err, len, "[run] restart = %s: restarting a run is not available in this build",
-             cfg->run.restart);
   else return 0;
   return 2;
 }
@@ -133,7 +133,8 @@ static int setup_roles(struct run *r) {
     }
   }
   if (!rc && r->is_ctl &&
-      metrics_log_open(&r->mlog, r->cfg->log.metrics_path, NULL, r->cfg->run.steps, 0, err, sizeof err) != 0)
+      metrics_log_open(&r->mlog, r->cfg->log.metrics_path, NULL, r->cfg->run.steps,
+                       r->cfg->run.restart[0] != 0, err, sizeof err) != 0)
     rc = 2;
   if (rc) fprintf(stderr, "rlpt: run: rank %d: %s\n", r->comms.world_rank, err);
   return error_agree(MPI_COMM_WORLD, rc);
@@ -174,24 +175,79 @@ static void print_banner(struct run *r) {
   }
 }
 
-int run_loop(struct run *r) {
-  r->t_start = wait_now();
-  r->sft_pass1 = r->rl_pass1 = NAN;
+/* After RL step `step` (0: the SFT -> RL boundary), every rank: stop when a rank got
+ * SIGTERM/SIGUSR1 or [run] stop_after says so, with a checkpoint of this step
+ * (unless the cadence just wrote it). 1 = stop. */
+static int run_stop_check(struct run *r, long step) {
+  int sig = signals_agree(MPI_COMM_WORLD);
+  int stop = sig || (step > 0 && step == r->cfg->run.stop_after);
+  if (!stop || step == r->cfg->run.steps) return 0;
+  if (r->is_train && !(step > 0 && run_ckpt_due(r, step))) run_checkpoint(r, step);
+  if (r->is_ctl) {
+    char path[4200];
+    ckpt_step_path(r->cfg->checkpoint.dir, step, path, sizeof path);
+    printf("rlpt: run: %s after %s step %ld: checkpoint %s written; every rank exits 0 "
+           "(resume: rlpt run DECK --restart latest)\n", sig ? signals_name(sig) : "[run] stop_after",
+           step ? "RL" : "SFT (boundary), RL", step, path);
+    fflush(stdout);
+  }
+  return 1;
+}
+
+/* Controller, resuming: the metrics file cut back to the checkpoint's step (a run killed
+ * after it logged more), then reopened for appending. */
+static void restart_metrics(struct run *r, const struct restart_point *rp) {
+  const char *path = r->cfg->log.metrics_path;
+  char err[512];
+  metrics_log_close(&r->mlog);
+  if (restart_trim_metrics(path, rp->step, rp->phase_rl) != 0)
+    fprintf(stderr, "rlpt: run: WARNING: could not cut %s back to step %ld; appending\n", path, rp->step);
+  if (metrics_log_open(&r->mlog, path, NULL, r->cfg->run.steps, 1, err, sizeof err) != 0)
+    die_local("%s", err);
+}
+
+/* SFT, the post-SFT eval and the boundary check: a fresh run's start. 1 = stop. */
+static int run_warm_start(struct run *r) {
   run_sft(r);
   run_sync_weights(r);
   r->sft_pass1 = run_eval(r, PHASE_SFT, 0);
+  /* the train ranks put it into their checkpoints (restart.h) */
+  wait_bcast(&r->sft_pass1, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  return r->cfg->run.steps > 0 && run_stop_check(r, 0);
+}
+
+int run_loop(struct run *r) {
+  struct restart_point rp;
+  int rc = restart_load(r, &rp);
+  if (rc) return rc;
+  r->t_start = wait_now();
+  r->sft_pass1 = r->rl_pass1 = NAN;
   long S = r->cfg->run.steps, every = r->cfg->eval.every;
+  if (rp.active) {
+    r->sft_pass1 = rp.sft_pass1;
+    if (r->is_ctl) restart_metrics(r, &rp);
+  } else if (run_warm_start(r)) {
+    return 0;
+  }
   if (S > 0) {
     if (r->is_train) trainer_begin_rl(r->trainer);
+    if (r->is_train) restart_apply_rl(r, &rp);
     if (r->is_ctl) {
       r->mlog.total_steps = S;
       r->mlog.n_timed = 0;
       r->mlog.sum_step_s = 0;
     }
   }
-  for (long s = 1; s <= S; s++) {
+  if (rp.active) run_sync_weights(r);  /* the restored policy to the rollout ranks */
+  if (rp.active && rp.step == S && r->is_ctl) {
+    printf("restart: the checkpoint is of the last RL step (%ld); nothing left to run\n", S);
+    fflush(stdout);
+  }
+  if (rp.active && rp.step == S) return 0;
+  for (long s = rp.step + 1; s <= S; s++) {
     run_rl_step(r, s);
     if (every > 0 && s % every == 0 && s < S) run_eval(r, PHASE_RL, s);
+    if (run_stop_check(r, s)) return 0;
   }
   if (S > 0) r->rl_pass1 = run_eval(r, PHASE_RL, S);
   if (r->is_ctl) controller_summary(r);
@@ -234,29 +290,64 @@ static int run_mpi(struct run *r, const char *deck, int n_over, char **over) {
 
 static int usage(int rc) {
   fprintf(rc ? stderr : stdout,
-          "usage: mpirun -np N rlpt run DECK [section.key=value ...]\n"
-          "  the training job: SFT warm start, then RL steps (sync mode); metrics to [log] metrics_path\n");
+          "usage: mpirun -np N rlpt run DECK [--restart latest|PATH] [section.key=value ...]\n"
+          "  the training job: SFT warm start, then RL steps (sync mode); metrics to [log] metrics_path\n"
+          "  --restart latest|PATH   resume from [checkpoint] dir/latest or a checkpoint file (= [run] restart)\n"
+          "  SIGTERM / SIGUSR1: checkpoint at the next step boundary, every rank exits 0\n");
   return rc;
+}
+
+/* argv with `--restart X` / `--restart=X` turned into the override run.restart=X
+ * (args[] owns the strings it made in made[]). -1: --restart without a value. */
+static int restart_arg(int argc, char **argv, char **args, int *n, char **made) {
+  *n = 0;
+  for (int i = 0; i < argc; i++) {
+    const char *v = NULL;
+    if (!strcmp(argv[i], "--restart")) {
+      if (i + 1 >= argc) return -1;
+      v = argv[++i];
+    } else if (!strncmp(argv[i], "--restart=", 10)) {
+      v = argv[i] + 10;
+    }
+    if (!v) { args[(*n)++] = argv[i]; continue; }
+    size_t len = strlen(v) + 16;
+    if (!(*made = malloc(len))) return -1;
+    snprintf(*made, len, "run.restart=%s", v);
+    args[(*n)++] = *made;
+  }
+  return 0;
 }
 
 int cmd_run(int argc, char **argv) {
   char **over = calloc((size_t)argc + 1, sizeof *over), **rest = calloc((size_t)argc + 1, sizeof *rest);
-  int n_over = 0, n_rest = 0, rc;
-  if (!over || !rest) {
+  char **args = calloc((size_t)argc + 1, sizeof *args), *made = NULL;
+  int n_over = 0, n_rest = 0, n_args = 0, rc;
+  if (!over || !rest || !args) {
     fprintf(stderr, "rlpt: run: out of memory\n");
+    free(over);
+    free(rest);
+    free(args);
     return 1;
   }
-  config_split_args(argc, argv, over, &n_over, rest, &n_rest);
-  if (n_rest == 1 && (!strcmp(rest[0], "-h") || !strcmp(rest[0], "--help"))) rc = usage(0);
-  else if (n_rest != 1 || rest[0][0] == '-') rc = usage(2);
-  else {
-    struct run *r = calloc(1, sizeof *r);
-    MPI_Init(NULL, NULL);
-    rc = r ? run_mpi(r, rest[0], n_over, over) : 1;
-    free(r);
-    MPI_Finalize();
+  if (restart_arg(argc, argv, args, &n_args, &made) != 0) {
+    fprintf(stderr, "rlpt: run: --restart needs a value: latest or a checkpoint path\n");
+    rc = 2;
+  } else {
+    config_split_args(n_args, args, over, &n_over, rest, &n_rest);
+    if (n_rest == 1 && (!strcmp(rest[0], "-h") || !strcmp(rest[0], "--help"))) rc = usage(0);
+    else if (n_rest != 1 || rest[0][0] == '-') rc = usage(2);
+    else {
+      struct run *r = calloc(1, sizeof *r);
+      MPI_Init(NULL, NULL);
+      signals_install();
+      rc = r ? run_mpi(r, rest[0], n_over, over) : 1;
+      free(r);
+      MPI_Finalize();
+    }
   }
+  free(made);
   free(over);
   free(rest);
+  free(args);
   return rc;
 }

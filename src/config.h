@@ -69,6 +69,7 @@ struct config {
     long seed, steps;
     int mode, device;
     char restart[CFG_STR_MAX];
+    long stop_after;
     double phase_timeout_s;
   } run;
   struct {

@@ -2,14 +2,16 @@
  * [checkpoint] dir/step_%08d.h5 collectively (io/ckpt.h) every [checkpoint]
  * every RL steps and after the last one: the policy, the AdamW moments and
  * step, the reference policy when there is one, the data cursor (the next RL
- * prompt index) and the canonical deck. A failed write follows [checkpoint]
- * on_error: abort stops the job, continue warns and trains on. */
+ * prompt index), the PPO critic, the run state of restart.h and the canonical
+ * deck. A failed write follows [checkpoint] on_error: abort stops the job,
+ * continue warns and trains on. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ckpt.h"
 #include "error.h"
+#include "restart.h"
 #include "run.h"
 #include "trainer.h"
 #include "wait.h"
@@ -34,8 +36,11 @@ void run_checkpoint(struct run *r, long step) {
   st.lr = optim_lr_at(&t->sched, t->step > 0 ? t->step - 1 : 0);
   st.has_ref = t->ref_params != NULL;
   st.ref_params = t->ref_params;
-  st.data = (struct ckpt_data_cursor){ .cursor = (uint64_t)step * (uint64_t)r->cfg->algo.prompts_per_step,
-                                       .epoch = 0, .shuffle_seed = (uint64_t)r->cfg->run.seed };
+  st.has_critic = t->has_critic;
+  st.critic_mc = t->critic.cfg;
+  st.critic_params = t->critic.params;
+  /* the run state a restart needs (restart.h); step 0 = the SFT -> RL boundary */
+  restart_fill(r, &st, step, step > 0);
   if (ckpt_deck_text(r->cfg, &st.deck, &st.used_keys) != 0) die_local("out of memory");
   struct ckpt_write_opts o = { .keep_last = (int)r->cfg->checkpoint.keep_last };
   double t0 = wait_now();
