@@ -5,7 +5,11 @@
  * value head), where logprobs[i] = log p(t_{i+1} | t_0..t_i) and entropy[i] is
  * the entropy of that same next-token distribution (both length n-1; values
  * length n). Empty lines are skipped. A bad line is reported as IN:LINE and the
- * command exits 2 without leaving a partial output file. No MPI. */
+ * command exits 2 without leaving a partial output file. No MPI.
+ *
+ * Lines are packed into batches of up to SCORE_BATCH_TOKENS tokens (or one
+ * max_seq sequence) per forward, so short sequences share their GEMMs; output
+ * order is input order. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,11 +19,16 @@
 #include "model.h"
 #include "model_h5.h"
 
+#define SCORE_BATCH_TOKENS 512
+
 struct score_run {
   struct model m;
   const char *in_path;
   FILE *out;
-  int *tokens;
+  int budget;           /* tokens per forward */
+  int *line_tok;        /* [max_seq] tokens of the line being parsed */
+  int *tokens, *cu;     /* the pending batch: [budget], [budget + 1] */
+  int nseq;
   float *lp, *ent, *val;
 };
 
@@ -45,7 +54,7 @@ static int parse_line(struct score_run *r, const char *line, long lineno, int *n
               i, r->m.cfg.vocab_size - 1);
       rc = 2;
     } else {
-      r->tokens[i] = (int)d;
+      r->line_tok[i] = (int)d;
     }
   }
   cJSON_Delete(o);
@@ -58,17 +67,30 @@ static void write_array(FILE *f, const char *key, const float *x, int n, int com
   fprintf(f, comma ? "], " : "]");
 }
 
+/* Forward of the pending batch and one output line per sequence. */
+static int score_flush(struct score_run *r) {
+  int vh = r->m.cfg.value_head;
+  if (!r->nseq) return 0;
+  if (model_forward(&r->m, r->tokens, r->cu, r->nseq, r->lp, r->ent, vh ? r->val : NULL)) return 1;
+  for (int s = 0; s < r->nseq; s++) {
+    int o = r->cu[s], n = r->cu[s + 1] - o;
+    fputc('{', r->out);
+    write_array(r->out, "logprobs", r->lp + o, n - 1, 1);
+    write_array(r->out, "entropy", r->ent + o, n - 1, vh);
+    if (vh) write_array(r->out, "values", r->val + o, n, 0);
+    fputs("}\n", r->out);
+  }
+  r->nseq = 0;
+  return 0;
+}
+
 static int score_line(struct score_run *r, const char *line, long lineno) {
-  int n, cu[2] = {0, 0};
+  int n, rc;
   if (parse_line(r, line, lineno, &n)) return 2;
-  cu[1] = n;
-  if (model_forward(&r->m, r->tokens, cu, 1, r->lp, r->ent, r->m.cfg.value_head ? r->val : NULL))
-    return 1;
-  fputc('{', r->out);
-  write_array(r->out, "logprobs", r->lp, n - 1, 1);
-  write_array(r->out, "entropy", r->ent, n - 1, r->m.cfg.value_head);
-  if (r->m.cfg.value_head) write_array(r->out, "values", r->val, n, 0);
-  fputs("}\n", r->out);
+  if (r->cu[r->nseq] + n > r->budget && (rc = score_flush(r))) return rc;
+  memcpy(r->tokens + r->cu[r->nseq], r->line_tok, sizeof(int) * n);
+  r->cu[r->nseq + 1] = r->cu[r->nseq] + n;
+  r->nseq++;
   return 0;
 }
 
@@ -85,20 +107,24 @@ static int score_file(struct score_run *r, FILE *in) {
     rc = score_line(r, line, lineno);
   }
   free(line);
-  return rc;
+  return rc ? rc : score_flush(r);
 }
 
 static int score_load(struct score_run *r, const char *model_path) {
   struct model_config mc;
   int rc = model_h5_read_config(model_path, &mc);
   if (rc) return rc;
-  if (model_create(&r->m, &mc, mc.max_seq, &cpu_backend)) return 1;
+  r->budget = mc.max_seq > SCORE_BATCH_TOKENS ? mc.max_seq : SCORE_BATCH_TOKENS;
+  if (model_create(&r->m, &mc, r->budget, &cpu_backend)) return 1;
   rc = model_h5_read_params(model_path, &r->m.table, r->m.params);
-  r->tokens = malloc(sizeof(int) * mc.max_seq);
-  r->lp = malloc(sizeof(float) * mc.max_seq);
-  r->ent = malloc(sizeof(float) * mc.max_seq);
-  r->val = malloc(sizeof(float) * mc.max_seq);
-  if (!rc && (!r->tokens || !r->lp || !r->ent || !r->val)) rc = 1;
+  size_t b = (size_t)r->budget;
+  r->line_tok = malloc(sizeof(int) * mc.max_seq);
+  r->tokens = malloc(sizeof(int) * b);
+  r->cu = calloc(b + 1, sizeof(int));
+  r->lp = malloc(sizeof(float) * b);
+  r->ent = malloc(sizeof(float) * b);
+  r->val = malloc(sizeof(float) * b);
+  if (!rc && (!r->line_tok || !r->tokens || !r->cu || !r->lp || !r->ent || !r->val)) rc = 1;
   return rc;
 }
 
@@ -140,7 +166,7 @@ int cmd_score(int argc, char **argv) {
   }
   if (r.out && rc) unlink(out_path); /* no partial output */
   if (in) fclose(in);
-  free(r.tokens); free(r.lp); free(r.ent); free(r.val);
+  free(r.line_tok); free(r.tokens); free(r.cu); free(r.lp); free(r.ent); free(r.val);
   if (r.m.params) model_free(&r.m);
   return rc;
 }
