@@ -38,6 +38,7 @@ void restart_fill(const struct run *r, struct ckpt_state *st, long step, int pha
   /* NaN never reaches a checkpoint: -1 stands for "no post-SFT eval" */
   ctrl_put(st, "sft_pass1", isfinite(r->sft_pass1) ? r->sft_pass1 : -1);
   ctrl_put(st, "prompts_per_step", (double)P);
+  if (!phase_rl) st->has_ref = 0;  /* the reference is snapshotted when RL begins */
   st->n_rng = 0;  /* every random draw is keyed by (seed, step, ...): no generator state */
   st->data = (struct ckpt_data_cursor){ .cursor = (uint64_t)step * P, .epoch = 0,
                                         .shuffle_seed = (uint64_t)r->cfg->run.seed };

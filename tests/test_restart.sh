@@ -1,0 +1,126 @@
+#!/bin/sh
+# test_restart.sh: checkpoint restarts of `rlpt run` (tests/cmake/restart.cmake).
+#   test_restart.sh MODE RLPT CMP DECK [section.key=value ...]
+# $RLPT_MPIEXEC ("mpiexec -n" + NP is appended) and $RLPT_MPI_FLAGS come from CTest.
+# Modes:
+#   exact    4 ranks: [run] steps straight vs stop_after = 3, then --restart latest:
+#            identical metrics JSONL but wall times (test_restart_cmp exact)
+#   boundary SIGUSR1 during SFT: checkpoint at the SFT -> RL boundary (step 0), exit 0;
+#            the restart's metrics equal the straight run's (exact)
+#   layout   save with 1 train rank (4 ranks), resume with train_dp = 2 (5 ranks):
+#            every field within rtol 1e-4 + atol 1e-6 of the straight run
+#   preempt  SIGUSR1 to mpirun while RL steps run: exit 0, the stop message, `latest`;
+#            the restart continues at the next step with no step logged twice
+#   kill     kill -9 of the whole job while a checkpoint is being written (its .tmp
+#            exists): `latest` still names a complete checkpoint and a restart works
+set -u
+mode=$1 rlpt=$2 cmp=$3 deck=$4
+shift 4
+dir=$(mktemp -d "${TMPDIR:-/tmp}/rlpt_restart.XXXXXX") || exit 1
+trap 'rm -rf "$dir"' EXIT
+cd "$dir" || exit 1
+fail() { echo "RESTART_TEST_FAILED: $*"; for f in *.log; do echo "== $f"; tail -15 "$f"; done; exit 1; }
+# run NP LOG [args...]: rlpt run of the deck under mpirun, output to LOG; returns its status
+run() {
+  np=$1 log=$2
+  shift 2
+  # shellcheck disable=SC2086
+  $RLPT_MPIEXEC "$np" $RLPT_MPI_FLAGS "$rlpt" run "$deck" "$@" > "$log" 2>&1
+}
+# count PATTERN FILE: lines of FILE matching PATTERN (0 when FILE does not exist yet)
+count() { c=$(grep -c "$1" "$2" 2>/dev/null); echo "${c:-0}"; }
+# steps FILE: the RL step numbers of the training lines of a metrics file, in order
+steps() { grep '"phase":"rl"' "$1" | grep -v '"eval_pass@1"' | sed 's/^{"step":\([0-9]*\),.*/\1/' | tr '\n' ' '; }
+
+case $mode in
+exact)
+  run 4 full.log log.metrics_path=full.jsonl checkpoint.dir=ckA "$@" || fail "straight run exited $?"
+  run 4 half1.log log.metrics_path=part.jsonl checkpoint.dir=ckB run.stop_after=3 "$@" || fail "first half exited $?"
+  grep -q "stop_after after RL step 3: checkpoint ckB/step_00000003.h5 written" half1.log || fail "no stop message"
+  run 4 half2.log log.metrics_path=part.jsonl checkpoint.dir=ckB --restart latest "$@" || fail "restart exited $?"
+  grep "^restart:" half2.log
+  grep -q "continuing with RL step 4 of" half2.log || fail "restart did not say what it restored"
+  "$cmp" full.jsonl part.jsonl exact
+  ;;
+boundary)
+  # SIGUSR1 while SFT runs: the job finishes SFT and the post-SFT eval, checkpoints at the
+  # SFT -> RL boundary (step 0) and exits 0; the restart starts RL from it, and the whole
+  # file equals the straight run's.
+  run 4 full.log log.metrics_path=full.jsonl checkpoint.dir=ckA "$@" || fail "straight run exited $?"
+  # shellcheck disable=SC2086
+  $RLPT_MPIEXEC 4 $RLPT_MPI_FLAGS "$rlpt" run "$deck" log.metrics_path=part.jsonl checkpoint.dir=ckB \
+    "$@" > half1.log 2>&1 &
+  pid=$!
+  n=0
+  while [ "$(count '"phase":"sft"' part.jsonl)" -lt 2 ] && [ $n -lt 600 ]; do
+    sleep 0.05; n=$((n + 1))
+  done
+  kill -USR1 $pid
+  wait $pid || fail "first half exited $?"
+  grep "SIGUSR1 after SFT (boundary), RL step 0" half1.log || fail "no stop at the SFT -> RL boundary"
+  run 4 half2.log log.metrics_path=part.jsonl checkpoint.dir=ckB --restart latest "$@" || fail "restart exited $?"
+  grep "^restart:" half2.log
+  grep -q "phase sft done" half2.log || fail "restart did not resume at the boundary"
+  "$cmp" full.jsonl part.jsonl exact
+  ;;
+layout)
+  run 4 full.log log.metrics_path=full.jsonl checkpoint.dir=ckA "$@" || fail "straight run exited $?"
+  run 4 half1.log log.metrics_path=part.jsonl checkpoint.dir=ckB run.stop_after=3 "$@" || fail "first half exited $?"
+  run 5 half2.log log.metrics_path=part.jsonl checkpoint.dir=ckB --restart latest ranks.train=2 \
+    ranks.train_dp=2 "$@" || fail "restart on 2 train ranks exited $?"
+  grep "^restart:" half2.log
+  grep -q "on 2 train rank(s)" half2.log || fail "restart did not run on 2 train ranks"
+  "$cmp" full.jsonl part.jsonl 1e-4 1e-6 4
+  ;;
+preempt)
+  # shellcheck disable=SC2086
+  $RLPT_MPIEXEC 4 $RLPT_MPI_FLAGS "$rlpt" run "$deck" log.metrics_path=m.jsonl checkpoint.dir=ck \
+    run.steps=100000 "$@" > pre.log 2>&1 &
+  pid=$!
+  n=0
+  while [ "$(count '"phase":"rl"' m.jsonl)" -lt 3 ] && [ $n -lt 600 ]; do
+    sleep 0.1; n=$((n + 1))
+  done
+  kill -USR1 $pid
+  wait $pid
+  rc=$?
+  [ $rc -eq 0 ] || fail "preempted run exited $rc"
+  grep "rlpt: run: SIGUSR1 after RL step" pre.log || fail "no preemption message"
+  [ -f ck/latest ] || fail "no ck/latest"
+  last=$(sed 's/^step_0*\([0-9]*\)\.h5$/\1/' ck/latest)
+  echo "checkpoint of step $last; logged: $(steps m.jsonl)"
+  run 4 post.log log.metrics_path=m.jsonl checkpoint.dir=ck run.steps=100000 --restart latest \
+    run.stop_after=$((last + 2)) "$@" || fail "restart exited $?"
+  want=""
+  i=1
+  while [ $i -le $((last + 2)) ]; do want="$want$i "; i=$((i + 1)); done
+  got=$(steps m.jsonl)
+  echo "steps after the restart: $got"
+  [ "$got" = "$want" ] || fail "steps $got, want $want"
+  ;;
+kill)
+  setsid $RLPT_MPIEXEC 4 $RLPT_MPI_FLAGS "$rlpt" run "$deck" log.metrics_path=m.jsonl checkpoint.dir=ck \
+    run.steps=100000 checkpoint.every=1 "$@" > k.log 2>&1 &
+  pid=$!
+  n=0
+  # the second checkpoint's write: one complete checkpoint exists before it
+  while ! ls ck/step_*.h5.tmp 2>/dev/null | grep -qv step_00000001; do
+    sleep 0.002; n=$((n + 1))
+    [ $n -lt 20000 ] || { kill -9 -- -$pid; fail "never saw a checkpoint being written"; }
+  done
+  kill -9 -- -$pid
+  wait $pid
+  echo "killed during the write of $(ls ck/*.tmp); latest -> $(cat ck/latest)"
+  ls ck
+  tmp=$(ls ck/*.tmp | sed 's|ck/||; s|\.tmp$||')
+  [ "$(cat ck/latest)" != "$tmp" ] || fail "latest names the checkpoint being written"
+  [ -f "ck/$(cat ck/latest)" ] || fail "latest names a missing file"
+  last=$(sed 's/^step_0*\([0-9]*\)\.h5$/\1/' ck/latest)
+  run 4 post.log log.metrics_path=m.jsonl checkpoint.dir=ck run.steps=100000 --restart latest \
+    run.stop_after=$((last + 1)) "$@" || fail "restart exited $?"
+  grep "^restart:" post.log
+  grep -q "continuing with RL step $((last + 1)) of" post.log || fail "restart did not continue at $((last + 1))"
+  ;;
+*)
+  echo "unknown mode $mode"; exit 2 ;;
+esac
