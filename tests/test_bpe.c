@@ -24,55 +24,6 @@
 
 #define SKIP 77
 
-/* GPT-2 byte -> code point (printable bytes keep theirs; the rest 256, 257, ...). */
-static int byte_cp(int b) {
-  int next = 256;
-  for (int c = 0; c < 256; c++) {
-    int keep = (c >= 33 && c <= 126) || (c >= 161 && c <= 172) || (c >= 174 && c <= 255);
-    if (c == b) return keep ? c : next;
-    if (!keep) next++;
-  }
-  return -1;
-}
-
-/* ids 0..255: byte b's token; then merges' results, then the control tokens. */
-enum { T_GT = 256, T_HE, T_GTHE, T_12, T_IMS, T_IME, T_IMSX, T_N };
-
-static void synthetic_gguf(struct gb *g, const char *pre) {
-  static char byte_tok[256][3];
-  const char *tokens[T_N];
-  for (int b = 0; b < 256; b++) {
-    int cp = byte_cp(b);
-    if (cp < 0x80) {
-      byte_tok[b][0] = (char)cp;
-      byte_tok[b][1] = 0;
-    } else {
-      byte_tok[b][0] = (char)(0xc0 | (cp >> 6));
-      byte_tok[b][1] = (char)(0x80 | (cp & 0x3f));
-      byte_tok[b][2] = 0;
-    }
-    tokens[b] = byte_tok[b];
-  }
-  tokens[T_GT] = "\xc4\xa0t";
-  tokens[T_HE] = "he";
-  tokens[T_GTHE] = "\xc4\xa0the";
-  tokens[T_12] = "12";
-  tokens[T_IMS] = "<|im_start|>";
-  tokens[T_IME] = "<|im_end|>";
-  tokens[T_IMSX] = "<|im_start|>x"; /* longer special sharing a prefix: longest wins */
-  static const char *merges[] = {"\xc4\xa0 t", "h e", "\xc4\xa0t he", "1 2"};
-  int32_t types[T_N];
-  for (int i = 0; i < T_N; i++) types[i] = i >= T_IMS ? 3 : 1;
-  gb_header(g, 3);
-  gb_kv_str(g, "tokenizer.ggml.model", "gpt2");
-  gb_kv_str(g, "tokenizer.ggml.pre", pre);
-  gb_kv_arr_str(g, "tokenizer.ggml.tokens", tokens, T_N);
-  gb_kv_arr_str(g, "tokenizer.ggml.merges", merges, 4);
-  gb_kv_arr_i32(g, "tokenizer.ggml.token_type", types, T_N);
-  gb_kv_u32(g, "tokenizer.ggml.bos_token_id", T_IMS);
-  gb_kv_u32(g, "tokenizer.ggml.eos_token_id", T_IME);
-}
-
 static int load_synthetic(struct tokenizer *t, const char *pre, struct gb *g) {
   struct gguf_file f;
   char err[512];

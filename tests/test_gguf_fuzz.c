@@ -6,13 +6,17 @@
  * counts; bad dims, dtypes, offsets and alignment; bad magic / versions; and
  * seeded random byte corruptions. Each broken file is parsed from an exact-size
  * heap copy, so ASan sees any read past its end; when a corrupted file still
- * parses, the model loader and the metadata getters run on it too. */
+ * parses, the model loader, the metadata getters and the BPE tokenizer loader
+ * (plus one encode/decode) run on it too; the same for a byte-level BPE
+ * vocabulary file. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../io/gguf.h"
 #include "../src/params.h"
+#include "../src/tokenizer.h"
+#include "../src/tokenizer_bpe.h"
 #include "gguf_testutil.h"
 #include "testutil.h"
 
@@ -37,6 +41,16 @@ static int try_open(const uint8_t *buf, size_t n, char *err, size_t errlen) {
     uint64_t cnt;
     if (!gguf_get_str_array(&f, "tokenizer.ggml.tokens", &s, &cnt, lerr, sizeof lerr)) free(s);
     if (!gguf_get_int_array(&f, "tokenizer.ggml.token_type", &ia, &cnt, lerr, sizeof lerr)) free(ia);
+    struct tokenizer tok;
+    if (tokenizer_bpe_from_gguf(&tok, &f, lerr, sizeof lerr) == 0) {
+      static const char text[] = "the 12 <|im_start|>x\xe4\xb8\xff the";
+      int ids[64];
+      char out[128];
+      size_t n = 0, len;
+      if (tokenizer_encode(&tok, text, sizeof text - 1, ids, 64, &n, NULL) == TOK_OK)
+        tokenizer_decode(&tok, ids, n, out, sizeof out, &len);
+      tokenizer_free(&tok);
+    }
     gguf_close(&f);
   }
   free(copy);
@@ -160,7 +174,7 @@ static void check_header(const struct gb *g) {
 }
 
 /* Seeded random corruptions: 1-4 bytes replaced; no crash is the check. */
-static void check_random(const struct gb *g) {
+static void check_random(const struct gb *g, const char *what) {
   uint8_t *b = malloc(g->n);
   uint64_t s = 0x9e3779b97f4a7c15ull;
   int opened = 0, runs = 3000;
@@ -177,7 +191,8 @@ static void check_random(const struct gb *g) {
     if (try_open(b, g->n, err, sizeof err) == 0) opened++;
     else CHECK_MSG(strstr(err, "fuzz.gguf: ") == err, "%s", err);
   }
-  printf("random corruptions: %d of %d still parse (values changed, layout intact)\n", opened, runs);
+  printf("%s: %d of %d random corruptions still parse (values changed, layout intact)\n", what,
+         opened, runs);
   free(b);
 }
 
@@ -188,8 +203,16 @@ int main(void) {
   check_truncations(&g);
   check_lies(&g);
   check_header(&g);
-  check_random(&g);
+  check_random(&g, "tiny llama");
   free(g.b);
   free(m);
+  /* the BPE loader on a complete byte-level vocabulary (tokenizer only) */
+  synthetic_gguf(&g, "smollm");
+  char err[512];
+  int opened = 0;
+  for (size_t cut = 0; cut < g.n; cut++) opened += try_open(g.b, cut, err, sizeof err) == 0;
+  CHECK_MSG(opened == 0, "%d truncated vocabularies opened", opened);
+  check_random(&g, "BPE vocabulary");
+  free(g.b);
   return TEST_RESULT("test_gguf_fuzz");
 }

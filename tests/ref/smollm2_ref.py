@@ -39,7 +39,7 @@ PROMPTS = [
      {"role": "user", "content": "What is 12 times 7? Explain briefly."}],
     [{"role": "user", "content": "Hi!"},
      {"role": "assistant", "content": "Hello! How can I help you today?"},
-     {"role": "user", "content": "Name three primary colors."}],
+     {"role": "user", "content": "Tell me a short story about a cat who learns to fly."}],
 ]
 N_GEN = 32
 EOS = 2
@@ -74,7 +74,7 @@ def rope_interleaved(x, theta):
 
 
 def forward(f, w, ids):
-    """Logits [T, vocab] for one sequence."""
+    """Logits [1, vocab] of the last position of one sequence."""
     H, KV = f["llama.attention.head_count"], f["llama.attention.head_count_kv"]
     C, L = f["llama.embedding_length"], f["llama.block_count"]
     eps, theta = f["llama.attention.layer_norm_rms_epsilon"], f["llama.rope.freq_base"]
@@ -95,7 +95,7 @@ def forward(f, w, ids):
         h = rms(x, w[p + "ffn_norm.weight"], eps)
         g = h @ w[p + "ffn_gate.weight"].T
         x = x + (torch.nn.functional.silu(g) * (h @ w[p + "ffn_up.weight"].T)) @ w[p + "ffn_down.weight"].T
-    x = rms(x, w["output_norm.weight"], eps)
+    x = rms(x[-1:], w["output_norm.weight"], eps)
     head = w["output.weight"] if "output.weight" in w else w["token_embd.weight"]
     return x @ head.T
 
