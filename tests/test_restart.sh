@@ -27,6 +27,9 @@ run() {
   # shellcheck disable=SC2086
   $RLPT_MPIEXEC "$np" $RLPT_MPI_FLAGS "$rlpt" run "$deck" "$@" > "$log" 2>&1
 }
+# killjob PID: kill -9 mpirun PID and its ranks (Open MPI puts each rank in a process group
+# of its own, so they are found as its children), then reap it
+killjob() { kill -9 $(ps -o pid= --ppid "$1") "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
 # count PATTERN FILE: lines of FILE matching PATTERN (0 when FILE does not exist yet)
 count() { c=$(grep -c "$1" "$2" 2>/dev/null); echo "${c:-0}"; }
 # steps FILE: the RL step numbers of the training lines of a metrics file, in order
@@ -99,17 +102,17 @@ preempt)
   [ "$got" = "$want" ] || fail "steps $got, want $want"
   ;;
 kill)
-  setsid $RLPT_MPIEXEC 4 $RLPT_MPI_FLAGS "$rlpt" run "$deck" log.metrics_path=m.jsonl checkpoint.dir=ck \
+  # shellcheck disable=SC2086
+  $RLPT_MPIEXEC 4 $RLPT_MPI_FLAGS "$rlpt" run "$deck" log.metrics_path=m.jsonl checkpoint.dir=ck \
     run.steps=100000 checkpoint.every=1 "$@" > k.log 2>&1 &
   pid=$!
   n=0
   # the second checkpoint's write: one complete checkpoint exists before it
   while ! ls ck/step_*.h5.tmp 2>/dev/null | grep -qv step_00000001; do
     sleep 0.002; n=$((n + 1))
-    [ $n -lt 20000 ] || { kill -9 -- -$pid; fail "never saw a checkpoint being written"; }
+    [ $n -lt 20000 ] || { killjob $pid; fail "never saw a checkpoint being written"; }
   done
-  kill -9 -- -$pid
-  wait $pid
+  killjob $pid
   echo "killed during the write of $(ls ck/*.tmp); latest -> $(cat ck/latest)"
   ls ck
   tmp=$(ls ck/*.tmp | sed 's|ck/||; s|\.tmp$||')
@@ -120,6 +123,12 @@ kill)
     run.stop_after=$((last + 1)) "$@" || fail "restart exited $?"
   grep "^restart:" post.log
   grep -q "continuing with RL step $((last + 1)) of" post.log || fail "restart did not continue at $((last + 1))"
+  want=""
+  i=1
+  while [ $i -le $((last + 1)) ]; do want="$want$i "; i=$((i + 1)); done
+  got=$(steps m.jsonl)
+  echo "steps after the restart: $got"
+  [ "$got" = "$want" ] || fail "steps $got, want $want (a step logged twice or lost)"
   ;;
 *)
   echo "unknown mode $mode"; exit 2 ;;
