@@ -16,6 +16,10 @@ extern "C" {
 void cuda_matmul(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                  const float *B, int ldb, float beta, float *C, int ldc);
 
+/* gemm_fallback.cu: A, B fp32 (bf16 = 0) or bf16 (bf16 = 1), C fp32; matmul's conventions. */
+void cuda_gemm_fallback(int bf16, int ta, int tb, int M, int N, int K, float alpha, const void *A,
+                        int lda, const void *B, int ldb, float beta, float *C, int ldc);
+
 /* norm_rope.cu */
 void cuda_rmsnorm_fwd(float *out, float *rstd, const float *x, const float *w, int T, int C,
                       float eps);

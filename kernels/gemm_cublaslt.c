@@ -10,6 +10,7 @@
  * shape (type, transposes, M, N, K, leading dimensions, pointer alignments) the
  * descriptors and the heuristic's first algorithm are built once and cached; one
  * workspace serves every call (all on the default stream, so never concurrently).
+ * A shape the heuristic has no algorithm for goes to gemm_fallback.cu (noted once).
  *
  * The op table carries no context, so the handle, workspace and plan cache are
  * the one piece of process state of this backend, created on first use on the
@@ -38,6 +39,7 @@ struct gemm_plan {
   cublasLtMatmulDesc_t op;
   cublasLtMatrixLayout_t la, lb, lc; /* cuBLASLt's A (our B), B (our A), C/D */
   cublasLtMatmulAlgo_t algo;
+  int fallback; /* the heuristic had no algorithm: gemm_fallback.cu */
 };
 
 struct gemm_ctx {
@@ -119,15 +121,14 @@ static void gemm_plan_build(struct gemm_ctx *g, struct gemm_plan *p, const struc
   CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(g->lt, p->op, p->la, p->lb, p->lc, p->lc, pref, 1,
                                               &res, &n));
   cublasLtMatmulPreferenceDestroy(pref);
-  if (n < 1) {
-    char what[160];
-    snprintf(what, sizeof what, "no algorithm for %s M=%d N=%d K=%d ta=%d tb=%d lda=%d ldb=%d "
-             "ldc=%d", k->dtype == GEMM_BF16 ? "bf16" : "fp32", k->M, k->N, k->K, k->ta, k->tb,
-             k->lda, k->ldb, k->ldc);
-    cuda_fail("cuBLASLt", "cublasLtMatmulAlgoGetHeuristic", what,
-              "report the shape: it needs a fallback kernel", __FILE__, __LINE__);
-  }
-  p->algo = res.algo;
+  p->fallback = n < 1;
+  if (p->fallback) /* once per shape: slow, so say so */
+    fprintf(stderr, "rlpt: cuBLASLt has no algorithm for %s M=%d N=%d K=%d ta=%d tb=%d lda=%d "
+            "ldb=%d ldc=%d (alignments %d/%d/%d bytes): using the fallback GEMM\n",
+            k->dtype == GEMM_BF16 ? "bf16" : "fp32", k->M, k->N, k->K, k->ta, k->tb, k->lda,
+            k->ldb, k->ldc, k->align_a, k->align_b, k->align_c);
+  else
+    p->algo = res.algo;
 }
 
 /* The cached plan for k, built on a miss (the oldest entry makes room when full). */
@@ -169,6 +170,11 @@ static void gemm_run(int dtype, int ta, int tb, int M, int N, int K, float alpha
   gemm_check_args(&k, dtype == GEMM_BF16 ? 2 : 4);
   struct gemm_ctx *g = gemm_ctx_get();
   const struct gemm_plan *p = gemm_plan_get(g, &k);
+  if (p->fallback) {
+    cuda_gemm_fallback(dtype == GEMM_BF16, k.ta, k.tb, M, N, K, alpha, A, lda, B, ldb, beta, C,
+                       ldc);
+    return;
+  }
   CUBLAS_CHECK(cublasLtMatmul(g->lt, p->op, &alpha, B, p->la, A, p->lb, &beta, C, p->lc, C, p->lc,
                               &p->algo, g->workspace, GEMM_WORKSPACE_BYTES, 0));
 }

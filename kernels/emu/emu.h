@@ -41,6 +41,7 @@ template <class T> T __shfl_xor_sync(unsigned, T v, int m) {
   uint64_t b = 0; memcpy(&b, &v, sizeof v);
   uint64_t r = emu_exchange(b, (int)((threadIdx.x & 31) ^ (unsigned)m)); T o; memcpy(&o, &r, sizeof o); return o;
 }
+inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
 void emu_run(dim3 grid, dim3 block, size_t smem, const std::function<void()> &body);
 struct emu_launcher {
   dim3 g, b; size_t s;
