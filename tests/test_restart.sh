@@ -13,6 +13,8 @@
 #            the restart continues at the next step with no step logged twice
 #   kill     kill -9 of the whole job while a checkpoint is being written (its .tmp
 #            exists): `latest` still names a complete checkpoint and a restart works
+#   mismatch a deck whose model differs from the checkpoint's: exit 2 naming the field
+#   double   two SIGUSR1: immediate non-zero exit, no checkpoint; `latest` is intact
 set -u
 mode=$1 rlpt=$2 cmp=$3 deck=$4
 shift 4
@@ -129,6 +131,41 @@ kill)
   got=$(steps m.jsonl)
   echo "steps after the restart: $got"
   [ "$got" = "$want" ] || fail "steps $got, want $want (a step logged twice or lost)"
+  ;;
+mismatch)
+  # a checkpoint whose model differs from the deck: exit 2 naming the field, nothing run
+  run 4 a.log log.metrics_path=m.jsonl checkpoint.dir=ck run.stop_after=1 "$@" || fail "first run exited $?"
+  run 4 b.log log.metrics_path=m.jsonl checkpoint.dir=ck --restart latest model.ffn_dim=96 "$@"
+  rc=$?
+  grep "^rlpt:" b.log
+  [ $rc -eq 2 ] || fail "restart with another model exited $rc, want 2"
+  grep -q "ffn_dim is 128 in the checkpoint, 96 in the deck" b.log || fail "the message does not name ffn_dim"
+  ;;
+double)
+  # two signals: the second exits every rank at once, without a checkpoint. A first run leaves
+  # step 2's checkpoint; a second one in the same directory gets both signals during its
+  # (long) SFT phase, where the first alone would wait for the SFT -> RL boundary; `latest`
+  # must still name step 2 and a restart from it must work.
+  run 4 a.log log.metrics_path=m.jsonl checkpoint.dir=ck run.stop_after=2 "$@" || fail "first run exited $?"
+  # shellcheck disable=SC2086
+  $RLPT_MPIEXEC 4 $RLPT_MPI_FLAGS "$rlpt" run "$deck" log.metrics_path=d.jsonl checkpoint.dir=ck \
+    sft.steps=100000 "$@" > d.log 2>&1 &
+  pid=$!
+  n=0
+  while [ "$(count '"phase":"sft"' d.jsonl)" -lt 3 ] && [ $n -lt 600 ]; do
+    sleep 0.1; n=$((n + 1))
+  done
+  kill -USR1 $pid
+  sleep 0.5
+  kill -USR1 $pid
+  wait $pid
+  rc=$?
+  [ $rc -ne 0 ] || fail "a run sent two signals exited 0"
+  grep -q "rlpt: second signal: exiting now without a checkpoint" d.log || fail "no second-signal message"
+  ls ck
+  [ "$(cat ck/latest)" = step_00000002.h5 ] || fail "latest moved to $(cat ck/latest)"
+  run 4 post.log log.metrics_path=m.jsonl checkpoint.dir=ck --restart latest "$@" || fail "restart exited $?"
+  grep -q "continuing with RL step 3 of" post.log || fail "restart did not continue at step 3"
   ;;
 *)
   echo "unknown mode $mode"; exit 2 ;;

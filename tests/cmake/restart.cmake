@@ -5,6 +5,8 @@
 #   restart_layout    saved on 1 train rank, resumed on train_dp = 2: within rtol 1e-4 + atol 1e-6
 #   restart_preempt   SIGUSR1 to mpirun mid-RL: exit 0, `latest`, the steps continue
 #   restart_kill      kill -9 while a checkpoint is written: `latest` names the previous one
+#   restart_mismatch  a deck with another model: exit 2 naming the field
+#   restart_double    a second SIGUSR1 exits at once without a checkpoint; `latest` intact
 # and the job scripts refuse to run outside Slurm.
 
 add_executable(test_restart_cmp test_restart_cmp.c)
@@ -14,7 +16,7 @@ target_include_directories(test_restart_cmp PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 string(REPLACE ";" " " RLPT_RESTART_FLAGS "${RLPT_MPI_PREFLAGS}")
 set(RLPT_RESTART_ENV "${RLPT_TEST_ENV};RLPT_MPIEXEC=${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG};RLPT_MPI_FLAGS=${RLPT_RESTART_FLAGS}")
 
-foreach(mode exact boundary layout preempt kill)
+foreach(mode exact boundary layout preempt kill mismatch double)
   set(np 4)
   if(mode STREQUAL layout)
     set(np 5)
