@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_restart.sh: checkpoint restarts of `rlpt run` (tests/cmake/restart.cmake).
 #   test_restart.sh MODE RLPT CMP DECK [section.key=value ...]
-# $RLPT_MPIEXEC ("mpiexec -n" + NP is appended) and $RLPT_MPI_FLAGS come from CTest.
+# $RLPT_MPIEXEC ("mpiexec -n" + NP is appended) and $RLPT_MPI_FLAGS come from CTest;
+# $RESTART_NP (default 4) sets the ranks of the exact runs, the overrides the layout.
 # Modes:
 #   exact    4 ranks: [run] steps straight vs stop_after = 3, then --restart latest:
 #            identical metrics JSONL but wall times (test_restart_cmp exact)
@@ -18,6 +19,7 @@
 set -u
 mode=$1 rlpt=$2 cmp=$3 deck=$4
 shift 4
+np_=${RESTART_NP:-4}  # ranks of the exact / boundary / layout runs (before the layout change)
 dir=$(mktemp -d "${TMPDIR:-/tmp}/rlpt_restart.XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
 cd "$dir" || exit 1
@@ -39,10 +41,10 @@ steps() { grep '"phase":"rl"' "$1" | grep -v '"eval_pass@1"' | sed 's/^{"step":\
 
 case $mode in
 exact)
-  run 4 full.log log.metrics_path=full.jsonl checkpoint.dir=ckA "$@" || fail "straight run exited $?"
-  run 4 half1.log log.metrics_path=part.jsonl checkpoint.dir=ckB run.stop_after=3 "$@" || fail "first half exited $?"
+  run "$np_" full.log log.metrics_path=full.jsonl checkpoint.dir=ckA "$@" || fail "straight run exited $?"
+  run "$np_" half1.log log.metrics_path=part.jsonl checkpoint.dir=ckB run.stop_after=3 "$@" || fail "first half exited $?"
   grep -q "stop_after after RL step 3: checkpoint ckB/step_00000003.h5 written" half1.log || fail "no stop message"
-  run 4 half2.log log.metrics_path=part.jsonl checkpoint.dir=ckB --restart latest "$@" || fail "restart exited $?"
+  run "$np_" half2.log log.metrics_path=part.jsonl checkpoint.dir=ckB --restart latest "$@" || fail "restart exited $?"
   grep "^restart:" half2.log
   grep -q "continuing with RL step 4 of" half2.log || fail "restart did not say what it restored"
   "$cmp" full.jsonl part.jsonl exact
@@ -51,7 +53,7 @@ boundary)
   # SIGUSR1 while SFT runs: the job finishes SFT and the post-SFT eval, checkpoints at the
   # SFT -> RL boundary (step 0) and exits 0; the restart starts RL from it, and the whole
   # file equals the straight run's.
-  run 4 full.log log.metrics_path=full.jsonl checkpoint.dir=ckA "$@" || fail "straight run exited $?"
+  run "$np_" full.log log.metrics_path=full.jsonl checkpoint.dir=ckA "$@" || fail "straight run exited $?"
   # shellcheck disable=SC2086
   $RLPT_MPIEXEC 4 $RLPT_MPI_FLAGS "$rlpt" run "$deck" log.metrics_path=part.jsonl checkpoint.dir=ckB \
     "$@" > half1.log 2>&1 &
@@ -63,14 +65,14 @@ boundary)
   kill -USR1 $pid
   wait $pid || fail "first half exited $?"
   grep "SIGUSR1 after SFT (boundary), RL step 0" half1.log || fail "no stop at the SFT -> RL boundary"
-  run 4 half2.log log.metrics_path=part.jsonl checkpoint.dir=ckB --restart latest "$@" || fail "restart exited $?"
+  run "$np_" half2.log log.metrics_path=part.jsonl checkpoint.dir=ckB --restart latest "$@" || fail "restart exited $?"
   grep "^restart:" half2.log
   grep -q "phase sft done" half2.log || fail "restart did not resume at the boundary"
   "$cmp" full.jsonl part.jsonl exact
   ;;
 layout)
-  run 4 full.log log.metrics_path=full.jsonl checkpoint.dir=ckA "$@" || fail "straight run exited $?"
-  run 4 half1.log log.metrics_path=part.jsonl checkpoint.dir=ckB run.stop_after=3 "$@" || fail "first half exited $?"
+  run "$np_" full.log log.metrics_path=full.jsonl checkpoint.dir=ckA "$@" || fail "straight run exited $?"
+  run "$np_" half1.log log.metrics_path=part.jsonl checkpoint.dir=ckB run.stop_after=3 "$@" || fail "first half exited $?"
   run 5 half2.log log.metrics_path=part.jsonl checkpoint.dir=ckB --restart latest ranks.train=2 \
     ranks.train_dp=2 "$@" || fail "restart on 2 train ranks exited $?"
   grep "^restart:" half2.log

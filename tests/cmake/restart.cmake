@@ -1,6 +1,7 @@
 # Restarts and preemption of `rlpt run` (label e2e; tests/test_restart.sh, deck
 # tests/decks/restart_tiny.ini: 40 SFT + 6 GRPO steps of a tiny model, ~3 s a run):
 #   restart_exact     stop after RL step 3 + --restart latest == the straight run, bit for bit
+#                     (4 ranks separate; restart_exact_colocated: 2 ranks colocated, train_dp 2)
 #   restart_boundary  SIGUSR1 during SFT: checkpoint at the SFT -> RL boundary; restart == straight
 #   restart_layout    saved on 1 train rank, resumed on train_dp = 2: within rtol 1e-4 + atol 1e-6
 #   restart_preempt   SIGUSR1 to mpirun mid-RL: exit 0, `latest`, the steps continue
@@ -27,6 +28,17 @@ foreach(mode exact boundary layout preempt kill mismatch double)
   set_tests_properties(restart_${mode} PROPERTIES LABELS "e2e;mpi" ENVIRONMENT "${RLPT_RESTART_ENV}"
     PROCESSORS ${np} TIMEOUT 90 FAIL_REGULAR_EXPRESSION "RESTART_TEST_FAILED|CHECK failed")
 endforeach()
+
+# The same exact restart in the colocated layout on 2 ranks (train_dp = 2: the DP all-reduce
+# and the local inbox in the restarted run).
+add_test(NAME restart_exact_colocated
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/test_restart.sh exact $<TARGET_FILE:rlpt>
+          $<TARGET_FILE:test_restart_cmp> ${CMAKE_CURRENT_SOURCE_DIR}/decks/restart_tiny.ini
+          ranks.layout=colocated ranks.controller=auto ranks.reward=auto ranks.rollout=auto
+          ranks.train=auto ranks.train_dp=2)
+set_tests_properties(restart_exact_colocated PROPERTIES LABELS "e2e;mpi"
+  ENVIRONMENT "${RLPT_RESTART_ENV};RESTART_NP=2" PROCESSORS 2 TIMEOUT 90
+  FAIL_REGULAR_EXPRESSION "RESTART_TEST_FAILED|CHECK failed")
 
 # The Slurm job scripts fail early, with a message, outside an allocation.
 foreach(script run requeue)
