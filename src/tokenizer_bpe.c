@@ -143,33 +143,82 @@ static void emit(struct emit *e, int id) {
   e->n++;
 }
 
-/* BPE on one piece: start from byte tokens, merge the lowest-ranked adjacent
- * pair (leftmost on ties) until none is in the merge list. */
-static int bpe_piece(const struct bpe *b, const uint8_t *s, size_t n, struct emit *e) {
-  int stack_sym[64];
-  int *sym = n <= 64 ? stack_sym : malloc(n * sizeof *sym);
-  if (!sym) return -1;
-  for (size_t i = 0; i < n; i++) sym[i] = b->byte_id[s[i]];
-  size_t m = n;
-  while (m > 1) {
-    int best_rank = -1;
-    size_t best = 0;
-    const struct merge_slot *best_ms = NULL;
-    for (size_t i = 0; i + 1 < m; i++) {
-      const struct merge_slot *ms = merge_find(b, sym[i], sym[i + 1]);
-      if (ms && (best_rank < 0 || ms->rank < best_rank)) {
-        best_rank = ms->rank;
-        best = i;
-        best_ms = ms;
-      }
-    }
-    if (!best_ms) break;
-    sym[best] = best_ms->id;
-    memmove(sym + best + 1, sym + best + 2, (m - best - 2) * sizeof *sym);
-    m--;
+/* A candidate merge of the symbols at list positions pos and next[pos]. */
+struct cand {
+  int rank, pos, left, right;
+};
+
+static int cand_less(const struct cand *x, const struct cand *y) {
+  return x->rank < y->rank || (x->rank == y->rank && x->pos < y->pos);
+}
+
+static void heap_push(struct cand *h, size_t *n, struct cand c) {
+  size_t i = (*n)++;
+  while (i > 0 && cand_less(&c, &h[(i - 1) / 2])) {
+    h[i] = h[(i - 1) / 2];
+    i = (i - 1) / 2;
   }
-  for (size_t i = 0; i < m; i++) emit(e, sym[i]);
-  if (sym != stack_sym) free(sym);
+  h[i] = c;
+}
+
+static struct cand heap_pop(struct cand *h, size_t *n) {
+  struct cand top = h[0], last = h[--*n];
+  size_t i = 0;
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= *n) break;
+    if (c + 1 < *n && cand_less(&h[c + 1], &h[c])) c++;
+    if (!cand_less(&h[c], &last)) break;
+    h[i] = h[c];
+    i = c;
+  }
+  if (*n) h[i] = last;
+  return top;
+}
+
+/* Pushes the merge of positions p and next[p] when the pair is in the merge list. */
+static void push_pair(const struct bpe *b, struct cand *h, size_t *nh, const int *sym,
+                      const int *next, int p) {
+  if (p < 0 || next[p] < 0) return;
+  const struct merge_slot *ms = merge_find(b, sym[p], sym[next[p]]);
+  if (ms) heap_push(h, nh, (struct cand){ms->rank, p, sym[p], sym[next[p]]});
+}
+
+/* BPE on one piece: start from byte tokens, merge the lowest-ranked adjacent
+ * pair (leftmost on ties) until none is in the merge list. The symbols form a
+ * linked list over their first byte's position and the candidate merges a heap
+ * ordered by (rank, position); a popped candidate whose symbols have changed
+ * since it was pushed is stale and skipped. O(n log n) in the piece length. */
+static int bpe_piece(const struct bpe *b, const uint8_t *s, size_t n, struct emit *e) {
+  int *ints = malloc(3 * n * sizeof *ints);
+  struct cand *h = malloc(3 * n * sizeof *h);  /* n-1 pairs + at most 2 per merge */
+  if (!ints || !h) {
+    free(ints);
+    free(h);
+    return -1;
+  }
+  int *sym = ints, *prev = ints + n, *next = ints + 2 * n;
+  size_t nh = 0;
+  for (size_t i = 0; i < n; i++) {
+    sym[i] = b->byte_id[s[i]];
+    prev[i] = (int)i - 1;
+    next[i] = i + 1 < n ? (int)i + 1 : -1;
+  }
+  for (size_t i = 0; i + 1 < n; i++) push_pair(b, h, &nh, sym, next, (int)i);
+  while (nh) {
+    struct cand c = heap_pop(h, &nh);
+    int r = next[c.pos];
+    if (sym[c.pos] != c.left || r < 0 || sym[r] != c.right || prev[r] != c.pos) continue;
+    sym[c.pos] = merge_find(b, c.left, c.right)->id;
+    sym[r] = -1;  /* removed: no candidate can match it again */
+    next[c.pos] = next[r];
+    if (next[r] >= 0) prev[next[r]] = c.pos;
+    push_pair(b, h, &nh, sym, next, prev[c.pos]);
+    push_pair(b, h, &nh, sym, next, c.pos);
+  }
+  for (int p = n ? 0 : -1; p >= 0; p = next[p]) emit(e, sym[p]);
+  free(ints);
+  free(h);
   return 0;
 }
 
