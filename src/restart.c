@@ -94,9 +94,10 @@ static void restart_print(const struct run *r, const struct restart_point *rp, c
   else
     printf("restart: phase sft done (post-SFT greedy pass@1 %.3f); starting RL on %d train rank(s); "
            "metrics appended to %s\n", rp->sft_pass1, r->comms.counts.train, r->cfg->log.metrics_path);
-  if (r->trainer && r->trainer->has_critic && rp->phase_rl)
+  if (r->cfg->algo.adv_estimator == ADV_GAE && rp->phase_rl && r->cfg->run.steps > rp->step)
     printf("restart: WARNING: the PPO critic's AdamW moments are not in the checkpoint; they restart "
-           "from zero (its weights are restored)\n");
+           "from zero (its weights are restored), so this PPO run is not bit-identical to an "
+           "uninterrupted one\n");
   fflush(stdout);
 }
 

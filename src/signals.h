@@ -5,6 +5,9 @@
  * to the same rank means "now": it exits at once (status 128 + signal) without
  * touching the checkpoint directory, so `latest` still names the last complete
  * checkpoint (an interrupted write leaves only a step_N.h5.tmp behind).
+ * The boundaries are those of the RL steps (after the step's eval, if any) and
+ * the SFT -> RL boundary (after the post-SFT eval: checkpoint "step 0"); during
+ * SFT only the train ranks work, so a signal then waits for the end of SFT.
  *
  * The handler only writes a sig_atomic_t and, on the second signal, calls
  * write(2) and _exit(2): async-signal-safe. The flag is the one piece of
