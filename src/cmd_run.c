@@ -292,7 +292,8 @@ static int usage(int rc) {
   fprintf(rc ? stderr : stdout,
           "usage: mpirun -np N rlpt run DECK [--restart latest|PATH] [section.key=value ...]\n"
           "  the training job: SFT warm start, then RL steps (sync mode); metrics to [log] metrics_path\n"
-          "  --restart latest|PATH   resume from [checkpoint] dir/latest or a checkpoint file (= [run] restart)\n"
+          "  --restart latest|PATH   resume from [checkpoint] dir/latest or a checkpoint file\n"
+          "                          (the same as [run] restart)\n"
           "  SIGTERM / SIGUSR1: checkpoint at the next step boundary, every rank exits 0\n");
   return rc;
 }

@@ -79,7 +79,8 @@ int main(int argc, char **argv) {
     cJSON *a = cJSON_Parse(la[i]), *b = cJSON_Parse(lb[i]);
     CHECK(a != NULL && b != NULL);
     if (a && b) {
-      const cJSON *ph = cJSON_GetObjectItemCaseSensitive(a, "phase"), *st = cJSON_GetObjectItemCaseSensitive(a, "step");
+      const cJSON *ph = cJSON_GetObjectItemCaseSensitive(a, "phase");
+      const cJSON *st = cJSON_GetObjectItemCaseSensitive(a, "step");
       int before = cJSON_IsString(ph) && cJSON_IsNumber(st) &&
                    (!strcmp(ph->valuestring, "sft") || st->valuedouble < (double)from);
       bad += cmp_line(i + 1, a, b, exact || before, rtol, abs_tol);
