@@ -15,6 +15,7 @@
 #   kill     kill -9 of the whole job while a checkpoint is being written (its .tmp
 #            exists): `latest` still names a complete checkpoint and a restart works
 #   mismatch a deck whose model differs from the checkpoint's: exit 2 naming the field
+#   requeue  jobscripts/slurm/requeue.sbatch with stand-in srun/scontrol: signal, requeue, resume
 #   double   two SIGUSR1: immediate non-zero exit, no checkpoint; `latest` is intact
 set -u
 mode=$1 rlpt=$2 cmp=$3 deck=$4
@@ -168,6 +169,42 @@ double)
   [ "$(cat ck/latest)" = step_00000002.h5 ] || fail "latest moved to $(cat ck/latest)"
   run 4 post.log log.metrics_path=m.jsonl checkpoint.dir=ck --restart latest "$@" || fail "restart exited $?"
   grep -q "continuing with RL step 3 of" post.log || fail "restart did not continue at step 3"
+  ;;
+requeue)
+  # jobscripts/slurm/requeue.sbatch with stand-ins for srun (mpirun on this machine, without
+  # run.sbatch's UCX settings) and scontrol (records the requeue): SIGUSR1 to the batch shell
+  # reaches every rank through srun, the job exits 0 and asks to be requeued; the second
+  # submission restarts from `latest` and the steps continue.
+  mkdir bin
+  cat > bin/srun <<EOS
+#!/bin/sh
+while case \$1 in --*) true ;; *) false ;; esac; do shift; done
+unset OMPI_MCA_pml OMPI_MCA_btl UCX_TLS
+exec $RLPT_MPIEXEC 4 $RLPT_MPI_FLAGS "\$@"
+EOS
+  printf '#!/bin/sh\necho "scontrol $*" >> %s/requeued\n' "$dir" > bin/scontrol
+  chmod +x bin/srun bin/scontrol
+  export PATH="$dir/bin:$PATH" SLURM_JOB_ID=4242 SLURM_NTASKS=4 SLURM_JOB_NUM_NODES=1
+  export SLURM_SUBMIT_DIR="$dir" RLPT_ROOT="$RLPT_SOURCE_DIR" RLPT="$rlpt"
+  bash "$RLPT_SOURCE_DIR/jobscripts/slurm/requeue.sbatch" "$deck" log.metrics_path=m.jsonl \
+    checkpoint.dir=ck run.steps=100000 "$@" > job1.log 2>&1 &
+  pid=$!
+  n=0
+  while [ "$(count '"phase":"rl"' m.jsonl)" -lt 3 ] && [ $n -lt 600 ]; do
+    sleep 0.1; n=$((n + 1))
+  done
+  kill -USR1 $pid
+  wait $pid
+  rc=$?
+  [ $rc -eq 0 ] || fail "the preempted job exited $rc"
+  grep "requeue.sbatch: SIGUSR1" job1.log || fail "the batch shell did not forward the signal"
+  grep -q "scontrol requeue 4242" requeued || fail "the job did not requeue itself"
+  last=$(sed 's/^step_0*\([0-9]*\)\.h5$/\1/' ck/latest)
+  bash "$RLPT_SOURCE_DIR/jobscripts/slurm/requeue.sbatch" "$deck" log.metrics_path=m.jsonl \
+    checkpoint.dir=ck run.steps=100000 run.stop_after=$((last + 1)) "$@" > job2.log 2>&1 ||
+    fail "the requeued job exited $?"
+  grep "requeue.sbatch: restarting from ck/step_" job2.log || fail "the requeued job did not restart"
+  grep -q "continuing with RL step $((last + 1)) of" job2.log || fail "it did not continue at $((last + 1))"
   ;;
 *)
   echo "unknown mode $mode"; exit 2 ;;
