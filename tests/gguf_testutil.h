@@ -9,6 +9,7 @@
 #define RLPT_GGUF_TESTUTIL_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -142,6 +143,7 @@ struct tiny_llama {
   float q_g[TL_DIM * TL_DIM], k_g[TL_KV * TL_HD * TL_DIM];
   float v[TL_KV * TL_HD * TL_DIM], o[TL_DIM * TL_DIM];
   uint8_t gate[TL_FFN * TL_DIM / 32 * 34], up[TL_FFN * TL_DIM / 32 * 34], down[TL_DIM * TL_FFN / 32 * 34];
+  float bq[TL_DIM], bk[TL_KV * TL_HD], bv[TL_KV * TL_HD], out[TL_VOCAB * TL_DIM]; /* qwen2 only */
 };
 
 static inline void tl_fill(float *w, int kind, int rows, int cols) {
@@ -149,12 +151,16 @@ static inline void tl_fill(float *w, int kind, int rows, int cols) {
     for (int c = 0; c < cols; c++) w[r * cols + c] = tl_value(kind, r, c);
 }
 
-/* A byte-level vocabulary: "a", "b", "ab", "Ġ", "Ġab", "<|im_start|>", "<|im_end|>", "c". */
-static inline void tiny_llama(struct gb *g, struct tiny_llama *m) {
+/* The tiny model as ARCH (llama: q/k rows permuted as llama.cpp's converter does,
+ * tied embeddings; qwen2: q/k as in Hugging Face, q/k/v biases, an output.weight).
+ * Vocabulary: "a", "b", "ab", "Ġ", "Ġab", "<|im_start|>", "<|im_end|>", "c". */
+static inline void tiny_model(struct gb *g, struct tiny_llama *m, int qwen2) {
   static const char *tokens[TL_VOCAB] = {"a", "b", "ab", "\xc4\xa0", "\xc4\xa0" "ab", "<|im_start|>",
                                          "<|im_end|>", "c"};
   static const char *merges[] = {"a b", "\xc4\xa0 ab"};
   static const int32_t types[TL_VOCAB] = {1, 1, 1, 1, 1, 3, 3, 1};
+  const char *arch = qwen2 ? "qwen2" : "llama";
+  char key[96];
   tl_fill(m->emb, 0, TL_VOCAB, TL_DIM);
   tl_fill(m->norm1, 1, TL_DIM, 1);
   tl_fill(m->norm2, 2, TL_DIM, 1);
@@ -163,21 +169,33 @@ static inline void tiny_llama(struct gb *g, struct tiny_llama *m) {
   tl_fill(m->k_hf, 5, TL_KV * TL_HD, TL_DIM);
   tl_fill(m->v, 6, TL_KV * TL_HD, TL_DIM);
   tl_fill(m->o, 7, TL_DIM, TL_DIM);
-  tl_permute(m->q_g, m->q_hf, TL_DIM, TL_DIM, TL_HEADS);
-  tl_permute(m->k_g, m->k_hf, TL_KV * TL_HD, TL_DIM, TL_KV);
+  tl_fill(m->bq, 8, TL_DIM, 1);
+  tl_fill(m->bk, 9, TL_KV * TL_HD, 1);
+  tl_fill(m->bv, 10, TL_KV * TL_HD, 1);
+  tl_fill(m->out, 11, TL_VOCAB, TL_DIM);
+  if (qwen2) {
+    memcpy(m->q_g, m->q_hf, sizeof m->q_g);
+    memcpy(m->k_g, m->k_hf, sizeof m->k_g);
+  } else {
+    tl_permute(m->q_g, m->q_hf, TL_DIM, TL_DIM, TL_HEADS);
+    tl_permute(m->k_g, m->k_hf, TL_KV * TL_HD, TL_DIM, TL_KV);
+  }
   tl_q8(m->gate, TL_FFN * TL_DIM);
   tl_q8(m->up, TL_FFN * TL_DIM);
   tl_q8(m->down, TL_DIM * TL_FFN);
   gb_header(g, 3);
-  gb_kv_str(g, "general.architecture", "llama");
-  gb_kv_u32(g, "llama.embedding_length", TL_DIM);
-  gb_kv_u32(g, "llama.block_count", 1);
-  gb_kv_u32(g, "llama.attention.head_count", TL_HEADS);
-  gb_kv_u32(g, "llama.attention.head_count_kv", TL_KV);
-  gb_kv_u32(g, "llama.feed_forward_length", TL_FFN);
-  gb_kv_u32(g, "llama.context_length", TL_MAXSEQ);
-  gb_kv_f32(g, "llama.rope.freq_base", 5000.0f);
-  gb_kv_f32(g, "llama.attention.layer_norm_rms_epsilon", 1e-6f);
+  gb_kv_str(g, "general.architecture", arch);
+  static const char *ikeys[] = {"embedding_length", "block_count", "attention.head_count",
+                                "attention.head_count_kv", "feed_forward_length", "context_length"};
+  const uint32_t ivals[] = {TL_DIM, 1, TL_HEADS, TL_KV, TL_FFN, TL_MAXSEQ};
+  for (int i = 0; i < 6; i++) {
+    snprintf(key, sizeof key, "%s.%s", arch, ikeys[i]);
+    gb_kv_u32(g, key, ivals[i]);
+  }
+  snprintf(key, sizeof key, "%s.rope.freq_base", arch);
+  gb_kv_f32(g, key, 5000.0f);
+  snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", arch);
+  gb_kv_f32(g, key, 1e-6f);
   gb_kv_str(g, "tokenizer.ggml.model", "gpt2");
   gb_kv_str(g, "tokenizer.ggml.pre", "smollm");
   gb_kv_arr_str(g, "tokenizer.ggml.tokens", tokens, TL_VOCAB);
@@ -197,9 +215,16 @@ static inline void tiny_llama(struct gb *g, struct tiny_llama *m) {
     {"blk.0.ffn_up.weight", 2, {TL_DIM, TL_FFN}, GGML_Q8_0, m->up, sizeof m->up},
     {"blk.0.ffn_down.weight", 2, {TL_FFN, TL_DIM}, GGML_Q8_0, m->down, sizeof m->down},
     {"output_norm.weight", 1, {TL_DIM, 1}, GGML_F32, m->normf, sizeof m->normf},
+    /* qwen2 only (the llama file stops before these) */
+    {"blk.0.attn_q.bias", 1, {TL_DIM, 1}, GGML_F32, m->bq, sizeof m->bq},
+    {"blk.0.attn_k.bias", 1, {TL_KV * TL_HD, 1}, GGML_F32, m->bk, sizeof m->bk},
+    {"blk.0.attn_v.bias", 1, {TL_KV * TL_HD, 1}, GGML_F32, m->bv, sizeof m->bv},
+    {"output.weight", 2, {TL_DIM, TL_VOCAB}, GGML_F32, m->out, sizeof m->out},
   };
-  gb_tensors(g, t, (int)(sizeof t / sizeof t[0]), 32);
+  gb_tensors(g, t, qwen2 ? 15 : 11, 32);
 }
+
+static inline void tiny_llama(struct gb *g, struct tiny_llama *m) { tiny_model(g, m, 0); }
 
 /* ---- a synthetic byte-level BPE vocabulary ------------------------------------ */
 

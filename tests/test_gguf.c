@@ -7,7 +7,8 @@
  *    to 1e-6 relative (both compute d*q(+m) in fp32 in the same order).
  * 2. a tiny llama model written here: config from the metadata, tied
  *    embeddings, Q8_0 dequant, and the q/k RoPE row permutation undone exactly
- *    (the loaded q/k equal the Hugging Face matrices bit for bit). */
+ *    (the loaded q/k equal the Hugging Face matrices bit for bit);
+ * 3. the same model as qwen2: q/k kept as stored, q/k/v biases, untied lm_head. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,6 +135,39 @@ static void check_tiny_llama(void) {
   free(m);
 }
 
+/* qwen2: q/k stored in Hugging Face order (no un-permutation), biases, untied lm_head. */
+static void check_tiny_qwen2(void) {
+  struct gb g;
+  struct tiny_llama *m = calloc(1, sizeof *m);
+  tiny_model(&g, m, 1);
+  struct gguf_file f;
+  char err[512] = "";
+  CHECK_MSG(!gguf_open_mem(&f, g.b, g.n, "tiny_qwen2.gguf", err, sizeof err), "%s", err);
+  struct model_config mc;
+  struct param_table t;
+  float *p = NULL;
+  int rc = gguf_model_load(&f, &mc, &t, &p, err, sizeof err);
+  CHECK_MSG(rc == 0, "%s", err);
+  if (rc == 0) {
+    CHECK(mc.qkv_bias == 1 && mc.tie_embeddings == 0 && mc.kv_heads == TL_KV);
+    static const char *names[] = {"model.layers.0.self_attn.q_proj.weight",
+                                  "model.layers.0.self_attn.k_proj.weight",
+                                  "model.layers.0.self_attn.q_proj.bias",
+                                  "model.layers.0.self_attn.k_proj.bias",
+                                  "model.layers.0.self_attn.v_proj.bias", "lm_head.weight"};
+    const float *want[] = {m->q_hf, m->k_hf, m->bq, m->bk, m->bv, m->out};
+    for (int i = 0; i < 6; i++) {
+      const struct param_entry *e = param_table_find(&t, names[i]);
+      CHECK_MSG(e && !memcmp(p + e->offset, want[i], e->numel * sizeof(float)), "%s", names[i]);
+    }
+    param_table_free(&t);
+    free(p);
+  }
+  gguf_close(&f);
+  free(g.b);
+  free(m);
+}
+
 int main(void) {
   const char *src = getenv("RLPT_SOURCE_DIR");
   char path[1024], err[512] = "";
@@ -150,5 +184,6 @@ int main(void) {
   CHECK(gguf_open(&f, "/nonexistent/x.gguf", err, sizeof err) == -1 &&
         strstr(err, "/nonexistent/x.gguf: cannot open"));
   check_tiny_llama();
+  check_tiny_qwen2();
   return TEST_RESULT("test_gguf");
 }
