@@ -10,9 +10,11 @@
 #include <string.h>
 
 #include "config.h"
+#include "dataset.h"
 #include "reward.h"
 #include "tasks.h"
 #include "tokenizer.h"
+#include "verify.h"
 
 enum { KIND_REF, KIND_OFF_BY_ONE, KIND_EMPTY, KIND_GARBAGE, NKINDS };
 static const char *const kind_names[NKINDS] = {"reference", "off_by_one", "empty", "garbage"};
@@ -34,10 +36,23 @@ static void dist_add(struct dist *d, double total, const double *parts) {
   d->n++;
 }
 
+/* A dataset row's off-by-one answer: the final answer + 1 for math and arith (a
+ * reference that is not a number gets a character appended), the expression + 1 for
+ * countdown. */
+static void jsonl_wrong_answer(const struct task *t, const struct task_prompt *p, char *out, size_t cap) {
+  const struct data_row *r = dataset_row(t->ds, (enum task_split)p->split, p->index);
+  struct rational q;
+  if (t->ds->verifier == DATA_VERIFY_COUNTDOWN) snprintf(out, cap, "%s+1", p->answer);
+  else if (!verify_parse_number(r->ref, strlen(r->ref), &q) && q.num < INT64_MAX - q.den)
+    snprintf(out, cap, q.den == 1 ? "%lld" : "%lld/%lld", (long long)(q.num + q.den), (long long)q.den);
+  else snprintf(out, cap, "%s1", r->ref);
+}
+
 /* The wrong answer of one kind for prompt p, before tags. */
 static void wrong_answer(const struct task *t, const struct task_prompt *p, int kind, char *out, size_t cap) {
   if (kind == KIND_EMPTY) { out[0] = '\0'; return; }
   if (kind == KIND_GARBAGE) { snprintf(out, cap, "banana?!"); return; }
+  if (t->kind == TASK_JSONL) { jsonl_wrong_answer(t, p, out, cap); return; }
   if (t->kind == TASK_ARITH) snprintf(out, cap, "%lld", atoll(p->answer) + 1);
   else snprintf(out, cap, "%s+1", p->answer);  /* every given number is already used once */
 }
@@ -63,7 +78,10 @@ static int score_prompts(const struct task *t, const struct reward_cfg *rc, cons
       snprintf(text[k], sizeof text[k], "%s%s%s", rc->open_tag, ans, rc->close_tag);
       int ids[sizeof text[k]];
       size_t n_ids = 0, bad = 0, len = strlen(text[k]);
-      if (tokenizer_encode(tok, text[k], len, ids, sizeof text[k], &n_ids, &bad)) {
+      int erc = tokenizer_encode(tok, text[k], len, ids, sizeof text[k], &n_ids, &bad);
+      if (erc && t->kind == TASK_JSONL) {
+        n_ids = len;  /* dataset answers may hold bytes the char tokenizer lacks: bytes bound the tokens */
+      } else if (erc) {
         fprintf(stderr, "rlpt: reward-check: the %s tokenizer cannot encode byte %zu of \"%s\"\n",
                 tokenizer_kind_name(tok->kind), bad, text[k]);
         return 2;
@@ -156,6 +174,8 @@ int cmd_reward_check(int argc, char **argv) {
     goto done;
   }
   tokenizer_init_char(&tok);
+  /* a dataset is scored line by line, each row once */
+  if (t.kind == TASK_JSONL && n_prompts > t.ds->n[split]) n_prompts = t.ds->n[split];
   struct dist d[NKINDS];
   memset(d, 0, sizeof d);
   printf("reward-check: task %s, %ld %s prompts, weights correct %g format %g length %g, overlong %s, tags %s%s%s\n",
@@ -166,6 +186,7 @@ int cmd_reward_check(int argc, char **argv) {
   long nonfinite = 0;
   rc = score_prompts(&t, &rcfg, &tok, n_prompts, split, d, const_frac, &nonfinite);
   tokenizer_free(&tok);
+  task_free(&t);
   if (rc) goto done;
   print_table(d);
   printf("reward_parts_const_frac (share of prompts whose 4 answers agree):");

@@ -60,6 +60,9 @@ enum dpo_loss { DPO_SIGMOID, DPO_IPO };
 enum tis_mode { TIS_OFF, TIS_TOKEN_TRUNCATE, TIS_SEQ_TRUNCATE, TIS_TOKEN_MASK, TIS_SEQ_MASK };
 enum rollout_scheduling { ROLLOUT_FCFS, ROLLOUT_LONGEST_FIRST };
 enum ckpt_on_error { CKPT_ON_ERROR_ABORT, CKPT_ON_ERROR_CONTINUE };
+/* [data] enums (src/dataset.h). */
+enum data_verifier { DATA_VERIFY_MATH, DATA_VERIFY_ARITH, DATA_VERIFY_COUNTDOWN, DATA_VERIFY_EXACT };
+enum data_bad_line { DATA_BAD_LINE_ERROR, DATA_BAD_LINE_SKIP };
 
 struct config {
   /* Bookkeeping (config.c): where each row's value came from, indexed like cfg_schema:
@@ -96,6 +99,13 @@ struct config {
     double heldout_frac;
     long numbers_min, numbers_max, number_max, target_max;
   } task;
+  struct {
+    char train_path[CFG_STR_MAX], eval_path[CFG_STR_MAX];
+    double eval_frac;
+    char prompt_key[64], answer_key[64], chat_template[64];
+    char prompt_template[CFG_STR_MAX];
+    int shuffle, verifier, on_bad_line;
+  } data;
   struct {
     double correct_weight, format_weight, length_weight;
     char format_tags[CFG_STR_MAX];

@@ -4,6 +4,7 @@
  * To add one: an `if` below with cross_fail(section, key, other section, other key, message). */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "config.h"
 
@@ -93,6 +94,11 @@ int config_cross_check(const struct config *c, const char *path, char *const *ov
   if (c->log.samples_every > 0 && !c->log.samples_path[0])
     return cross_fail(x, "log", "samples_every", "log", "samples_path",
                       "log.samples_every = %ld needs log.samples_path", c->log.samples_every);
+  if (!strcmp(c->task.name, "jsonl") && !c->data.train_path[0])
+    return cross_fail(x, "data", "train_path", "task", "name", "[task] name = jsonl needs [data] train_path");
+  if (!strstr(c->data.prompt_template, "{prompt}"))
+    return cross_fail(x, "data", "prompt_template", NULL, NULL, "\"%s\" has no {prompt} (where the row's prompt "
+                      "goes)", c->data.prompt_template);
   if (c->model.dtype == DTYPE_BF16 && c->run.device == DEVICE_CPU)
     return cross_fail(x, "model", "dtype", "run", "device", "bf16 needs run.device = cuda or auto");
   return 0;

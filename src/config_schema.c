@@ -81,6 +81,18 @@ const struct cfg_key cfg_schema[] = {
   INT("task", "number_max", "99", 2, 999, "", "countdown: given numbers are drawn from 1..number_max", task.number_max),
   INT("task", "target_max", "999", 1, 1e6, "", "countdown: targets lie in 1..target_max", task.target_max),
 
+  /* [data] (used when [task] name = jsonl; src/dataset.h) */
+  PATH("data", "train_path", "", "JSONL file of training rows (one JSON object per line); required by [task] name = jsonl", data.train_path),
+  PATH("data", "eval_path", "", "JSONL file of held-out rows; empty = hold out eval_frac of train_path (chosen by [run] seed)", data.eval_path),
+  FLT("data", "eval_frac", "0.1", 0.001, 0.9, "fraction", "Share of train_path rows held out when eval_path is empty (at least 1 row each side)", data.eval_frac),
+  STR("data", "prompt_key", "prompt", "Row key of the prompt text (rows with \"messages\" use the last user turn instead)", data.prompt_key),
+  STR("data", "answer_key", "answer", "Row key of the reference answer (string or number; a \"messages\" row may end with an assistant turn instead)", data.answer_key),
+  STR("data", "prompt_template", "{prompt}", "Prompt the model sees; {prompt} is replaced by the row's prompt; \\n = newline, \\t = tab, \\\\ = backslash", data.prompt_template),
+  STR("data", "chat_template", "", "Render prompts with a chat template: chatml | smollm2 | llama3 (empty = plain text)", data.chat_template),
+  BOOL("data", "shuffle", "true", "Visit training rows in a fresh permutation each epoch, keyed by ([run] seed, epoch)", data.shuffle),
+  ENUM("data", "verifier", "math", "math|arith|countdown|exact", "Correctness check of a response against the row's answer (countdown rows carry \"nums\" and \"target\")", data.verifier),
+  ENUM("data", "on_bad_line", "error", "error|skip", "A broken row (bad JSON, missing key, prompt too long): stop with FILE:LINE, or skip it and report the count at load", data.on_bad_line),
+
   /* [reward] */
   FLT("reward", "correct_weight", "1.0", -1e6, 1e6, "", "Weight of the verifier's correctness score (0 or 1)", reward.correct_weight),
   FLT("reward", "format_weight", "0.0", -1e6, 1e6, "", "Weight of the format score (1 when the response holds exactly one format_tags block)", reward.format_weight),

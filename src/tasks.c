@@ -4,8 +4,10 @@
 #include "tasks.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "dataset.h"
 #include "rng.h"
 #include "verify.h"
 
@@ -13,6 +15,7 @@ const char *task_name(enum task_kind kind) {
   switch (kind) {
     case TASK_ARITH: return "arith";
     case TASK_COUNTDOWN: return "countdown";
+    case TASK_JSONL: return "jsonl";
   }
   return "?";
 }
@@ -40,6 +43,25 @@ static int init_ops(struct task *t, const char *ops, char *err, size_t errlen) {
   return 0;
 }
 
+static int task_init_jsonl(struct task *t, const struct config *cfg, char *err, size_t errlen) {
+  t->kind = TASK_JSONL;
+  t->heldout_frac = cfg->data.eval_frac;
+  t->ds = malloc(sizeof *t->ds);
+  if (!t->ds) return 1;
+  int rc = dataset_load(t->ds, cfg, stderr, err, errlen);
+  if (rc) {
+    free(t->ds);
+    t->ds = NULL;
+  }
+  return rc;
+}
+
+void task_free(struct task *t) {
+  if (t->ds) dataset_free(t->ds);
+  free(t->ds);
+  t->ds = NULL;
+}
+
 int task_init(struct task *t, const struct config *cfg, char *err, size_t errlen) {
   char msg[256];
   memset(t, 0, sizeof *t);
@@ -47,8 +69,9 @@ int task_init(struct task *t, const struct config *cfg, char *err, size_t errlen
   t->heldout_frac = cfg->task.heldout_frac;
   if (!strcmp(cfg->task.name, "arith")) t->kind = TASK_ARITH;
   else if (!strcmp(cfg->task.name, "countdown")) t->kind = TASK_COUNTDOWN;
+  else if (!strcmp(cfg->task.name, "jsonl")) return task_init_jsonl(t, cfg, err, errlen);
   else {
-    snprintf(msg, sizeof msg, "'%s' is not a built-in task (arith | countdown)", cfg->task.name);
+    snprintf(msg, sizeof msg, "'%s' is not a built-in task (arith | countdown) or jsonl", cfg->task.name);
     return task_fail(err, errlen, "name", msg);
   }
   if (t->kind == TASK_ARITH) {
@@ -208,6 +231,7 @@ static int countdown_prompt(const struct task *t, struct rng_seq *s, enum task_s
 int task_prompt(const struct task *t, uint64_t index, enum task_split split, struct task_prompt *p) {
   struct rng_seq s;
   memset(p, 0, sizeof *p);
+  if (t->kind == TASK_JSONL) return dataset_prompt(t->ds, index, split, p);
   p->index = index;
   p->split = split;
   rng_seq_init(&s, t->seed, split == TASK_EVAL ? RNG_STREAM_TASK_EVAL : RNG_STREAM_TASK_TRAIN, (uint32_t)index,
@@ -217,6 +241,7 @@ int task_prompt(const struct task *t, uint64_t index, enum task_split split, str
 
 double task_verify(const struct task *t, const struct task_prompt *p, const char *resp, size_t len) {
   if (t->kind == TASK_ARITH) return verify_arith(resp, len, p->answer);
+  if (t->kind == TASK_JSONL) return dataset_verify(t->ds, p, resp, len);
   return verify_countdown(resp, len, p->nums, p->n_nums, p->target);
 }
 

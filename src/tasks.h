@@ -27,11 +27,14 @@
 #include "config.h"
 #include "tokenizer.h"
 
-#define TASK_TEXT_MAX 96
+/* Prompt and answer bytes + NUL: room for dataset rows ([task] name = jsonl, src/dataset.h). */
+#define TASK_TEXT_MAX 1536
 #define TASK_MAX_NUMS 6
 #define TASK_MAX_ATTEMPTS 4096
 
-enum task_kind { TASK_ARITH = 0, TASK_COUNTDOWN = 1 };
+enum task_kind { TASK_ARITH = 0, TASK_COUNTDOWN = 1, TASK_JSONL = 2 };
+
+struct dataset;
 enum task_split { TASK_TRAIN = 0, TASK_EVAL = 1 };
 
 /* One prompt and what its verifier needs. */
@@ -54,10 +57,15 @@ struct task {
   int numbers_min, numbers_max;
   long number_max, target_max;
   double heldout_frac;
+  struct dataset *ds;           /* TASK_JSONL: the loaded rows (task_free releases them) */
 };
 
-/* From the deck ([run] seed, [task]). Returns 0, or 2 with a message naming the key. */
+/* From the deck ([run] seed, [task]; [data] for jsonl, which loads the dataset and prints
+ * its skipped-line summary on stderr). Returns 0, or 2 with a message naming the key (or
+ * FILE:LINE of a bad row), 1 out of memory. */
 int task_init(struct task *t, const struct config *cfg, char *err, size_t errlen);
+/* Releases what task_init allocated (the dataset of jsonl). */
+void task_free(struct task *t);
 const char *task_name(enum task_kind kind);
 
 /* Prompt `index` of `split`. Returns 0, or 1 when no problem of the split was found

@@ -1,0 +1,160 @@
+/* jsonl.c: the JSON Lines reader (rules in jsonl.h). */
+#include "jsonl.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int jsonl_open(struct jsonl_reader *r, const char *path, char *err, size_t errlen) {
+  memset(r, 0, sizeof *r);
+  r->path = path;
+  r->f = fopen(path, "rb");
+  if (!r->f) {
+    snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    return 2;
+  }
+  return 0;
+}
+
+void jsonl_close(struct jsonl_reader *r) {
+  if (r->f) fclose(r->f);
+  free(r->buf);
+  memset(r, 0, sizeof *r);
+}
+
+int jsonl_utf8_valid(const char *str, size_t len, size_t *bad_at) {
+  const unsigned char *s = (const unsigned char *)str;
+  size_t i = 0;
+  while (i < len) {
+    unsigned c = s[i];
+    size_t n;
+    uint32_t cp, min;
+    if (c < 0x80) { i++; continue; }
+    if ((c & 0xE0) == 0xC0) { n = 1; cp = c & 0x1F; min = 0x80; }
+    else if ((c & 0xF0) == 0xE0) { n = 2; cp = c & 0x0F; min = 0x800; }
+    else if ((c & 0xF8) == 0xF0) { n = 3; cp = c & 0x07; min = 0x10000; }
+    else { *bad_at = i; return 0; }
+    if (i + n >= len) { *bad_at = i; return 0; }  /* truncated sequence */
+    for (size_t k = 1; k <= n; k++) {
+      if ((s[i + k] & 0xC0) != 0x80) { *bad_at = i; return 0; }
+      cp = (cp << 6) | (s[i + k] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) { *bad_at = i; return 0; }
+    i += n + 1;
+  }
+  return 1;
+}
+
+static int is_blank(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n') return 0;
+  return 1;
+}
+
+/* Parse one line (NUL-terminated, n bytes) into an object, or describe what is wrong. */
+static int parse_line(const struct jsonl_reader *r, char *s, size_t n, cJSON **out, char *msg, size_t msglen) {
+  size_t bad = 0;
+  const char *nul = memchr(s, '\0', n);
+  if (nul) {
+    snprintf(msg, msglen, "%s:%ld: NUL byte at column %zu", r->path, r->line, (size_t)(nul - s) + 1);
+    return JSONL_BAD;
+  }
+  if (!jsonl_utf8_valid(s, n, &bad)) {
+    snprintf(msg, msglen, "%s:%ld: invalid UTF-8 (byte 0x%02x at column %zu)", r->path, r->line,
+             (unsigned)(unsigned char)s[bad], bad + 1);
+    return JSONL_BAD;
+  }
+  const char *end = NULL;
+  cJSON *v = cJSON_ParseWithOpts(s, &end, 1);
+  if (!v) {
+    size_t col = end && end >= s && end <= s + n ? (size_t)(end - s) + 1 : 1;
+    snprintf(msg, msglen, "%s:%ld: invalid JSON at column %zu near \"%.24s\"", r->path, r->line, col,
+             s + col - 1);
+    return JSONL_BAD;
+  }
+  if (!cJSON_IsObject(v)) {
+    snprintf(msg, msglen, "%s:%ld: expected a JSON object, got %s", r->path, r->line, jsonl_type_name(v));
+    cJSON_Delete(v);
+    return JSONL_BAD;
+  }
+  *out = v;
+  return JSONL_ROW;
+}
+
+int jsonl_next(struct jsonl_reader *r, cJSON **out, long *line, char *msg, size_t msglen) {
+  *out = NULL;
+  for (;;) {
+    errno = 0;
+    ssize_t got = getline(&r->buf, &r->cap, r->f);
+    if (got < 0) {
+      if (ferror(r->f)) {
+        snprintf(msg, msglen, "%s:%ld: read error: %s", r->path, r->line + 1, strerror(errno));
+        return JSONL_IOERR;
+      }
+      return JSONL_EOF;
+    }
+    r->line++;
+    *line = r->line;
+    char *s = r->buf;
+    size_t n = (size_t)got;
+    if (r->line == 1 && n >= 3 && !memcmp(s, "\xEF\xBB\xBF", 3)) { s += 3; n -= 3; }
+    while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r')) s[--n] = '\0';
+    if (is_blank(s, n)) continue;
+    return parse_line(r, s, n, out, msg, msglen);
+  }
+}
+
+const char *jsonl_type_name(const cJSON *v) {
+  if (!v) return "missing";
+  if (cJSON_IsString(v)) return "a string";
+  if (cJSON_IsNumber(v)) return "a number";
+  if (cJSON_IsBool(v)) return "a boolean";
+  if (cJSON_IsNull(v)) return "null";
+  if (cJSON_IsArray(v)) return "an array";
+  if (cJSON_IsObject(v)) return "an object";
+  return "invalid";
+}
+
+int jsonl_get_text(const cJSON *row, const char *key, const char *path, long line, const char **out,
+                   char *numbuf, size_t numlen, char *msg, size_t msglen) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, key);
+  if (!v) {
+    snprintf(msg, msglen, "%s:%ld: key '%s' is missing", path, line, key);
+    return 2;
+  }
+  if (cJSON_IsString(v)) {
+    *out = v->valuestring;
+    return 0;
+  }
+  if (cJSON_IsNumber(v) && isfinite(v->valuedouble)) {
+    double d = v->valuedouble;
+    if (d == floor(d) && fabs(d) < 9.007199254740992e15) snprintf(numbuf, numlen, "%.0f", d);
+    else snprintf(numbuf, numlen, "%.17g", d);
+    /* prefer the shortest form that reads back the same */
+    for (int p = 1; p <= 17 && d != floor(d); p++) {
+      snprintf(numbuf, numlen, "%.*g", p, d);
+      if (strtod(numbuf, NULL) == d) break;
+    }
+    *out = numbuf;
+    return 0;
+  }
+  snprintf(msg, msglen, "%s:%ld: key '%s' is %s, expected a string or number", path, line, key,
+           jsonl_type_name(v));
+  return 2;
+}
+
+int jsonl_bad_line(enum jsonl_policy pol, struct jsonl_bad *b, const char *msg, char *err, size_t errlen) {
+  if (pol == JSONL_ERROR) {
+    snprintf(err, errlen, "%s", msg);
+    return 2;
+  }
+  if (b->n_bad++ == 0) snprintf(b->first, sizeof b->first, "%s", msg);
+  return 0;
+}
+
+void jsonl_bad_report(const struct jsonl_bad *b, long n_lines, const char *path, FILE *f) {
+  if (b->n_bad == 0 || !f) return;
+  fprintf(f, "rlpt: skipped %ld of %ld lines of %s (first: %s)\n", b->n_bad, n_lines, path, b->first);
+}
