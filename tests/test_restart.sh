@@ -15,6 +15,7 @@
 #   kill     kill -9 of the whole job while a checkpoint is being written (its .tmp
 #            exists): `latest` still names a complete checkpoint and a restart works
 #   mismatch a deck whose model differs from the checkpoint's: exit 2 naming the field
+#   fallback `latest` names a damaged file: warning, the newest valid one is used
 #   requeue  jobscripts/slurm/requeue.sbatch with stand-in srun/scontrol: signal, requeue, resume
 #   double   two SIGUSR1: immediate non-zero exit, no checkpoint; `latest` is intact
 set -u
@@ -205,6 +206,21 @@ EOS
     fail "the requeued job exited $?"
   grep "requeue.sbatch: restarting from ck/step_" job2.log || fail "the requeued job did not restart"
   grep -q "continuing with RL step $((last + 1)) of" job2.log || fail "it did not continue at $((last + 1))"
+  ;;
+fallback)
+  # `latest` names a damaged file: the restart warns, takes the newest valid checkpoint
+  # (step 2), cuts the metrics back to it and logs steps 3.. once each
+  run 4 a.log log.metrics_path=m.jsonl checkpoint.dir=ck checkpoint.every=1 run.stop_after=3 "$@" ||
+    fail "first run exited $?"
+  [ "$(cat ck/latest)" = step_00000003.h5 ] || fail "latest is $(cat ck/latest)"
+  head -c 2000 ck/step_00000003.h5 > ck/cut && mv ck/cut ck/step_00000003.h5
+  run 4 b.log log.metrics_path=m.jsonl checkpoint.dir=ck checkpoint.every=1 --restart latest \
+    run.stop_after=4 "$@" || fail "restart exited $?"
+  grep "^rlpt:\|^restart:" b.log
+  grep -q "warning" b.log || fail "no warning about the damaged checkpoint"
+  grep -q "continuing with RL step 3 of" b.log || fail "did not fall back to step 2"
+  got=$(steps m.jsonl)
+  [ "$got" = "1 2 3 4 " ] || fail "steps $got, want 1 2 3 4"
   ;;
 *)
   echo "unknown mode $mode"; exit 2 ;;

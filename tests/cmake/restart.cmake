@@ -8,6 +8,7 @@
 #   restart_kill      kill -9 while a checkpoint is written: `latest` names the previous one
 #   restart_mismatch  a deck with another model: exit 2 naming the field
 #   restart_double    a second SIGUSR1 exits at once without a checkpoint; `latest` intact
+#   restart_fallback  `latest` names a damaged file: warning, the previous checkpoint is used
 #   restart_requeue   requeue.sbatch (stand-in srun = mpirun): signal forwarded, requeue, resume
 # and the job scripts refuse to run outside Slurm.
 
@@ -18,7 +19,7 @@ target_include_directories(test_restart_cmp PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 string(REPLACE ";" " " RLPT_RESTART_FLAGS "${RLPT_MPI_PREFLAGS}")
 set(RLPT_RESTART_ENV "${RLPT_TEST_ENV};RLPT_MPIEXEC=${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG};RLPT_MPI_FLAGS=${RLPT_RESTART_FLAGS}")
 
-foreach(mode exact boundary layout preempt kill mismatch double requeue)
+foreach(mode exact boundary layout preempt kill mismatch double requeue fallback)
   set(np 4)
   if(mode STREQUAL layout)
     set(np 5)
