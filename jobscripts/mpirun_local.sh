@@ -5,9 +5,10 @@
 # (OMPI_ALLOW_RUN_AS_ROOT[_CONFIRM]), oversubscription allowed and waiting ranks
 # yielding (OMPI_MCA_rmaps_base_oversubscribe, OMPI_MCA_mpi_yield_when_idle), since a
 # workstation often has fewer cores than ranks. rlpt is $RLPT, else $RLPT_BUILD/rlpt
-# (default build/). mpirun is exec'd, so `kill -USR1` / `kill -TERM` of this script's
-# pid reaches mpirun, which forwards SIGUSR1 to every rank: checkpoint at the next
-# step boundary, exit 0. Resume with --restart latest.
+# (default build/). mpirun is exec'd, so `kill -USR1` of this script's pid reaches
+# mpirun, which forwards it to every rank: checkpoint at the next step boundary, every
+# rank and mpirun exit 0. Resume with --restart latest. (Open MPI 4.1's mpirun forwards
+# SIGTERM too and the ranks checkpoint the same way, but mpirun itself then exits 1.)
 set -euo pipefail
 # shellcheck source=jobscripts/env.sh
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
