@@ -4,6 +4,7 @@
  *   gpt2 / default:               the GPT-2 regex
  *   smollm / starcoder / refact:  every \p{N} character isolated first, then
  *                                 the GPT-2 regex on the pieces between
+ *   llama-bpe (Llama 3), qwen2:   their own regexes (below)
  * Checked against Hugging Face `tokenizers` built from the same vocabulary and
  * merges (tests/ref/bpe_ref.py, tests/test_bpe.c). */
 #include "tokenizer_bpe.h"
@@ -21,6 +22,22 @@
 #include "../io/gguf.h"
 
 #define GPT2_REGEX "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"
+/* Llama 3 and Qwen2: case-insensitive contractions, a letter run with one leading
+ * non-letter, digits in groups of up to 3 (Llama 3) or 1 (Qwen2), newlines kept apart. */
+#define LLAMA3_REGEX "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|" \
+  "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+#define QWEN2_REGEX "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|" \
+  "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+
+/* tokenizer.ggml.pre -> the regex (and whether \p{N} characters are isolated first). */
+static const struct pre_kind {
+  const char *name, *regex;
+  int split_digits;
+} pre_kinds[] = {
+  {"smollm", GPT2_REGEX, 1}, {"starcoder", GPT2_REGEX, 1}, {"refact", GPT2_REGEX, 1},
+  {"gpt2", GPT2_REGEX, 0},   {"default", GPT2_REGEX, 0},  {"llama-bpe", LLAMA3_REGEX, 0},
+  {"qwen2", QWEN2_REGEX, 0},
+};
 
 enum { TT_NORMAL = 1, TT_CONTROL = 3, TT_USER = 4 };
 
@@ -571,15 +588,16 @@ static int load_pre(struct bpe *b, const struct gguf_file *f, char *err, size_t 
   if (gguf_find_kv(f, "tokenizer.ggml.pre") && gguf_get_str(f, "tokenizer.ggml.pre", &pre, err, errlen))
     return -1;
   snprintf(b->pre, sizeof b->pre, "%.*s", (int)(pre.len < 31 ? pre.len : 31), pre.p);
-  static const char *digit_split[] = {"smollm", "starcoder", "refact"};
-  for (size_t i = 0; i < sizeof digit_split / sizeof digit_split[0]; i++)
-    b->split_digits |= !strcmp(b->pre, digit_split[i]);
-  if (!b->split_digits && strcmp(b->pre, "gpt2") && strcmp(b->pre, "default")) {
+  const struct pre_kind *k = NULL;
+  for (size_t i = 0; i < sizeof pre_kinds / sizeof pre_kinds[0]; i++)
+    if (!strcmp(b->pre, pre_kinds[i].name)) k = &pre_kinds[i];
+  if (!k) {
     snprintf(err, errlen, "%s: pre-tokenizer '%s' is not supported (smollm, starcoder, refact, "
-             "gpt2, default)", f->path, b->pre);
+             "gpt2, default, llama-bpe, qwen2)", f->path, b->pre);
     return -1;
   }
-  b->re_word = compile(GPT2_REGEX, f->path, err, errlen);
+  b->split_digits = k->split_digits;
+  b->re_word = compile(k->regex, f->path, err, errlen);
   if (!b->re_word) return -1;
   if (b->split_digits && !(b->re_digit = compile("\\p{N}", f->path, err, errlen))) return -1;
   return 0;

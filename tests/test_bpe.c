@@ -10,7 +10,9 @@
  * equal Hugging Face `tokenizers` on tests/ref/bpe_golden.json (308 strings:
  * English, code, numbers, whitespace runs, emoji, CJK, invalid UTF-8, special
  * tokens; 17 hold a byte SmolLM2 has no token for and must be refused at its
- * offset) and decode must give the text back (control tokens dropped). */
+ * offset) and decode must give the text back (control tokens dropped); the
+ * same vocabulary through the Llama 3 (llama-bpe) and Qwen2 pre-tokenizers
+ * against HF on the 291 encodable strings (tests/ref/bpe_golden_pre.json). */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,7 +86,7 @@ static void check_synthetic(void) {
     tokenizer_free(&t);
   }
   free(g.b);
-  CHECK(load_synthetic(&t, "qwen2", &g) == -1); /* unsupported pre-tokenizer is refused */
+  CHECK(load_synthetic(&t, "falcon", &g) == -1); /* unsupported pre-tokenizer is refused */
   free(g.b);
 }
 
@@ -209,9 +211,84 @@ static void check_golden(const struct tokenizer *t, const cJSON *arr) {
     total_ids += (int)nw;
     free(text); free(exp); free(out); free(ids);
   }
-  printf("golden: %d strings (%d refused: byte without a token), %d ids; %d id mismatches, "
-         "%d round-trip failures\n", n_str, n_refused, total_ids, id_bad, rt_bad);
+  printf("golden (%s): %d strings (%d refused: byte without a token), %d ids; %d id mismatches, "
+         "%d round-trip failures\n", tokenizer_bpe_pre(t), n_str, n_refused, total_ids, id_bad, rt_bad);
   CHECK(n_str >= 200 && id_bad == 0 && rt_bad == 0);
+}
+
+/* NUL-terminated copies of a GGUF string array (for the writer). */
+static char **str_copies(const struct gguf_file *f, const char *key, int *n) {
+  struct gguf_str *a;
+  uint64_t cnt;
+  char err[512];
+  if (gguf_get_str_array(f, key, &a, &cnt, err, sizeof err)) return NULL;
+  char **out = malloc(sizeof(char *) * cnt);
+  for (uint64_t i = 0; i < cnt; i++) {
+    out[i] = malloc(a[i].len + 1);
+    memcpy(out[i], a[i].p, a[i].len);
+    out[i][a[i].len] = 0;
+  }
+  free(a);
+  *n = (int)cnt;
+  return out;
+}
+
+/* SmolLM2's vocabulary and merges with another pre-tokenizer, written as a new GGUF in memory. */
+static int load_with_pre(const struct gguf_file *f, const char *pre, struct tokenizer *t, struct gb *g) {
+  int nt = 0, nm = 0, rc = -1;
+  uint64_t ntypes;
+  int32_t *types = NULL;
+  char err[512];
+  char **tok = str_copies(f, "tokenizer.ggml.tokens", &nt), **mg = str_copies(f, "tokenizer.ggml.merges", &nm);
+  if (tok && mg && !gguf_get_int_array(f, "tokenizer.ggml.token_type", &types, &ntypes, err, sizeof err)) {
+    gb_header(g, 3);
+    gb_kv_str(g, "tokenizer.ggml.model", "gpt2");
+    gb_kv_str(g, "tokenizer.ggml.pre", pre);
+    gb_kv_arr_str(g, "tokenizer.ggml.tokens", (const char *const *)tok, nt);
+    gb_kv_arr_str(g, "tokenizer.ggml.merges", (const char *const *)mg, nm);
+    gb_kv_arr_i32(g, "tokenizer.ggml.token_type", types, (int)ntypes);
+    struct gguf_file f2;
+    if (!gguf_open_mem(&f2, g->b, g->n, pre, err, sizeof err)) {
+      rc = tokenizer_bpe_from_gguf(t, &f2, err, sizeof err);
+      gguf_close(&f2);
+    }
+    if (rc) fprintf(stderr, "%s\n", err);
+  }
+  for (int i = 0; i < nt; i++) free(tok[i]);
+  for (int i = 0; i < nm; i++) free(mg[i]);
+  free(tok);
+  free(mg);
+  free(types);
+  return rc;
+}
+
+/* Llama 3 / Qwen2 pre-tokenizers on SmolLM2's vocabulary vs HF (tests/ref/bpe_golden_pre.json). */
+static void check_other_pre(const char *gguf_path, const char *golden_path) {
+  char err[512];
+  char *js = read_file(golden_path);
+  cJSON *root = js ? cJSON_Parse(js) : NULL;
+  struct gguf_file f;
+  CHECK_MSG(root != NULL, "cannot read %s", golden_path);
+  if (!root || gguf_open(&f, gguf_path, err, sizeof err)) {
+    cJSON_Delete(root);
+    free(js);
+    return;
+  }
+  static const char *pres[] = {"llama-bpe", "qwen2"};
+  for (int k = 0; k < 2; k++) {
+    struct tokenizer t = {0};
+    struct gb g = {0};
+    const cJSON *arr = cJSON_GetObjectItem(root, pres[k]);
+    CHECK_MSG(arr && load_with_pre(&f, pres[k], &t, &g) == 0, "%s", pres[k]);
+    if (arr && t.ops) {
+      check_golden(&t, arr);
+      tokenizer_free(&t);
+    }
+    free(g.b);
+  }
+  gguf_close(&f);
+  cJSON_Delete(root);
+  free(js);
 }
 
 static const char *smollm2_path(char *buf, size_t cap) {
@@ -246,6 +323,8 @@ static int run_model(void) {
   if (arr) check_golden(&t, arr);
   check_roundtrip_random(&t, 2000);
   check_long(&t);
+  snprintf(golden, sizeof golden, "%s/tests/ref/bpe_golden_pre.json", src ? src : "..");
+  check_other_pre(path, golden);
   cJSON_Delete(arr);
   free(js);
   tokenizer_free(&t);

@@ -22,6 +22,10 @@ SmolLM2's vocabulary has no token for 21 bytes (0x04 ... 0xc0, 0xc1, 0xf5 ... 0x
 (TOK_ERR_UNKNOWN at the byte's offset), so for such strings the golden file
 holds the offset of the first such byte ("err_at") instead of ids.
 
+Also writes tests/ref/bpe_golden_pre.json: the same vocabulary and encodable
+strings through the Llama 3 ("llama-bpe") and Qwen2 pre-tokenizers (HF Split
+regex + ByteLevel without its own regex, as their tokenizer.json declare).
+
 Writes tests/ref/bpe_golden.json: [{"hex": text as hex, "ids": [...]} or
 {"hex": ..., "err_at": offset}, ...]."""
 import json
@@ -30,7 +34,7 @@ import random
 import sys
 
 import gguf
-from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_GGUF = os.path.join(os.environ.get("RLPT_CACHE", os.path.expanduser("~/.cache/rlpt")),
@@ -49,7 +53,14 @@ def bytes_to_unicode():
     return dict(zip(bs, map(chr, cs)))
 
 
-def build(path):
+# Hugging Face's own spellings (tokenizer.json of Llama 3 / Qwen2); the C side uses llama.cpp's.
+PRE_REGEX = {
+    "llama-bpe": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+    "qwen2": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+}
+
+
+def build(path, pre="smollm"):
     r = gguf.GGUFReader(path)
     tokens = r.fields["tokenizer.ggml.tokens"].contents()
     merges = r.fields["tokenizer.ggml.merges"].contents()
@@ -58,9 +69,14 @@ def build(path):
     vocab = {t: i for i, t in enumerate(tokens)}
     assert len(vocab) == len(tokens)
     tk = Tokenizer(models.BPE(vocab=vocab, merges=[tuple(m.split(" ", 1)) for m in merges]))
-    tk.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Digits(individual_digits=True),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])
+    if pre == "smollm":
+        tk.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Digits(individual_digits=True),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])
+    else:  # as Llama 3's and Qwen2's tokenizer.json declare it
+        tk.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(PRE_REGEX[pre]), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     tk.decoder = decoders.ByteLevel()
     specials = [t for t, ty in zip(tokens, types) if ty in (3, 4)]
     tk.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
@@ -166,6 +182,17 @@ def main():
         except UnicodeDecodeError:
             pass
         out.append({"hex": data.hex(), "ids": ids})
+    # the same vocabulary through the Llama 3 and Qwen2 pre-tokenizers (encodable strings only)
+    pre_out = {}
+    for pre in PRE_REGEX:
+        tkp = build(path, pre)
+        pre_out[pre] = [{"hex": o["hex"], "ids": encode(tkp, b2u, bytes.fromhex(o["hex"]))}
+                        for o in out if "ids" in o]
+    dst_pre = os.path.join(HERE, "bpe_golden_pre.json")
+    with open(dst_pre, "w") as f:
+        json.dump(pre_out, f, separators=(",", ":"))
+        f.write("\n")
+    print(dst_pre, os.path.getsize(dst_pre), "bytes")
     dst = os.path.join(HERE, "bpe_golden.json")
     with open(dst, "w") as f:
         json.dump(out, f, separators=(",", ":"))
