@@ -130,12 +130,14 @@ int jsonl_get_text(const cJSON *row, const char *key, const char *path, long lin
   }
   if (cJSON_IsNumber(v) && isfinite(v->valuedouble)) {
     double d = v->valuedouble;
-    if (d == floor(d) && fabs(d) < 9.007199254740992e15) snprintf(numbuf, numlen, "%.0f", d);
-    else snprintf(numbuf, numlen, "%.17g", d);
-    /* prefer the shortest form that reads back the same */
-    for (int p = 1; p <= 17 && d != floor(d); p++) {
-      snprintf(numbuf, numlen, "%.*g", p, d);
-      if (strtod(numbuf, NULL) == d) break;
+    if (d == floor(d) && fabs(d) < 9.007199254740992e15) {
+      snprintf(numbuf, numlen, "%.0f", d);
+    } else {
+      /* the shortest form that reads back the same */
+      for (int p = 1; p <= 17; p++) {
+        snprintf(numbuf, numlen, "%.*g", p, d);
+        if (strtod(numbuf, NULL) == d) break;
+      }
     }
     *out = numbuf;
     return 0;
