@@ -1,4 +1,4 @@
-/* tokenizer_bpe.h: byte-level BPE (GPT-2 family: SmolLM2, StarCoder, GPT-2)
+/* tokenizer_bpe.h: byte-level BPE (SmolLM2, StarCoder, GPT-2, Llama 3, Qwen2)
  * loaded from a GGUF file's tokenizer.ggml.* metadata, behind struct tokenizer.
  *
  * Encode: control / user-defined tokens are matched whole in the text first
