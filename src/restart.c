@@ -57,7 +57,7 @@ static int restart_resolve(struct run *r, char *path, size_t len) {
   return rc;
 }
 
-/* The checkpoint's run state against the deck; rank 0 prints why not. 0 or 2. */
+/* The checkpoint's run state against the deck; the train root prints why not. 0 or 2. */
 static int restart_check(const struct run *r, const struct ckpt_state *st, const char *path) {
   double phase = ctrl_get(st, "phase_rl"), P = ctrl_get(st, "prompts_per_step");
   const char *why = NULL;
@@ -78,27 +78,49 @@ static int restart_check(const struct run *r, const struct ckpt_state *st, const
   } else if (phase == 1 && !st->has_optim) {
     why = "it has no /optim (AdamW moments) for an RL step";
   }
-  if (why && r->comms.world_rank == 0) fprintf(stderr, "rlpt: run: restart from %s: %s\n", path, why);
+  if (why && r->comms.place.role_rank[ROLE_TRAIN] == 0)
+    fprintf(stderr, "rlpt: run: restart from %s: %s\n", path, why);
   return why ? 2 : 0;
 }
 
+/* What every rank learns of the checkpoint (from the train root, which read it). */
+struct restart_summary {
+  long step, weight_version;
+  int phase_rl;
+  double sft_pass1;
+  char path[4096], desc[512];
+};
+
 /* Rank 0: what was restored. */
-static void restart_print(const struct run *r, const struct restart_point *rp, const struct ckpt_state *st) {
-  char desc[512];
-  ckpt_describe(st, desc, sizeof desc);
-  printf("restart: %s\nrestart: %s\n", rp->path, desc);
-  if (rp->phase_rl)
+static void restart_print(const struct run *r, const struct restart_summary *m) {
+  printf("restart: %s\nrestart: %s\n", m->path, m->desc);
+  if (m->phase_rl)
     printf("restart: phase rl, step %ld (weight_version %ld) done; continuing with RL step %ld of %ld on "
-           "%d train rank(s); metrics appended to %s\n", rp->step, st->weight_version, rp->step + 1,
+           "%d train rank(s); metrics appended to %s\n", m->step, m->weight_version, m->step + 1,
            r->cfg->run.steps, r->comms.counts.train, r->cfg->log.metrics_path);
   else
     printf("restart: phase sft done (post-SFT greedy pass@1 %.3f); starting RL on %d train rank(s); "
-           "metrics appended to %s\n", rp->sft_pass1, r->comms.counts.train, r->cfg->log.metrics_path);
-  if (r->cfg->algo.adv_estimator == ADV_GAE && rp->phase_rl && r->cfg->run.steps > rp->step)
+           "metrics appended to %s\n", m->sft_pass1, r->comms.counts.train, r->cfg->log.metrics_path);
+  if (r->cfg->algo.adv_estimator == ADV_GAE && m->phase_rl && r->cfg->run.steps > m->step)
     printf("restart: WARNING: the PPO critic's AdamW moments are not in the checkpoint; they restart "
            "from zero (its weights are restored), so this PPO run is not bit-identical to an "
            "uninterrupted one\n");
   fflush(stdout);
+}
+
+/* Train ranks: read and check the checkpoint at `where` over the train communicator
+ * (the tensors are full logical ones, so any number of train ranks can). 0, 1 or 2. */
+static int restart_read(struct run *r, const char *where, struct ckpt_state *st, char *path, size_t len) {
+  MPI_Comm tc = r->comms.role_comm[ROLE_TRAIN];
+  int rc;
+  if (!strcmp(r->cfg->run.restart, "latest"))
+    rc = ckpt_read_latest(where, st, &r->mc, tc, path, len);
+  else {
+    snprintf(path, len, "%s", where);
+    rc = ckpt_read(where, st, &r->mc, tc);
+  }
+  if (!rc) rc = restart_check(r, st, path);
+  return rc;
 }
 
 int restart_load(struct run *r, struct restart_point *rp) {
@@ -108,39 +130,40 @@ int restart_load(struct run *r, struct restart_point *rp) {
   char where[sizeof rp->path];
   int rc = restart_resolve(r, where, sizeof where);
   if (rc) return rc;
-  struct ckpt_state *st = calloc(1, sizeof *st);
-  if (error_agree(MPI_COMM_WORLD, st ? 0 : 1)) { free(st); return 1; }
-  if (!strcmp(r->cfg->run.restart, "latest"))
-    rc = ckpt_read_latest(where, st, &r->mc, MPI_COMM_WORLD, rp->path, sizeof rp->path);
-  else {
-    snprintf(rp->path, sizeof rp->path, "%s", where);
-    rc = ckpt_read(where, st, &r->mc, MPI_COMM_WORLD);
+  struct ckpt_state *st = r->is_train ? calloc(1, sizeof *st) : NULL;
+  struct restart_summary *m = calloc(1, sizeof *m);
+  rc = !m || (r->is_train && !st) ? 1 : 0;
+  if (!rc && r->is_train) rc = restart_read(r, where, st, m->path, sizeof m->path);
+  rc = error_agree(MPI_COMM_WORLD, rc);
+  if (!rc && r->is_train) {
+    m->step = st->step;
+    m->weight_version = st->weight_version;
+    m->phase_rl = ctrl_get(st, "phase_rl") == 1;
+    m->sft_pass1 = ctrl_get(st, "sft_pass1");
+    ckpt_describe(st, m->desc, sizeof m->desc);
   }
-  if (!rc) rc = error_agree(MPI_COMM_WORLD, restart_check(r, st, rp->path));
-  if (rc) {
-    ckpt_state_free(st);
-    free(st);
-    return rc;
+  if (!rc) MPI_CHECK(MPI_Bcast(m, (int)sizeof *m, MPI_BYTE, r->train_world[0], MPI_COMM_WORLD));
+  if (!rc) {
+    rp->active = 1;
+    rp->phase_rl = m->phase_rl;
+    rp->step = m->phase_rl ? m->step : 0;
+    rp->sft_pass1 = m->sft_pass1 >= 0 ? m->sft_pass1 : NAN;
+    snprintf(rp->path, sizeof rp->path, "%s", m->path);
+    r->weight_version = m->weight_version;
+    if (r->comms.world_rank == 0) restart_print(r, m);
   }
-  rp->active = 1;
-  rp->phase_rl = ctrl_get(st, "phase_rl") == 1;
-  rp->step = rp->phase_rl ? st->step : 0;
-  double p1 = ctrl_get(st, "sft_pass1");
-  rp->sft_pass1 = p1 >= 0 ? p1 : NAN;
-  r->weight_version = st->weight_version;
-  if (r->trainer) {
+  if (!rc && r->is_train) {
     struct trainer *t = r->trainer;
     memcpy(t->policy.params, st->params, sizeof(float) * t->policy.table.total);
     t->weight_version = st->weight_version;
+    if (rp->phase_rl) rp->st = st;  /* restart_apply_rl takes the RL state after trainer_begin_rl */
   }
-  if (r->comms.world_rank == 0) restart_print(r, rp, st);
-  if (r->trainer && rp->phase_rl) {
-    rp->st = st;  /* restart_apply_rl takes the RL state after trainer_begin_rl */
-    return 0;
+  if (!rp->st && st) {
+    ckpt_state_free(st);
+    free(st);
   }
-  ckpt_state_free(st);
-  free(st);
-  return 0;
+  free(m);
+  return rc;
 }
 
 void restart_apply_rl(struct run *r, struct restart_point *rp) {

@@ -15,10 +15,12 @@
  *
  * Resuming (restart_load, every rank, collective over the world): the
  * checkpoint of [run] restart (`latest`: DIR/latest, falling back with a
- * warning to the newest valid step_*.h5) is read on every rank, checked
- * against the deck (a model that differs: exit 2 naming the field), and the
- * train ranks take its state whatever their number (tensors are full logical
- * ones). The run then skips SFT and the post-SFT eval and continues with RL
+ * warning to the newest valid step_*.h5) is read by the train ranks over their
+ * communicator and checked against the deck (a model that differs: exit 2
+ * naming the field); the train ranks take its state whatever their number
+ * (tensors are full logical ones), the others get the step, weight version
+ * and phase from the train root (the rollout ranks get the weights by the
+ * usual broadcast). The run then skips SFT and the post-SFT eval and continues with RL
  * step `step + 1`; the controller cuts the metrics JSONL back to the lines of
  * steps <= `step` (a run killed after its last checkpoint logged more) and appends.
  * Not restored: the PPO critic's AdamW moments (the format has no place for
