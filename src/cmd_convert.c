@@ -1,64 +1,175 @@
-/* cmd_convert.c: `rlpt convert CKPT --out MODEL.h5` writes the model of a
- * checkpoint as a standalone weights file in the io/model_h5.h layout (what
- * `rlpt score` and `[model] init` read). CKPT is a step_*.h5 file or a
- * checkpoint directory (its `latest`, with the fallback of ckpt_read_latest). The
- * checkpoint is fully validated first (CRCs included); a bad one exits 2 with
- * one message and leaves no output file. Runs as a single MPI process. */
+/* cmd_convert.c: `rlpt convert IN OUT` converts model weights between formats.
+ *
+ * IN is an rlpt model file (io/model_h5.h), a checkpoint (step_*.h5, or a
+ * checkpoint directory: its `latest`, with the fallback of ckpt_read_latest), a
+ * Hugging Face safetensors directory (io/safetensors.h) or a GGUF file. OUT
+ * ending in .h5 gets an rlpt model file (what `rlpt score` and `[model] init`
+ * read); any other OUT is written as a Hugging Face directory (config.json,
+ * safetensors in --dtype, generation_config.json, tokenizer files from
+ * --tokenizer or from a safetensors IN). The older `convert CKPT --out
+ * MODEL.h5` form still works. Input is fully validated first (checkpoint CRCs
+ * included); a bad one exits 2 with one message and leaves no output file. Runs
+ * as a single MPI process. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "ckpt.h"
+#include "gguf.h"
 #include "model_h5.h"
+#include "safetensors.h"
 
 static int convert_usage(int rc) {
   fprintf(rc ? stderr : stdout,
-          "usage: rlpt convert CKPT --out MODEL.h5\n"
-          "  CKPT: a checkpoint file (step_*.h5) or a checkpoint directory (uses its latest)\n"
-          "  writes the checkpoint's /model as a standalone weights file\n");
+          "usage: rlpt convert IN OUT [--dtype fp32|bf16] [--tokenizer HF_DIR] [--shard-mb N]\n"
+          "       rlpt convert CKPT --out MODEL.h5\n"
+          "  IN:  an rlpt model file, a checkpoint file or directory (uses its latest),\n"
+          "       a Hugging Face safetensors directory, or a GGUF file\n"
+          "  OUT: NAME.h5 = rlpt model file; anything else = Hugging Face directory\n"
+          "  --dtype       safetensors dtype (default fp32; bf16 rounds to nearest even)\n"
+          "  --tokenizer   copy tokenizer files and bos/eos ids from this HF directory\n"
+          "  --shard-mb    split the safetensors into shards of at most N MiB (+ index)\n");
   return rc;
 }
 
-/* 0 with *ckpt and *out set, -1 for --help, or 2. */
-static int convert_args(int argc, char **argv, const char **ckpt, const char **out) {
-  *ckpt = *out = NULL;
+struct convert_args {
+  const char *in, *out, *tokenizer;
+  struct st_save_opts save;
+};
+
+/* 0 with a filled, -1 for --help, or 2. */
+static int convert_args(int argc, char **argv, struct convert_args *a) {
+  memset(a, 0, sizeof *a);
+  a->save = (struct st_save_opts){.dtype = ST_F32, .bos_id = -1, .eos_id = -1};
   for (int i = 1; i < argc; i++) {
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    char *end = NULL;
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return -1;
-    if (!strcmp(argv[i], "--out") && i + 1 < argc) *out = argv[++i];
-    else if (argv[i][0] != '-' && !*ckpt) *ckpt = argv[i];
+    if (!strcmp(argv[i], "--out") && v && !a->out) a->out = argv[++i];
+    else if (!strcmp(argv[i], "--tokenizer") && v) a->tokenizer = argv[++i];
+    else if (!strcmp(argv[i], "--dtype") && v && (!strcmp(v, "fp32") || !strcmp(v, "bf16")))
+      a->save.dtype = !strcmp(argv[++i], "bf16") ? ST_BF16 : ST_F32;
+    else if (!strcmp(argv[i], "--shard-mb") && v && strtol(v, &end, 10) > 0 && !*end && ++i)
+      a->save.shard_bytes = (size_t)strtol(v, NULL, 10) << 20;
+    else if (argv[i][0] != '-' && !a->in) a->in = argv[i];
+    else if (argv[i][0] != '-' && !a->out) a->out = argv[i];
     else {
-      fprintf(stderr, "rlpt: convert: unexpected argument '%s'\n", argv[i]);
+      fprintf(stderr, "rlpt: convert: unexpected or bad argument '%s'%s\n", argv[i],
+              v && argv[i][0] == '-' ? " (or its value)" : "");
       return convert_usage(2);
     }
   }
-  if (!*ckpt || !*out) return convert_usage(2);
+  if (!a->in || !a->out) return convert_usage(2);
   return 0;
 }
 
-static int convert_run(const char *ckpt, const char *out) {
+/* The input's weights. `from` says what was read. Returns 0, 2 (bad input) or 1. */
+struct convert_model {
+  struct model_config mc;
+  float *params;
+  char from[600];
+  const char *hf_dir;   /* the input when it is a HF directory (its tokenizer files) */
+};
+
+static int load_ckpt(const char *in, int is_dir, struct convert_model *m) {
   char path[4096], what[512];
-  struct stat sb;
   struct ckpt_state st;
-  int rc;
-  if (!stat(ckpt, &sb) && S_ISDIR(sb.st_mode)) {
-    rc = ckpt_read_latest(ckpt, &st, NULL, MPI_COMM_SELF, path, sizeof path);
-  } else {
-    snprintf(path, sizeof path, "%s", ckpt);
-    rc = ckpt_read(path, &st, NULL, MPI_COMM_SELF);
-  }
+  int rc = is_dir ? ckpt_read_latest(in, &st, NULL, MPI_COMM_SELF, path, sizeof path)
+                  : ckpt_read((snprintf(path, sizeof path, "%s", in), path), &st, NULL, MPI_COMM_SELF);
   if (rc) return rc;
-  rc = model_h5_write(out, &st.mc, st.params);
   ckpt_describe(&st, what, sizeof what);
-  if (rc) unlink(out);
-  else printf("rlpt: wrote %s from %s (%s)\n", out, path, what);
+  snprintf(m->from, sizeof m->from, "%.500s (%.80s)", path, what);
+  m->mc = st.mc;
+  m->params = st.params;
+  st.params = NULL;
   ckpt_state_free(&st);
+  return 0;
+}
+
+static int load_h5_model(const char *in, struct convert_model *m) {
+  struct param_table t;
+  int rc = model_h5_read_config(in, &m->mc);
+  if (rc) return rc;
+  param_table_build(&t, &m->mc);
+  m->params = malloc(t.total * sizeof *m->params);
+  rc = m->params ? model_h5_read_params(in, &t, m->params) : 1;
+  param_table_free(&t);
+  snprintf(m->from, sizeof m->from, "%.500s (rlpt model file)", in);
+  return rc;
+}
+
+static int load_input(const char *in, struct convert_model *m) {
+  char err[1024] = "", path[4096];
+  struct param_table t;
+  struct stat sb;
+  unsigned char magic[8] = {0};
+  if (stat(in, &sb)) {
+    fprintf(stderr, "rlpt: convert: %s: %s\n", in, strerror(errno));
+    return 2;
+  }
+  snprintf(path, sizeof path, "%s/config.json", in);
+  if (S_ISDIR(sb.st_mode) && access(path, F_OK)) return load_ckpt(in, 1, m);
+  if (S_ISDIR(sb.st_mode)) {
+    if (st_dir_load(in, &m->mc, &t, &m->params, err, sizeof err)) goto bad;
+    param_table_free(&t);
+    snprintf(m->from, sizeof m->from, "%.500s (safetensors directory)", in);
+    m->hf_dir = in;
+    return 0;
+  }
+  FILE *fp = fopen(in, "rb");
+  size_t got = fp ? fread(magic, 1, sizeof magic, fp) : 0;
+  if (fp) fclose(fp);
+  if (got == 8 && !memcmp(magic, "\x89HDF\r\n\x1a\n", 8))
+    return ckpt_probe(in, 1) ? load_h5_model(in, m) : load_ckpt(in, 0, m);
+  if (got >= 4 && !memcmp(magic, "GGUF", 4)) {
+    if (gguf_load_model(in, &m->mc, &t, &m->params, err, sizeof err)) goto bad;
+    param_table_free(&t);
+    snprintf(m->from, sizeof m->from, "%.500s (GGUF)", in);
+    return 0;
+  }
+  snprintf(err, sizeof err, "%s: not an HDF5 model/checkpoint, GGUF file or safetensors directory "
+           "(for safetensors pass the directory with config.json)", in);
+bad:
+  fprintf(stderr, "rlpt: convert: %s\n", err);
+  return 2;
+}
+
+static int write_output(const struct convert_args *a, const struct convert_model *m) {
+  size_t n = strlen(a->out);
+  if (n > 3 && !strcmp(a->out + n - 3, ".h5")) {
+    int rc = model_h5_write(a->out, &m->mc, m->params);
+    if (rc) unlink(a->out);
+    else printf("rlpt: wrote %s from %s\n", a->out, m->from);
+    return rc;
+  }
+  struct st_save_opts o = a->save;
+  char err[1024];
+  int ntok = 0;
+  o.tokenizer_dir = a->tokenizer ? a->tokenizer : m->hf_dir;
+  if (st_dir_save(a->out, &m->mc, m->params, &o, &ntok, err, sizeof err)) {
+    fprintf(stderr, "rlpt: convert: %s\n", err);
+    return 1;
+  }
+  printf("rlpt: wrote Hugging Face directory %s (%s) from %s; %d tokenizer file(s)%s\n", a->out,
+         st_dtype_name(o.dtype), m->from, ntok,
+         o.tokenizer_dir ? "" : " (pass --tokenizer HF_DIR to add them)");
+  return 0;
+}
+
+static int convert_run(const struct convert_args *a) {
+  struct convert_model m = {0};
+  int rc = load_input(a->in, &m);
+  if (!rc) rc = write_output(a, &m);
+  free(m.params);
   return rc;
 }
 
 int cmd_convert(int argc, char **argv) {
-  const char *ckpt, *out;
-  int rc = convert_args(argc, argv, &ckpt, &out);
+  struct convert_args a;
+  int rc = convert_args(argc, argv, &a);
   if (rc) return rc < 0 ? convert_usage(0) : rc;
   MPI_Init(NULL, NULL);
   int world;
@@ -67,7 +178,7 @@ int cmd_convert(int argc, char **argv) {
     fprintf(stderr, "rlpt: convert runs as one process (it was started on %d ranks)\n", world);
     rc = 2;
   } else {
-    rc = convert_run(ckpt, out);
+    rc = convert_run(&a);
   }
   MPI_Finalize();
   return rc;

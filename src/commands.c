@@ -20,7 +20,7 @@ const struct command rlpt_commands[] = {
   {"init", "DECK --out FILE.h5 [section.key=value ...]", "write a freshly initialised model (HDF5)", cmd_init},
   {"score", "--model FILE.h5 --input IN.jsonl --output OUT.jsonl", "next-token logprobs and entropy of token sequences", cmd_score},
   {"generate", "--model FILE.h5 --prompt TEXT [-n G] [--temperature T] [--top-p P] [--top-k K] [--max-new-tokens N] [--seed S] [--json]", "sample responses with the rollout engine, with logprobs and finish reasons", cmd_generate},
-  {"convert", "CKPT --out MODEL.h5", "write a checkpoint's model (file or dir/latest) as a standalone weights file", cmd_convert},
+  {"convert", "IN OUT [--dtype fp32|bf16]", "convert weights: model .h5, checkpoint, HF safetensors dir or GGUF -> OUT.h5 or HF dir", cmd_convert},
   {"reward-check", "DECK [--prompts N] [--split train|eval] [section.key=value ...]", "score reference and wrong answers through the deck's reward; exit 3 if the references get none", cmd_reward_check},
   {"deck-help", "", "print every deck key as markdown (inputs/README.md)", cmd_deck_help},
 };
