@@ -1,7 +1,7 @@
 # data.cmake: JSONL reader, datasets ([task] name = jsonl) and the rlpt commands on
 # dataset decks (tests/decks/data_*.ini, tests/data/*.jsonl).
 add_unit_test(test_jsonl SOURCES test_jsonl.c)
-# test_dataset: registered below once written
+add_unit_test(test_dataset SOURCES test_dataset.c)
 
 set(RLPT_DATA_DIR ${CMAKE_CURRENT_SOURCE_DIR}/data)
 set(RLPT_DATA_DECKS ${CMAKE_CURRENT_SOURCE_DIR}/decks)
