@@ -2,9 +2,11 @@
  * after the deck and the overrides). Each names the keys involved and points at the line or
  * override that set one of them. Checks that need the world size live in mpi/comm.c.
  * To add one: an `if` below with cross_fail(section, key, other section, other key, message). */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 
@@ -96,6 +98,12 @@ int config_cross_check(const struct config *c, const char *path, char *const *ov
                       "log.samples_every = %ld needs log.samples_path", c->log.samples_every);
   if (!strcmp(c->task.name, "jsonl") && !c->data.train_path[0])
     return cross_fail(x, "data", "train_path", "task", "name", "[task] name = jsonl needs [data] train_path");
+  if (!strcmp(c->task.name, "jsonl") && access(c->data.train_path, R_OK))
+    return cross_fail(x, "data", "train_path", NULL, NULL, "cannot read '%s': %s", c->data.train_path,
+                      strerror(errno));
+  if (!strcmp(c->task.name, "jsonl") && c->data.eval_path[0] && access(c->data.eval_path, R_OK))
+    return cross_fail(x, "data", "eval_path", NULL, NULL, "cannot read '%s': %s", c->data.eval_path,
+                      strerror(errno));
   if (!strstr(c->data.prompt_template, "{prompt}"))
     return cross_fail(x, "data", "prompt_template", NULL, NULL, "\"%s\" has no {prompt} (where the row's prompt "
                       "goes)", c->data.prompt_template);

@@ -38,3 +38,5 @@ data_cmd_test(data_reward_check_too_long 2 "gsm_tiny.jsonl:1: the prompt takes [
   reward-check ${RLPT_DATA_DECKS}/data_gsm.ini ${GSM_TRAIN} model.max_seq=80 rollout.max_new_tokens=64)
 data_cmd_test(data_reward_check_no_file 2 "nonexistent.jsonl: cannot open"
   reward-check ${RLPT_DATA_DECKS}/data_gsm.ini data.train_path=${RLPT_DATA_DIR}/nonexistent.jsonl)
+data_cmd_test(data_check_no_file 2 "\\[data\\] train_path: cannot read '.*nonexistent.jsonl': No such file"
+  check ${RLPT_DATA_DECKS}/data_gsm.ini data.train_path=${RLPT_DATA_DIR}/nonexistent.jsonl)
