@@ -18,7 +18,7 @@ set(GSM_TRAIN data.train_path=${RLPT_DATA_DIR}/gsm_tiny.jsonl)
 data_cmd_test(data_check_gsm 0 "prompt_template = Solve: \\{prompt\\}"
   check ${RLPT_DATA_DECKS}/data_gsm.ini ${GSM_TRAIN})
 data_cmd_test(data_check_bad_template 2 "data_bad_template.ini:8: \\[data\\] prompt_template: .* has no \\{prompt\\}"
-  check ${RLPT_DATA_DECKS}/data_bad_template.ini)
+  check ${RLPT_DATA_DECKS}/data_bad_template.ini ${GSM_TRAIN})
 # every reference answer of both splits must get reward 1 through the math verifier
 data_cmd_test(data_reward_check_gsm_train 0
   "16 train prompts.*reference +correct +1.0000 +1.0000 +1.0000 +1.000.*reward-check: ok"
@@ -36,7 +36,7 @@ data_cmd_test(data_reward_check_skip 0 "skipped 1 of 4 lines of .*bad_json.jsonl
   data.on_bad_line=skip)
 data_cmd_test(data_reward_check_too_long 2 "gsm_tiny.jsonl:1: the prompt takes [0-9]+ tokens .* leaves 16"
   reward-check ${RLPT_DATA_DECKS}/data_gsm.ini ${GSM_TRAIN} model.max_seq=80 rollout.max_new_tokens=64)
-data_cmd_test(data_reward_check_no_file 2 "nonexistent.jsonl: cannot open"
+data_cmd_test(data_reward_check_no_file 2 "\\[data\\] train_path: cannot read '.*nonexistent.jsonl'"
   reward-check ${RLPT_DATA_DECKS}/data_gsm.ini data.train_path=${RLPT_DATA_DIR}/nonexistent.jsonl)
 data_cmd_test(data_check_no_file 2 "\\[data\\] train_path: cannot read '.*nonexistent.jsonl': No such file"
   check ${RLPT_DATA_DECKS}/data_gsm.ini data.train_path=${RLPT_DATA_DIR}/nonexistent.jsonl)
