@@ -418,6 +418,9 @@ static int write_weights(const char *dir, const struct param_table *t, const flo
   if (!first) return snprintf(err, errlen, "%s: out of memory", dir), -1;
   int k = plan_shards(t, elem, o->shard_bytes, first);
   char path[1024], name[64];
+  /* a re-export must not leave the other layout's file behind (the index wins on load) */
+  snprintf(path, sizeof path, "%s/%s", dir, k == 1 ? "model.safetensors.index.json" : "model.safetensors");
+  unlink(path);
   if (k == 1) {
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     rc = st_write_file(path, t, 0, t->n, params, o->dtype, err, errlen);

@@ -72,7 +72,19 @@ struct convert_model {
   float *params;
   char from[600];
   const char *hf_dir;   /* the input when it is a HF directory (its tokenizer files) */
+  int bos_id, eos_id;   /* from a GGUF's tokenizer metadata; -1 unknown */
 };
+
+/* bos/eos ids of a GGUF, for generation_config.json (absent keys stay -1). */
+static void gguf_token_ids(const char *in, struct convert_model *m) {
+  struct gguf_file f;
+  char err[256];
+  int64_t v;
+  if (gguf_open(&f, in, err, sizeof err)) return;
+  if (!gguf_get_int(&f, "tokenizer.ggml.bos_token_id", &v, err, sizeof err)) m->bos_id = (int)v;
+  if (!gguf_get_int(&f, "tokenizer.ggml.eos_token_id", &v, err, sizeof err)) m->eos_id = (int)v;
+  gguf_close(&f);
+}
 
 static int load_ckpt(const char *in, int is_dir, struct convert_model *m) {
   char path[4096], what[512];
@@ -128,6 +140,7 @@ static int load_input(const char *in, struct convert_model *m) {
     if (gguf_load_model(in, &m->mc, &t, &m->params, err, sizeof err)) goto bad;
     param_table_free(&t);
     snprintf(m->from, sizeof m->from, "%.500s (GGUF)", in);
+    gguf_token_ids(in, m);
     return 0;
   }
   snprintf(err, sizeof err, "%s: not an HDF5 model/checkpoint, GGUF file or safetensors directory "
@@ -149,6 +162,8 @@ static int write_output(const struct convert_args *a, const struct convert_model
   char err[1024];
   int ntok = 0;
   o.tokenizer_dir = a->tokenizer ? a->tokenizer : m->hf_dir;
+  o.bos_id = m->bos_id;
+  o.eos_id = m->eos_id;
   if (st_dir_save(a->out, &m->mc, m->params, &o, &ntok, err, sizeof err)) {
     fprintf(stderr, "rlpt: convert: %s\n", err);
     return 1;
@@ -160,7 +175,7 @@ static int write_output(const struct convert_args *a, const struct convert_model
 }
 
 static int convert_run(const struct convert_args *a) {
-  struct convert_model m = {0};
+  struct convert_model m = {.bos_id = -1, .eos_id = -1};
   int rc = load_input(a->in, &m);
   if (!rc) rc = write_output(a, &m);
   free(m.params);

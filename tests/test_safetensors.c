@@ -142,6 +142,15 @@ static void test_shards(void) {
   free(q);
   q = NULL;
   param_table_free(&t2);
+  /* a single-file re-export into the same directory removes the stale index */
+  struct st_save_opts one = {.dtype = ST_BF16, .bos_id = -1, .eos_id = -1};
+  CHECK_MSG(st_dir_save(dir, &mc, p, &one, NULL, err, sizeof err) == 0, "%s", err);
+  CHECK_MSG(st_dir_load(dir, &back, &t2, &q, err, sizeof err) == 0, "%s", err);
+  CHECK(q && q[0] != p[0] && fabsf(q[0] - p[0]) <= fabsf(p[0]) * 0x1p-8f);  /* the bf16 file */
+  free(q);
+  q = NULL;
+  param_table_free(&t2);
+  CHECK(st_dir_save(dir, &mc, p, &o, NULL, err, sizeof err) == 0);
   /* an index naming the wrong shard for a tensor is an error naming both */
   snprintf(f, sizeof f, "%s/model.safetensors.index.json", dir);
   char *idx = hf_read_text(f, NULL);
