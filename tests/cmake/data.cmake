@@ -40,3 +40,8 @@ data_cmd_test(data_reward_check_no_file 2 "\\[data\\] train_path: cannot read '.
   reward-check ${RLPT_DATA_DECKS}/data_gsm.ini data.train_path=${RLPT_DATA_DIR}/nonexistent.jsonl)
 data_cmd_test(data_check_no_file 2 "\\[data\\] train_path: cannot read '.*nonexistent.jsonl': No such file"
   check ${RLPT_DATA_DECKS}/data_gsm.ini data.train_path=${RLPT_DATA_DIR}/nonexistent.jsonl)
+# the whole run (SFT, GRPO steps, evals) served from dataset rows
+add_mpi_test(NAME data_run_tiny EXE rlpt NUM_PROCS 4
+  ARGS run ${RLPT_DATA_DECKS}/data_run_tiny.ini ${GSM_TRAIN} LABELS mpi)
+set_tests_properties(data_run_tiny PROPERTIES
+  PASS_REGULAR_EXPRESSION "step 2/2 rl \\| reward [0-9.]+ .*eval \\(rl, step 2\\): greedy pass@1 [0-9.]+ on 4 held-out prompts.*summary: greedy pass@1")
