@@ -48,7 +48,11 @@ static int task_init_jsonl(struct task *t, const struct config *cfg, char *err, 
   t->heldout_frac = cfg->data.eval_frac;
   t->ds = malloc(sizeof *t->ds);
   if (!t->ds) return 1;
-  int rc = dataset_load(t->ds, cfg, stderr, err, errlen);
+  /* every rank loads the rows; only world rank 0 (or a serial command) prints the summary */
+  int mpi_on = 0, rank = 0;
+  MPI_Initialized(&mpi_on);
+  if (mpi_on) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int rc = dataset_load(t->ds, cfg, rank == 0 ? stderr : NULL, err, errlen);
   if (rc) {
     free(t->ds);
     t->ds = NULL;
@@ -81,7 +85,19 @@ int task_init(struct task *t, const struct config *cfg, char *err, size_t errlen
       snprintf(msg, sizeof msg, "digits_min = %d is larger than digits_max = %d", t->digits_min, t->digits_max);
       return task_fail(err, errlen, "digits_min", msg);
     }
+    if (cfg->data.chat_template[0]) {
+      if (chat_template_by_name(&t->chat_tpl, cfg->data.chat_template, msg, sizeof msg)) {
+        snprintf(err, errlen, "[data] chat_template: %s", msg);
+        return 2;
+      }
+      t->chat = 1;
+    }
     return init_ops(t, cfg->task.ops, err, errlen);
+  }
+  if (cfg->data.chat_template[0]) {
+    snprintf(err, errlen, "[data] chat_template: used by [task] name = arith or jsonl, not %s",
+             cfg->task.name);
+    return 2;
   }
   t->numbers_min = (int)cfg->task.numbers_min;
   t->numbers_max = (int)cfg->task.numbers_max;
@@ -113,6 +129,19 @@ static long draw_operand(const struct task *t, struct rng_seq *s) {
   return lo + (long)rng_seq_below(s, (uint64_t)(hi - lo + 1));
 }
 
+/* The chat-form prompt of a op b (tasks.h). 0, or 1 when out of memory or too long. */
+static int arith_chat_text(const struct task *t, long a, char op, long b, struct task_prompt *p) {
+  char q[128];
+  snprintf(q, sizeof q, "What is %ld%c%ld? Answer with just the number.", a, op, b);
+  struct chat_msg m = {"user", q};
+  size_t n = 0;
+  char *text = chat_format(&t->chat_tpl, &m, 1, 1, &n);
+  int ok = text && n < sizeof p->text;
+  if (ok) memcpy(p->text, text, n + 1);
+  free(text);
+  return !ok;
+}
+
 static int arith_prompt(const struct task *t, struct rng_seq *s, enum task_split split, struct task_prompt *p) {
   for (int attempt = 0; attempt < TASK_MAX_ATTEMPTS; attempt++) {
     long a = draw_operand(t, s);
@@ -121,8 +150,9 @@ static int arith_prompt(const struct task *t, struct rng_seq *s, enum task_split
     const uint32_t w[3] = {(uint32_t)a, (uint32_t)op, (uint32_t)b};
     if (is_heldout(t, w, 3) != (split == TASK_EVAL)) continue;
     long long r = op == '+' ? (long long)a + b : op == '-' ? (long long)a - b : (long long)a * b;
-    snprintf(p->text, sizeof p->text, "%ld%c%ld=", a, op, b);
     snprintf(p->answer, sizeof p->answer, "%lld", r);
+    if (t->chat) return arith_chat_text(t, a, op, b, p);
+    snprintf(p->text, sizeof p->text, "%ld%c%ld=", a, op, b);
     return 0;
   }
   return 1;
@@ -240,6 +270,7 @@ int task_prompt(const struct task *t, uint64_t index, enum task_split split, str
 }
 
 double task_verify(const struct task *t, const struct task_prompt *p, const char *resp, size_t len) {
+  if (t->kind == TASK_ARITH && t->chat) return verify_math(resp, len, p->answer);
   if (t->kind == TASK_ARITH) return verify_arith(resp, len, p->answer);
   if (t->kind == TASK_JSONL) return dataset_verify(t->ds, p, resp, len);
   return verify_countdown(resp, len, p->nums, p->n_nums, p->target);
@@ -247,15 +278,15 @@ double task_verify(const struct task *t, const struct task_prompt *p, const char
 
 int task_sft_tokens(const struct tokenizer *tok, const struct task_prompt *p, int *ids, size_t cap,
                     size_t *n_prompt, size_t *n_total) {
-  size_t n = 0, m = 0, bad = 0;
+  size_t n = 0, m = 0, bad = 0, b = tok->bos_id >= 0;  /* bos_id -1: no BOS */
   if (cap < 2) return TOK_ERR_SPACE;
   ids[0] = tok->bos_id;
-  int rc = tokenizer_encode(tok, p->text, strlen(p->text), ids + 1, cap - 2, &n, &bad);
+  int rc = tokenizer_encode(tok, p->text, strlen(p->text), ids + b, cap - 2, &n, &bad);
   if (rc) return rc;
-  rc = tokenizer_encode(tok, p->answer, strlen(p->answer), ids + 1 + n, cap - 2 - n, &m, &bad);
+  rc = tokenizer_encode(tok, p->answer, strlen(p->answer), ids + b + n, cap - 2 - n, &m, &bad);
   if (rc) return rc;
-  ids[1 + n + m] = tok->eos_id;
-  *n_prompt = 1 + n;
-  *n_total = 2 + n + m;
+  ids[b + n + m] = tok->eos_id;
+  *n_prompt = b + n;
+  *n_total = 1 + b + n + m;
   return 0;
 }
