@@ -4,6 +4,7 @@
  * tokenizer files). */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +43,8 @@ static int cfg_int(const cJSON *o, const char *key, int def, int *out, const cha
     *out = def;
     return def < 0 ? -1 : 0;
   }
-  if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int)v->valuedouble || v->valuedouble < 1) {
+  if (!cJSON_IsNumber(v) || !(v->valuedouble >= 1 && v->valuedouble <= INT_MAX) ||
+      v->valuedouble != (double)(int)v->valuedouble) {
     snprintf(err, errlen, "%s: '%s' must be a positive integer", name, key);
     return -1;
   }

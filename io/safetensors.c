@@ -201,7 +201,7 @@ int st_open_mem(struct st_file *f, const void *buf, size_t size, const char *nam
              end ? (long)(end - (const char *)f->base) : -1L);
   } else {
     for (const char *p = end; p < (const char *)f->base + f->data_off; p++)
-      if (*p != ' ') {
+      if (!strchr(" \t\r\n", *p) || !*p) {  /* JSON whitespace (the writer pads with spaces) */
         snprintf(err, errlen, "%s: junk after the JSON header (byte %ld)", name,
                  (long)(p - (const char *)f->base));
         goto done;

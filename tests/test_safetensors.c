@@ -187,6 +187,9 @@ static void test_errors(void) {
      "\"rope_scaling\": {\"type\": \"linear\"}}", "rope_scaling"},
     {"{\"model_type\": \"llama\", \"hidden_size\": 8, \"num_hidden_layers\": 1, "
      "\"num_attention_heads\": 3, \"intermediate_size\": 8, \"vocab_size\": 4}", "divide"},
+    {"{\"model_type\": \"llama\", \"hidden_size\": 1e30, \"num_hidden_layers\": 1, "
+     "\"num_attention_heads\": 2, \"intermediate_size\": 8, \"vocab_size\": 4}",
+     "'hidden_size' must be a positive integer"},
     {"[1, 2]", "not a JSON object"}};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     err[0] = 0;

@@ -109,7 +109,10 @@ static void test_truncation_and_lengths(void) {
               (unsigned long long)lies[i]);
   }
   free(b);
-  /* an empty model (header only) is valid */
+  /* an empty model (header only) is valid, with JSON whitespace after the object */
+  b = make_file("{} \n\t", 5, 0, &size);
+  CHECK(parse(b, size, err, sizeof err) == 0);
+  free(b);
   b = make_file("{}", 2, 0, &size);
   CHECK(parse(b, size, err, sizeof err) == 0);
   free(b);
