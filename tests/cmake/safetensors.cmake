@@ -13,3 +13,12 @@ add_test(NAME st_cli_convert_bad COMMAND sh -c
   "printf 'not a model' > st_bad.bin; $<TARGET_FILE:rlpt> convert st_bad.bin st_bad_out.h5; echo \"exit $?\"; test ! -e st_bad_out.h5 && echo no-output")
 set_tests_properties(st_cli_convert_bad PROPERTIES LABELS unit ENVIRONMENT "${RLPT_TEST_ENV}"
   PASS_REGULAR_EXPRESSION "st_bad.bin: not an HDF5 model.*exit 2.*no-output")
+set_tests_properties(st_cli_convert PROPERTIES FIXTURES_SETUP st_cli_files)
+# The reference `safetensors` library reads what rlpt wrote (F32 exactly, BF16 equal to
+# torch's rounding). Skips (77) when the package is not importable; see tests/ref/st_ref.py
+# for the pip --target install and PYTHONPATH.
+add_test(NAME st_ref_check COMMAND sh -c
+  "/usr/bin/python3 -c 'import safetensors, h5py' 2>/dev/null || { echo 'safetensors not importable: skipped'; exit 77; }; cd st_cli && /usr/bin/python3 \"$0\" check hf m.h5 && /usr/bin/python3 \"$0\" check hf16 m.h5"
+  ${CMAKE_CURRENT_SOURCE_DIR}/ref/st_ref.py)
+set_tests_properties(st_ref_check PROPERTIES LABELS golden ENVIRONMENT "${RLPT_TEST_ENV}"
+  FIXTURES_REQUIRED st_cli_files SKIP_RETURN_CODE 77)
