@@ -47,13 +47,16 @@ static int convert_args(int argc, char **argv, struct convert_args *a) {
   for (int i = 1; i < argc; i++) {
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     char *end = NULL;
+    long mb = v && !strcmp(argv[i], "--shard-mb") ? strtol(v, &end, 10) : 0;
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return -1;
     if (!strcmp(argv[i], "--out") && v && !a->out) a->out = argv[++i];
     else if (!strcmp(argv[i], "--tokenizer") && v) a->tokenizer = argv[++i];
     else if (!strcmp(argv[i], "--dtype") && v && (!strcmp(v, "fp32") || !strcmp(v, "bf16")))
       a->save.dtype = !strcmp(argv[++i], "bf16") ? ST_BF16 : ST_F32;
-    else if (!strcmp(argv[i], "--shard-mb") && v && strtol(v, &end, 10) > 0 && !*end && ++i)
-      a->save.shard_bytes = (size_t)strtol(v, NULL, 10) << 20;
+    else if (mb > 0 && mb < (1L << 30) && !*end) {
+      a->save.shard_bytes = (size_t)mb << 20;
+      i++;
+    }
     else if (argv[i][0] != '-' && !a->in) a->in = argv[i];
     else if (argv[i][0] != '-' && !a->out) a->out = argv[i];
     else {
@@ -66,7 +69,7 @@ static int convert_args(int argc, char **argv, struct convert_args *a) {
   return 0;
 }
 
-/* The input's weights. `from` says what was read. Returns 0, 2 (bad input) or 1. */
+/* The input's weights; `from` says what was read (for the message). */
 struct convert_model {
   struct model_config mc;
   float *params;
@@ -89,8 +92,9 @@ static void gguf_token_ids(const char *in, struct convert_model *m) {
 static int load_ckpt(const char *in, int is_dir, struct convert_model *m) {
   char path[4096], what[512];
   struct ckpt_state st;
+  snprintf(path, sizeof path, "%s", in);
   int rc = is_dir ? ckpt_read_latest(in, &st, NULL, MPI_COMM_SELF, path, sizeof path)
-                  : ckpt_read((snprintf(path, sizeof path, "%s", in), path), &st, NULL, MPI_COMM_SELF);
+                  : ckpt_read(path, &st, NULL, MPI_COMM_SELF);
   if (rc) return rc;
   ckpt_describe(&st, what, sizeof what);
   snprintf(m->from, sizeof m->from, "%.500s (%.80s)", path, what);
@@ -113,6 +117,7 @@ static int load_h5_model(const char *in, struct convert_model *m) {
   return rc;
 }
 
+/* Loaders return 0, 2 (bad input, one message printed) or 1. */
 static int load_input(const char *in, struct convert_model *m) {
   char err[1024] = "", path[4096];
   struct param_table t;
