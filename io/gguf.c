@@ -658,6 +658,11 @@ fail:
   return -1;
 }
 
+int gguf_model_config(const struct gguf_file *f, struct model_config *mc, char *err, size_t errlen) {
+  int permute;
+  return config_from_gguf(f, mc, &permute, err, errlen);
+}
+
 int gguf_load_model(const char *path, struct model_config *mc, struct param_table *table,
                     float **params, char *err, size_t errlen) {
   struct gguf_file f;

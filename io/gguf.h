@@ -119,6 +119,8 @@ float gguf_bf16_to_f32(uint16_t h);
  * RoPE row permutation of q/k is undone. Returns 0, or -1 with a message. */
 int gguf_load_model(const char *path, struct model_config *mc, struct param_table *table,
                     float **params, char *err, size_t errlen);
+/* Only the model config (shape, RoPE, norm) from the metadata; no tensor is read. */
+int gguf_model_config(const struct gguf_file *f, struct model_config *mc, char *err, size_t errlen);
 /* The same from an opened file. */
 int gguf_model_load(const struct gguf_file *f, struct model_config *mc, struct param_table *table,
                     float **params, char *err, size_t errlen);

@@ -13,6 +13,7 @@
 #include "error.h"
 #include "evaluate.h"
 #include "model.h"
+#include "model_import.h"
 #include "rollout.h"
 #include "restart.h"
 #include "run.h"
@@ -52,7 +53,11 @@ static int check_lengths(const struct run *r, char *err, size_t len) {
         return 2;
       }
       long need = s.n_prompt + r->cfg->rollout.max_new_tokens;
-      long sft = 2 + (long)strlen(tp.text) + (long)strlen(tp.answer);
+      int ids[2 * TASK_TEXT_MAX + 2];  /* the SFT example's tokens (bytes are an upper bound) */
+      size_t n_prompt = 0, n_total = 0;
+      long sft = task_sft_tokens(&r->tok, &tp, ids, sizeof ids / sizeof *ids, &n_prompt, &n_total) == 0
+                     ? (long)n_total
+                     : 2 + (long)strlen(tp.text) + (long)strlen(tp.answer);
       if (need > r->mc.max_seq || sft > r->mc.max_seq) {
         snprintf(err, len, "[model] max_seq = %d is too short: prompt '%s' takes %d tokens + [rollout] "
                  "max_new_tokens %ld (SFT example: %ld tokens)", r->mc.max_seq, tp.text, s.n_prompt,
@@ -91,10 +96,16 @@ static int build_maps(struct run *r) {
 static int setup_common(struct run *r, char *err, size_t len) {
   int rc = run_supported(r->cfg, &r->comms.counts, err, len);
   if (!rc) rc = threads_setup(r->cfg, MPI_COMM_WORLD, &r->threads, err, len);
-  tokenizer_init_char(&r->tok);
+  /* init = gguf:PATH: the model's own tokenizer and config (model_import.h) on every rank */
+  if (model_import_is_gguf(r->cfg)) {
+    if (!rc) rc = model_import_gguf_setup(r->cfg, &r->mc, &r->tok, err, len);
+    if (rc) tokenizer_init_char(&r->tok);
+  } else {
+    tokenizer_init_char(&r->tok);
+    if (!rc && model_config_from_deck(&r->mc, r->cfg, r->tok.vocab_size, err, len) != 0) rc = 2;
+  }
   if (!rc) rc = task_init(&r->task, r->cfg, err, len);
   if (!rc) rc = reward_init(&r->rcfg, r->cfg, err, len);
-  if (!rc && model_config_from_deck(&r->mc, r->cfg, r->tok.vocab_size, err, len) != 0) rc = 2;
   if (!rc) rc = check_lengths(r, err, len);
   if (!rc && build_maps(r) != 0) {
     snprintf(err, len, "out of memory");

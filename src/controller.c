@@ -15,10 +15,11 @@
 int run_prompt_tokens(const struct run *r, const struct task_prompt *p, struct sample *s) {
   int ids[TASK_TEXT_MAX + 2];
   size_t n = 0, at = 0;
+  int b = r->tok.bos_id >= 0;  /* bos_id -1: the model's prompts carry no BOS (model_import.h) */
   ids[0] = r->tok.bos_id;
-  if (tokenizer_encode(&r->tok, p->text, strlen(p->text), ids + 1, TASK_TEXT_MAX, &n, &at) != TOK_OK)
+  if (tokenizer_encode(&r->tok, p->text, strlen(p->text), ids + b, TASK_TEXT_MAX, &n, &at) != TOK_OK)
     return -1;
-  return sample_set_prompt(s, ids, (int32_t)n + 1);
+  return sample_set_prompt(s, ids, (int32_t)n + b);
 }
 
 void controller_send_prompts(struct run *r, long step) {

@@ -1,6 +1,9 @@
 /* tasks.h: built-in synthetic tasks with verifiable answers.
  *
  *   arith      "a+b=" / "a-b=" / "a*b=": operands with digits_min..digits_max digits
+ *              (with [data] chat_template set, for chat models: the user message
+ *              "What is a+b? Answer with just the number." in that template, scored
+ *              by the math verifier: the last number of the response)
  *              (a d-digit operand is uniform in [10^(d-1), 10^d - 1]; 1 digit is 0..9),
  *              the operator uniform over [task] ops. Answer: the exact integer.
  *   countdown  "Using 3 7 25 make 46:": numbers_min..numbers_max numbers from
@@ -24,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "chat.h"
 #include "config.h"
 #include "tokenizer.h"
 
@@ -58,6 +62,8 @@ struct task {
   long number_max, target_max;
   double heldout_frac;
   struct dataset *ds;           /* TASK_JSONL: the loaded rows (task_free releases them) */
+  int chat;                     /* arith with [data] chat_template: chat-form prompts, math verifier */
+  struct chat_template chat_tpl;
 };
 
 /* From the deck ([run] seed, [task]; [data] for jsonl, which loads the dataset and prints

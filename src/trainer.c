@@ -13,6 +13,7 @@
 #include "config.h"
 #include "error.h"
 #include "model_h5.h"
+#include "model_import.h"
 #include "rng.h"
 #include "tasks.h"
 #include "tokenizer.h"
@@ -52,8 +53,9 @@ static int init_params(struct trainer *t, char *err, size_t errlen) {
     return 0;
   }
   if (!strncmp(init, "ckpt:", 5)) return init_from_file(t, init + 5, err, errlen);
-  snprintf(err, errlen, "[model] init = %s: the trainer loads scratch or ckpt:PATH (an rlpt "
-           "model file or checkpoint; convert gguf/hf weights with rlpt convert)", init);
+  if (!strncmp(init, "gguf:", 5)) return model_import_gguf_params(&t->policy, init + 5, err, errlen);
+  snprintf(err, errlen, "[model] init = %s: the trainer loads scratch, ckpt:PATH or gguf:PATH "
+           "(convert hf weights with rlpt convert)", init);
   return 2;
 }
 
