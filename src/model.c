@@ -18,12 +18,48 @@
 
 static float *W(const struct model *m, enum param_kind kind, int layer) {
   size_t off = param_offset(&m->table, kind, layer);
-  return off == (size_t)-1 ? NULL : m->params + off;
+  return off == (size_t)-1 ? NULL : m->dparams + off;
 }
 
 static float *G(const struct model *m, enum param_kind kind, int layer) {
   size_t off = param_offset(&m->table, kind, layer);
-  return off == (size_t)-1 ? NULL : m->grads + off;
+  return off == (size_t)-1 ? NULL : m->dgrads + off;
+}
+
+/* ---- backend memory ---------------------------------------------------------
+ * The ops' buffers live where the backend wants them (backend.h); a host backend
+ * leaves alloc/upload/... NULL and gets malloc/memcpy, so its path is unchanged. */
+
+static void *dmem_alloc(const struct model *m, size_t bytes) {
+  if (m->on_device) return m->ops->alloc(bytes ? bytes : 1);
+  return aligned_alloc(64, ((bytes ? bytes : 1) + 63) & ~(size_t)63);
+}
+
+static void dmem_free(const struct model *m, void *p) {
+  if (m->on_device) { if (p) m->ops->free(p); } else free(p);
+}
+
+static void dmem_zero(const struct model *m, void *p, size_t bytes) {
+  if (m->on_device) m->ops->zero(p, bytes); else memset(p, 0, bytes);
+}
+
+/* host -> op memory; nothing to do on a host backend when both are the same buffer */
+static void to_dev(const struct model *m, void *dst, const void *src, size_t bytes) {
+  if (m->on_device) m->ops->upload(dst, src, bytes);
+  else if (dst != src) memcpy(dst, src, bytes);
+}
+
+static void to_host(const struct model *m, void *dst, const void *src, size_t bytes) {
+  if (m->on_device) m->ops->download(dst, src, bytes);
+  else if (dst != src) memcpy(dst, src, bytes);
+}
+
+/* dst[n] = src[n] within op memory: the backend has no copy op, so zero then add
+ * (0 + x == x) on a device */
+static void dmem_copy(const struct model *m, float *dst, const float *src, size_t n) {
+  if (!m->on_device) { memcpy(dst, src, sizeof(float) * n); return; }
+  m->ops->zero(dst, sizeof(float) * n);
+  m->ops->add(dst, src, n);
 }
 
 /* ---- allocation ----------------------------------------------------------- */
@@ -62,6 +98,10 @@ static void model_carve(struct model *m, struct carver *c) {
   m->lse_out = carve(c, T);
   m->ent_out = carve(c, T);
   m->lp_out = carve(c, T);
+  m->val_out = carve(c, T);
+  m->dlp_in = carve(c, T);
+  m->dent_in = carve(c, T);
+  m->dval_in = carve(c, T);
   m->xn = carve(c, T * C);
   m->h = carve(c, T * F);
   m->dres = carve(c, T * C);
@@ -78,14 +118,56 @@ static void model_carve(struct model *m, struct carver *c) {
 }
 
 /* cos/sin of pos * theta^(-2i/D), computed in double, stored fp32. */
-static void rope_tables(struct model *m) {
+static int rope_tables(struct model *m) {
   int half = m->cfg.head_dim / 2;
+  size_t n = (size_t)half * m->cfg.max_seq;
+  float *hc = m->on_device ? malloc(sizeof(float) * n) : m->rope_cos;
+  float *hs = m->on_device ? malloc(sizeof(float) * n) : m->rope_sin;
+  if (!hc || !hs) { if (m->on_device) { free(hc); free(hs); } return -1; }
   for (int p = 0; p < m->cfg.max_seq; p++)
     for (int i = 0; i < half; i++) {
       double inv_freq = pow(m->cfg.rope_theta, -2.0 * i / m->cfg.head_dim);
-      m->rope_cos[(size_t)p * half + i] = (float)cos(p * inv_freq);
-      m->rope_sin[(size_t)p * half + i] = (float)sin(p * inv_freq);
+      hc[(size_t)p * half + i] = (float)cos(p * inv_freq);
+      hs[(size_t)p * half + i] = (float)sin(p * inv_freq);
     }
+  to_dev(m, m->rope_cos, hc, sizeof(float) * n);
+  to_dev(m, m->rope_sin, hs, sizeof(float) * n);
+  if (m->on_device) { free(hc); free(hs); }
+  return 0;
+}
+
+/* The ops' int arrays and, on a device, their host copies. 0 or -1. */
+static int batch_arrays_alloc(struct model *m) {
+  size_t n = (size_t)m->max_tokens;
+  m->tokens = dmem_alloc(m, sizeof(int) * n);
+  m->pos = dmem_alloc(m, sizeof(int) * n);
+  m->targets = dmem_alloc(m, sizeof(int) * n);
+  m->cu_seqlens = dmem_alloc(m, sizeof(int) * (n + 1));
+  m->cu_kv = dmem_alloc(m, sizeof(int) * (n + 1));
+  if (!m->on_device) {
+    m->h_tokens = m->tokens, m->h_pos = m->pos, m->h_targets = m->targets;
+    m->h_cu_seqlens = m->cu_seqlens, m->h_cu_kv = m->cu_kv;
+    return m->tokens && m->pos && m->targets && m->cu_seqlens && m->cu_kv ? 0 : -1;
+  }
+  m->h_tokens = malloc(sizeof(int) * n);
+  m->h_pos = malloc(sizeof(int) * n);
+  m->h_targets = malloc(sizeof(int) * n);
+  m->h_cu_seqlens = malloc(sizeof(int) * (n + 1));
+  m->h_cu_kv = malloc(sizeof(int) * (n + 1));
+  size_t kvd = (size_t)m->cfg.kv_heads * m->cfg.head_dim;
+  m->kv_host = malloc(sizeof(float) * 2 * n * kvd);
+  return m->tokens && m->pos && m->targets && m->cu_seqlens && m->cu_kv && m->h_tokens &&
+         m->h_pos && m->h_targets && m->h_cu_seqlens && m->h_cu_kv && m->kv_host ? 0 : -1;
+}
+
+static void batch_arrays_free(struct model *m) {
+  if (m->on_device) {
+    free(m->h_tokens); free(m->h_pos); free(m->h_targets);
+    free(m->h_cu_seqlens); free(m->h_cu_kv); free(m->kv_host);
+    dmem_free(m, m->kv_dev);
+  }
+  dmem_free(m, m->tokens); dmem_free(m, m->pos); dmem_free(m, m->targets);
+  dmem_free(m, m->cu_seqlens); dmem_free(m, m->cu_kv);
 }
 
 int model_create(struct model *m, const struct model_config *mc, int max_tokens,
@@ -94,25 +176,24 @@ int model_create(struct model *m, const struct model_config *mc, int max_tokens,
   m->cfg = *mc;
   m->cfg.head_dim = mc->dim / mc->heads;
   m->ops = ops;
+  m->on_device = ops->upload != NULL;
   m->max_tokens = max_tokens;
   m->logit_chunk = MODEL_LOGIT_CHUNK;
   param_table_build(&m->table, &m->cfg);
   size_t half = (size_t)m->cfg.head_dim / 2;
   m->params = calloc(m->table.total, sizeof(float));
   m->grads = calloc(m->table.total, sizeof(float));
-  m->tokens = malloc(sizeof(int) * (size_t)max_tokens);
-  m->pos = malloc(sizeof(int) * (size_t)max_tokens);
-  m->targets = malloc(sizeof(int) * (size_t)max_tokens);
-  m->cu_seqlens = malloc(sizeof(int) * ((size_t)max_tokens + 1));
-  m->cu_kv = malloc(sizeof(int) * ((size_t)max_tokens + 1));
-  m->rope_cos = malloc(sizeof(float) * half * mc->max_seq);
-  m->rope_sin = malloc(sizeof(float) * half * mc->max_seq);
+  m->dparams = m->on_device ? ops->alloc(sizeof(float) * m->table.total) : m->params;
+  m->dgrads = m->on_device ? ops->alloc(sizeof(float) * m->table.total) : m->grads;
+  int arrays_rc = batch_arrays_alloc(m);
+  m->rope_cos = dmem_alloc(m, sizeof(float) * half * mc->max_seq);
+  m->rope_sin = dmem_alloc(m, sizeof(float) * half * mc->max_seq);
   m->layers = calloc((size_t)mc->layers, sizeof *m->layers);
   struct carver count = {NULL, 0};
   model_carve(m, &count);
-  m->arena = aligned_alloc(64, sizeof(float) * count.used); /* count.used: whole 64-byte pieces */
-  if (!m->params || !m->grads || !m->tokens || !m->pos || !m->targets || !m->cu_seqlens || !m->cu_kv ||
-      !m->rope_cos || !m->rope_sin || !m->layers || !m->arena) {
+  m->arena = dmem_alloc(m, sizeof(float) * count.used); /* count.used: whole 64-byte pieces */
+  if (!m->params || !m->grads || !m->dparams || !m->dgrads || arrays_rc || !m->rope_cos ||
+      !m->rope_sin || !m->layers || !m->arena || rope_tables(m)) {
     fprintf(stderr, "rlpt: out of memory for the model (%zu parameters, %zu activation floats "
             "for %d tokens)\n", m->table.total, count.used, max_tokens);
     model_free(m);
@@ -120,22 +201,21 @@ int model_create(struct model *m, const struct model_config *mc, int max_tokens,
   }
   struct carver c = {m->arena, 0};
   model_carve(m, &c);
-  rope_tables(m);
   return 0;
 }
 
 void model_free(struct model *m) {
+  if (m->on_device) {
+    dmem_free(m, m->dparams);
+    dmem_free(m, m->dgrads);
+  }
   free(m->params);
   free(m->grads);
-  free(m->tokens);
-  free(m->pos);
-  free(m->targets);
-  free(m->cu_seqlens);
-  free(m->cu_kv);
-  free(m->rope_cos);
-  free(m->rope_sin);
+  batch_arrays_free(m);
+  dmem_free(m, m->rope_cos);
+  dmem_free(m, m->rope_sin);
   free(m->layers);
-  free(m->arena);
+  dmem_free(m, m->arena);
   param_table_free(&m->table);
   memset(m, 0, sizeof *m);
 }
@@ -170,6 +250,29 @@ void model_init_params(struct model *m, uint64_t seed) {
 
 void model_zero_grad(struct model *m) {
   memset(m->grads, 0, sizeof(float) * m->table.total);
+  if (m->on_device) dmem_zero(m, m->dgrads, sizeof(float) * m->table.total);
+}
+
+/* The host params are the truth (model.h): a device backend copies them in before
+ * every forward; a host backend reads them in place, through whatever buffer
+ * m->params points at now (the trainer points it at the reference weights for a
+ * KL forward). */
+static void params_upload(struct model *m) {
+  if (m->on_device) {
+    to_dev(m, m->dparams, m->params, sizeof(float) * m->table.total);
+  } else {
+    m->dparams = m->params;
+    m->dgrads = m->grads;
+  }
+}
+
+/* The ops' copies of the batch arrays built on the host. */
+static void batch_upload(struct model *m, int T, int nseq, int kv) {
+  to_dev(m, m->tokens, m->h_tokens, sizeof(int) * T);
+  to_dev(m, m->pos, m->h_pos, sizeof(int) * T);
+  to_dev(m, m->targets, m->h_targets, sizeof(int) * T);
+  to_dev(m, m->cu_seqlens, m->h_cu_seqlens, sizeof(int) * ((size_t)nseq + 1));
+  if (kv) to_dev(m, m->cu_kv, m->h_cu_kv, sizeof(int) * ((size_t)nseq + 1));
 }
 
 /* ---- forward ---------------------------------------------------------------- */
@@ -200,12 +303,13 @@ static int batch_set(struct model *m, const int *tokens, const int *cu, int nseq
                 tokens[t], t, m->cfg.vocab_size - 1);
         return -1;
       }
-      m->tokens[t] = tokens[t];
-      m->pos[t] = t - cu[s];
-      m->targets[t] = t + 1 < cu[s + 1] ? tokens[t + 1] : -1;
+      m->h_tokens[t] = tokens[t];
+      m->h_pos[t] = t - cu[s];
+      m->h_targets[t] = t + 1 < cu[s + 1] ? tokens[t + 1] : -1;
     }
   }
-  memcpy(m->cu_seqlens, cu, sizeof(int) * ((size_t)nseq + 1));
+  memcpy(m->h_cu_seqlens, cu, sizeof(int) * ((size_t)nseq + 1));
+  batch_upload(m, cu[nseq], nseq, 0);
   m->T = cu[nseq];
   m->nseq = nseq;
   m->attn = (struct attn_batch){nseq, m->cu_seqlens, m->cu_seqlens, maxlen, maxlen};
@@ -227,6 +331,41 @@ static void linear_bwd(const struct model *m, float *dx, float *dw, float *db, c
   if (db) m->ops->bias_bwd(db, dy, T, out);
 }
 
+/* Hands the new K/V rows to io->exchange and returns the contexts it gives back.
+ * exchange() works on host memory: on a device the rows go down and the contexts
+ * come back up, per layer. 0, or nonzero from exchange() / out of device memory. */
+static int kv_exchange(struct model *m, int l, const struct model_kv_io *io, const float *k,
+                       const float *v, const float **kc, const float **vc) {
+  if (!m->on_device) return io->exchange(io->ctx, l, &m->attn, k, v, kc, vc);
+  size_t KV = (size_t)m->cfg.kv_heads * m->cfg.head_dim, T = (size_t)m->T;
+  size_t rows = (size_t)m->h_cu_kv[m->nseq];
+  float *hk = m->kv_host, *hv = m->kv_host + T * KV;
+  to_host(m, hk, k, sizeof(float) * T * KV);
+  to_host(m, hv, v, sizeof(float) * T * KV);
+  struct attn_batch hb = m->attn;
+  hb.cu_q = m->h_cu_seqlens;
+  hb.cu_kv = m->h_cu_kv;
+  const float *hkc, *hvc;
+  int rc = io->exchange(io->ctx, l, &hb, hk, hv, &hkc, &hvc);
+  if (rc) return rc;
+  if (rows > m->kv_dev_rows) {
+    size_t cap = rows + rows / 2;
+    dmem_free(m, m->kv_dev);
+    m->kv_dev = dmem_alloc(m, sizeof(float) * 2 * cap * KV);
+    m->kv_dev_rows = m->kv_dev ? cap : 0;
+    if (!m->kv_dev) {
+      fprintf(stderr, "rlpt: model: out of device memory for %zu context rows\n", rows);
+      return -1;
+    }
+  }
+  float *dk = m->kv_dev, *dv = m->kv_dev + m->kv_dev_rows * KV;
+  to_dev(m, dk, hkc, sizeof(float) * rows * KV);
+  to_dev(m, dv, hvc, sizeof(float) * rows * KV);
+  *kc = dk;
+  *vc = dv;
+  return 0;
+}
+
 /* One block on the current batch (m->T rows at positions m->pos). Without io,
  * attention runs over the batch itself (m->attn); with io, the new K/V rows go
  * to the caller's cache and attention runs over the contexts it returns. */
@@ -243,17 +382,17 @@ static int layer_forward(struct model *m, int l, float *out, const struct model_
   ops->rope(a->q, m->pos, m->rope_cos, m->rope_sin, T, H, D, 0);
   ops->rope(a->k, m->pos, m->rope_cos, m->rope_sin, T, KVH, D, 0);
   const float *kc = a->k, *vc = a->v;
-  if (io && io->exchange(io->ctx, l, &m->attn, a->k, a->v, &kc, &vc)) return -1;
+  if (io && kv_exchange(m, l, io, a->k, a->v, &kc, &vc)) return -1;
   ops->attention_fwd(a->att, a->lse, a->q, kc, vc, &m->attn, H, KVH, D, 1.0f / sqrtf((float)D),
                      m->attn_scratch);
   /* res_mid = res_in + att Wo^T (GEMM with beta = 1 adds the residual) */
-  memcpy(a->res_mid, a->res_in, sizeof(float) * T * C);
+  dmem_copy(m, a->res_mid, a->res_in, (size_t)T * C);
   linear_fwd(m, a->res_mid, a->att, W(m, P_WO, l), NULL, T, C, C, 1.0f);
   ops->rmsnorm_fwd(m->xn, a->rstd2, a->res_mid, W(m, P_FFN_NORM, l), T, C, (float)mc->norm_eps);
   linear_fwd(m, a->gate, m->xn, W(m, P_WGATE, l), NULL, T, F, C, 0.0f);
   linear_fwd(m, a->up, m->xn, W(m, P_WUP, l), NULL, T, F, C, 0.0f);
   ops->swiglu_fwd(m->h, a->gate, a->up, (size_t)T * F);
-  memcpy(out, a->res_mid, sizeof(float) * T * C);
+  dmem_copy(m, out, a->res_mid, (size_t)T * C);
   linear_fwd(m, out, m->h, W(m, P_WDOWN, l), NULL, T, C, F, 1.0f);
   return 0;
 }
@@ -296,15 +435,19 @@ static void head_forward(struct model *m) {
 int model_forward(struct model *m, const int *tokens, const int *cu_seqlens, int nseq,
                   float *logprob_out, float *entropy_out, float *value_out) {
   if (batch_set(m, tokens, cu_seqlens, nseq)) return -1;
+  params_upload(m);
   const struct model_config *mc = &m->cfg;
   int T = m->T, C = mc->dim;
   trunk_forward(m, NULL);
-  if (value_out && mc->value_head)
-    m->ops->matmul(0, 1, T, 1, C, 1.0f, m->xf, C, W(m, P_SCORE, -1), C, 0.0f, value_out, 1);
+  if (value_out && mc->value_head) {
+    float *v = m->on_device ? m->val_out : value_out;
+    m->ops->matmul(0, 1, T, 1, C, 1.0f, m->xf, C, W(m, P_SCORE, -1), C, 0.0f, v, 1);
+    to_host(m, value_out, v, sizeof(float) * T);
+  }
   m->head_done = 0;
   if (logprob_out || entropy_out) head_forward(m);
-  if (logprob_out) memcpy(logprob_out, m->lp_out, sizeof(float) * T);
-  if (entropy_out) memcpy(entropy_out, m->ent_out, sizeof(float) * T);
+  if (logprob_out) to_host(m, logprob_out, m->lp_out, sizeof(float) * T);
+  if (entropy_out) to_host(m, entropy_out, m->ent_out, sizeof(float) * T);
   return 0;
 }
 
@@ -319,7 +462,7 @@ static int kv_batch_set(struct model *m, const int *tokens, const int *cu_new, c
     return -1;
   }
   int maxq = 0, maxkv = 0;
-  m->cu_kv[0] = 0;
+  m->h_cu_kv[0] = 0;
   for (int s = 0; s < nseq; s++) {
     int n = cu_new[s + 1] - cu_new[s], ctx = pos0[s] + n;
     if (n < 1 || pos0[s] < 0 || ctx > m->cfg.max_seq) {
@@ -329,19 +472,20 @@ static int kv_batch_set(struct model *m, const int *tokens, const int *cu_new, c
     }
     maxq = n > maxq ? n : maxq;
     maxkv = ctx > maxkv ? ctx : maxkv;
-    m->cu_kv[s + 1] = m->cu_kv[s] + ctx;
+    m->h_cu_kv[s + 1] = m->h_cu_kv[s] + ctx;
     for (int t = cu_new[s]; t < cu_new[s + 1]; t++) {
       if (tokens[t] < 0 || tokens[t] >= m->cfg.vocab_size) {
         fprintf(stderr, "rlpt: token %d at position %d is outside the vocabulary (0..%d)\n",
                 tokens[t], t, m->cfg.vocab_size - 1);
         return -1;
       }
-      m->tokens[t] = tokens[t];
-      m->pos[t] = pos0[s] + t - cu_new[s];
-      m->targets[t] = -1;
+      m->h_tokens[t] = tokens[t];
+      m->h_pos[t] = pos0[s] + t - cu_new[s];
+      m->h_targets[t] = -1;
     }
   }
-  memcpy(m->cu_seqlens, cu_new, sizeof(int) * ((size_t)nseq + 1));
+  memcpy(m->h_cu_seqlens, cu_new, sizeof(int) * ((size_t)nseq + 1));
+  batch_upload(m, cu_new[nseq], nseq, 1);
   m->T = cu_new[nseq];
   m->nseq = nseq;
   m->attn = (struct attn_batch){nseq, m->cu_seqlens, m->cu_kv, maxq, maxkv};
@@ -351,16 +495,25 @@ static int kv_batch_set(struct model *m, const int *tokens, const int *cu_new, c
 int model_forward_kv(struct model *m, const int *tokens, const int *cu_new, const int *pos0,
                      int nseq, const struct model_kv_io *io, int all_logits, float *logits) {
   if (kv_batch_set(m, tokens, cu_new, pos0, nseq)) return -1;
+  params_upload(m);
   if (trunk_forward(m, io)) return -1;
-  int C = m->cfg.dim, rows = all_logits ? m->T : nseq;
+  int C = m->cfg.dim, V = m->cfg.vocab_size, rows = all_logits ? m->T : nseq;
   const float *x = m->xf;
   if (!all_logits) { /* the last new row of each sequence, gathered into scratch */
     for (int s = 0; s < nseq; s++)
-      memcpy(m->xn + (size_t)s * C, m->xf + (size_t)(cu_new[s + 1] - 1) * C, sizeof(float) * C);
+      dmem_copy(m, m->xn + (size_t)s * C, m->xf + (size_t)(cu_new[s + 1] - 1) * C, (size_t)C);
     x = m->xn;
   }
-  m->ops->matmul(0, 1, rows, m->cfg.vocab_size, C, 1.0f, x, C, lm_head(m), C, 0.0f, logits,
-                 m->cfg.vocab_size);
+  if (!m->on_device) {
+    m->ops->matmul(0, 1, rows, V, C, 1.0f, x, C, lm_head(m), C, 0.0f, logits, V);
+  } else { /* device logits a chunk at a time (the scratch holds MODEL_LOGIT_CHUNK rows) */
+    for (int r0 = 0; r0 < rows; r0 += MODEL_LOGIT_CHUNK) {
+      int n = rows - r0 < MODEL_LOGIT_CHUNK ? rows - r0 : MODEL_LOGIT_CHUNK;
+      m->ops->matmul(0, 1, n, V, C, 1.0f, x + (size_t)r0 * C, C, lm_head(m), C, 0.0f, m->logits,
+                     V);
+      to_host(m, logits + (size_t)r0 * V, m->logits, sizeof(float) * n * V);
+    }
+  }
   m->T = 0; /* the activations are not a training batch: model_backward must not use them */
   return 0;
 }
@@ -368,13 +521,12 @@ int model_forward_kv(struct model *m, const int *tokens, const int *cu_new, cons
 /* ---- backward --------------------------------------------------------------- */
 
 /* dxn = dL/dxf from the logits (recomputed chunk by chunk) and the value head. */
-/* dxn = dL/dxf from the logits (recomputed chunk by chunk) and the value head. */
 static void head_backward(struct model *m, const float *dlogprob, const float *dentropy,
                           const float *dvalue) {
   const struct model_config *mc = &m->cfg;
   int T = m->T, C = mc->dim, V = mc->vocab_size, R = chunk_rows(m);
   float *dhead = mc->tie_embeddings ? G(m, P_EMBED, -1) : G(m, P_LM_HEAD, -1);
-  memset(m->dxn, 0, sizeof(float) * T * C);
+  dmem_zero(m, m->dxn, sizeof(float) * T * C);
   if (dlogprob || dentropy) {
     if (!m->head_done) head_forward(m); /* the forward skipped the logits (value only) */
     for (int r0 = 0; r0 < T; r0 += R) {
@@ -424,14 +576,27 @@ static void layer_backward(struct model *m, int l) {
                    a->rstd1, T, C);
 }
 
+/* Copies host x[T] (NULL: none) into the op buffer d; returns what the ops should read. */
+static const float *stage_in(const struct model *m, float *d, const float *x, int T) {
+  if (!x) return NULL;
+  to_dev(m, d, x, sizeof(float) * T);
+  return d;
+}
+
 void model_backward(struct model *m, const float *dlogprob, const float *dentropy,
                     const float *dvalue) {
   const struct model_config *mc = &m->cfg;
   int T = m->T, C = mc->dim;
+  if (m->on_device) { /* the ops read their own memory: the host gradients go up first */
+    dlogprob = stage_in(m, m->dlp_in, dlogprob, T);
+    dentropy = stage_in(m, m->dent_in, dentropy, T);
+    dvalue = stage_in(m, m->dval_in, dvalue, T);
+  }
   head_backward(m, dlogprob, dentropy, dvalue);
-  memset(m->dres, 0, sizeof(float) * T * C);
+  dmem_zero(m, m->dres, sizeof(float) * T * C);
   m->ops->rmsnorm_bwd(m->dres, G(m, P_FINAL_NORM, -1), m->dxn, m->res_final,
                       W(m, P_FINAL_NORM, -1), m->rstdf, T, C);
   for (int l = mc->layers - 1; l >= 0; l--) layer_backward(m, l);
   m->ops->embed_bwd(G(m, P_EMBED, -1), m->tokens, m->dres, T, C);
+  if (m->on_device) to_host(m, m->grads, m->dgrads, sizeof(float) * m->table.total);
 }

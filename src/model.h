@@ -38,7 +38,16 @@ struct model {
   struct model_config cfg;
   struct param_table table;
   const struct backend_ops *ops;
+  /* Host mirror: params and grads are host memory on every backend, so the trainer,
+   * the optimizer, checkpoints and the weight broadcast use them unchanged. The ops
+   * read dparams and accumulate into dgrads; on a host backend (ops->upload NULL)
+   * these are the same buffers. On a device backend model_forward and
+   * model_forward_kv upload params before they run (the host copy is the truth;
+   * one host-to-device copy of the weights per call), model_zero_grad clears both
+   * copies, and model_backward downloads the accumulated dgrads into grads. */
   float *params, *grads;  /* table.total floats each */
+  float *dparams, *dgrads;
+  int on_device;          /* ops work on their own memory (ops->upload set) */
   int max_tokens;         /* token budget of one packed batch */
   int logit_chunk;        /* rows of logits at a time (tests may lower it) */
 
@@ -46,13 +55,21 @@ struct model {
   int T, nseq;
   int *tokens, *cu_seqlens, *pos, *targets;
   int *cu_kv;             /* context spans of a KV-cache step */
-  struct attn_batch attn;
+  struct attn_batch attn; /* cu_q/cu_kv: the op copies above */
+  /* host copies the batch is built in, then uploaded (the same arrays on a host backend) */
+  int *h_tokens, *h_cu_seqlens, *h_pos, *h_targets, *h_cu_kv;
+  /* device backend, KV-cache path: exchange() works on host rows, so each layer's
+   * new K/V is downloaded into kv_host [2][max_tokens, kv_dim] and the contexts it
+   * returns are uploaded into kv_dev [2][kv_dev_rows, kv_dim] (grown on demand) */
+  float *kv_host, *kv_dev;
+  size_t kv_dev_rows;
 
   float *rope_cos, *rope_sin;   /* [max_seq, D/2] */
   float *arena;                 /* every activation and scratch buffer below */
   struct layer_acts *layers;
   float *res_final, *rstdf, *xf; /* final residual, its rstd, the normed output [T, C] */
   float *lse_out, *ent_out, *lp_out; /* [T] logits log-sum-exp, entropy, logprob */
+  float *val_out, *dlp_in, *dent_in, *dval_in; /* [T] staging of a device backend */
   int head_done;                 /* the last forward computed the logits' statistics */
   /* scratch, reused by every layer */
   float *xn, *h, *dres, *dxn, *datt, *dq, *dk, *dv, *dgate, *dup, *logits, *attn_scratch;
@@ -101,7 +118,10 @@ void model_backward(struct model *m, const float *dlogprob, const float *dentrop
  * positions, and returns contiguous K/V rows of every sequence's whole context
  * (cached, then new) laid out by b->cu_kv. Returns 0, or nonzero to abort the
  * forward. With equal weights, the logits match model_forward's at the same
- * positions up to fp32 summation order. */
+ * positions up to fp32 summation order. exchange() always sees host memory (b's
+ * cu_q/cu_kv included): on a device backend the model downloads the new rows and
+ * uploads the returned contexts, per layer (slow, correct; the paged cache lives
+ * on the host). */
 struct model_kv_io {
   void *ctx;
   int (*exchange)(void *ctx, int layer, const struct attn_batch *b, const float *k_new,

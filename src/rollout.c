@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "device.h"
 #include "model.h"
 #include "tokenizer.h"
 
@@ -106,6 +107,9 @@ static int rollout_forward(void *ctx, const struct lm_batch *b, float *logits) {
 int rollout_create(struct rollout_engine **out, struct model *m, const struct config *cfg,
                    const struct tokenizer *tok, char *err, size_t errlen) {
   *out = NULL;
+  /* [run] device = cuda without a GPU is refused here too, so rollout-only ranks exit 2
+   * with the same message as the train ranks; the model's backend is the caller's */
+  if (!device_backend(cfg->run.device, err, errlen)) return 2;
   struct rollout_engine *re = calloc(1, sizeof *re);
   if (!re) return rfail(err, errlen, 1, "rollout: out of memory");
   re->m = m;

@@ -11,6 +11,7 @@
 
 #include "allreduce.h"
 #include "config.h"
+#include "device.h"
 #include "error.h"
 #include "model_h5.h"
 #include "model_import.h"
@@ -64,7 +65,7 @@ static int init_params(struct trainer *t, char *err, size_t errlen) {
 static int critic_create(struct trainer *t, char *err, size_t errlen) {
   struct model_config cm = t->policy.cfg;
   cm.value_head = 1;
-  if (model_create(&t->critic, &cm, t->max_tokens, &cpu_backend) ||
+  if (model_create(&t->critic, &cm, t->max_tokens, t->policy.ops) ||
       adamw_init(&t->critic_opt, (long)t->critic.table.total)) {
     snprintf(err, errlen, "out of memory for the PPO critic (%zu parameters)",
              model_param_count(&cm));
@@ -82,7 +83,13 @@ int trainer_create(struct trainer *t, const struct config *cfg, const struct mod
   t->max_tokens = max_tokens;
   MPI_CHECK(MPI_Comm_rank(dp, &t->dp_rank));
   MPI_CHECK(MPI_Comm_size(dp, &t->dp_size));
-  if (max_tokens < 1 || model_create(&t->policy, mc, max_tokens, &cpu_backend)) {
+  /* [run] device: every train rank sees the same deck, so a refusal is on every rank */
+  const struct backend_ops *ops = device_backend(cfg->run.device, err, errlen);
+  if (!ops) {
+    trainer_free(t);
+    return 2;
+  }
+  if (max_tokens < 1 || model_create(&t->policy, mc, max_tokens, ops)) {
     snprintf(err, errlen, "could not allocate the policy model for %d tokens", max_tokens);
     trainer_free(t);
     return 1;
