@@ -54,9 +54,11 @@ run_fail_test(bad_minibatch 4 2
 run_fail_test(bad_dp_groups 2 2
   "rlpt: override 'algo.prompts_per_step=9': \\[algo\\] prompts_per_step: algo.prompts_per_step \\(9\\) must be divisible by ranks.train_dp \\(2\\).*RLPT_MESSAGES=1"
   ${RLPT_E2E_DECK} algo.prompts_per_step=9 ${RLPT_E2E_COLOCATED})
-# The post-SFT eval on 4000 prompts x 8 samples takes far longer than 1 s: the controller
-# names the rollout rank and the phase, and the job stops.
+# The post-SFT eval on 4000 prompts x 8 samples of a 8-layer, 512-wide model takes far
+# longer than 1 s (about a minute of generation): the controller names the rollout rank
+# and the phase, and the job stops.
 run_fail_test(watchdog 4 nonzero
   "watchdog: eval step 0: rank 2 \\(rollout\\) did not finish eval generation within \\[run\\] phase_timeout_s = 1 s"
   ${RLPT_E2E_DECK} sft.steps=0 run.phase_timeout_s=1 eval.prompts=4000 eval.samples=8
+  model.dim=512 model.ffn_dim=1376 model.layers=8
   log.metrics_path=watchdog.jsonl)
