@@ -8,6 +8,7 @@
  *   /optim/m/<hf-name>, /optim/v/<hf-name>   AdamW moments; /optim attrs t, lr
  *   /ref/<hf-name>        the frozen reference policy (optional)
  *   /critic/<hf-name>     the PPO value model (optional); /critic attr model_config
+ *   /critic_optim/m/<hf-name>, /critic_optim/v/<hf-name>   its AdamW moments; attr t
  *   /rng                  uint64 [n] random-stream counters
  *   /data                 uint64 [3] dataset cursor, epoch, shuffle seed (attr names)
  *   /controller           float64 [n] controller running sums (attr names, comma-separated)
@@ -65,6 +66,8 @@ struct ckpt_data_cursor {
 
 /* What a checkpoint holds. For ckpt_write the caller points the buffers at its
  * own memory; ckpt_read allocates them (owned = 1) and ckpt_state_free frees. */
+#define CKPT_GROUPS_MAX 7 /* model, optim/m, optim/v, ref, critic, critic_optim/m, /v */
+
 struct ckpt_state {
   long step, weight_version;
   struct model_config mc;
@@ -78,6 +81,9 @@ struct ckpt_state {
   int has_critic;
   struct model_config critic_mc;
   float *critic_params;          /* param_table_build(critic_mc).total floats */
+  int has_critic_optim;          /* the critic's AdamW state (needs has_critic) */
+  float *critic_adam_m, *critic_adam_v; /* same layout as critic_params */
+  long critic_adam_t;
   int n_rng;
   uint64_t rng[CKPT_RNG_MAX];
   struct ckpt_data_cursor data;
@@ -160,7 +166,7 @@ struct ckpt_group {
 };
 /* The tensor groups st holds (model, optim/m, optim/v, ref, critic), in file order. */
 int ckpt_groups(const struct ckpt_state *st, const struct param_table *t,
-                const struct param_table *ct, struct ckpt_group out[5]);
+                const struct param_table *ct, struct ckpt_group out[CKPT_GROUPS_MAX]);
 /* Names of the small datasets' fields. */
 #define CKPT_DATA_NAMES "cursor,epoch,shuffle_seed"
 /* The fsync'd atomic replacement of DIR/latest by `name`; 0 or -1 (errno set). */

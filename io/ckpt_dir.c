@@ -32,7 +32,7 @@ void ckpt_rows_even(const struct param_table *t, int rank, int size, struct ckpt
 }
 
 int ckpt_groups(const struct ckpt_state *st, const struct param_table *t,
-                const struct param_table *ct, struct ckpt_group out[5]) {
+                const struct param_table *ct, struct ckpt_group out[CKPT_GROUPS_MAX]) {
   int n = 0;
   out[n++] = (struct ckpt_group){"model", t, st->params};
   if (st->has_optim) {
@@ -41,6 +41,10 @@ int ckpt_groups(const struct ckpt_state *st, const struct param_table *t,
   }
   if (st->has_ref) out[n++] = (struct ckpt_group){"ref", t, st->ref_params};
   if (st->has_critic) out[n++] = (struct ckpt_group){"critic", ct, st->critic_params};
+  if (st->has_critic && st->has_critic_optim) {
+    out[n++] = (struct ckpt_group){"critic_optim/m", ct, st->critic_adam_m};
+    out[n++] = (struct ckpt_group){"critic_optim/v", ct, st->critic_adam_v};
+  }
   return n;
 }
 
@@ -273,6 +277,8 @@ void ckpt_state_free(struct ckpt_state *st) {
     free(st->adam_v);
     free(st->ref_params);
     free(st->critic_params);
+    free(st->critic_adam_m);
+    free(st->critic_adam_v);
     free(st->deck);
     free(st->used_keys);
     free(st->buffer);

@@ -196,6 +196,14 @@ static int critic_read(hid_t f, struct ckpt_state *st, const char *path) {
     struct param_table ct;
     param_table_build(&ct, &st->critic_mc);
     rc = group_read(f, "critic", &ct, &st->critic_params, path);
+    st->has_critic_optim = !rc && H5Lexists(f, "critic_optim", H5P_DEFAULT) > 0;
+    if (st->has_critic_optim) {
+      int64_t t = 0;
+      rc = group_read(f, "critic_optim/m", &ct, &st->critic_adam_m, path);
+      if (!rc) rc = group_read(f, "critic_optim/v", &ct, &st->critic_adam_v, path);
+      if (!rc) rc = attr_i64(f, "critic_optim", "t", &t, path);
+      st->critic_adam_t = (long)t;
+    }
     param_table_free(&ct);
   }
   return rc;
@@ -270,6 +278,7 @@ static int state_bcast(struct ckpt_state *st, int rank, MPI_Comm comm) {
   if (rank != 0) {
     *st = root;
     st->params = st->adam_m = st->adam_v = st->ref_params = st->critic_params = NULL;
+    st->critic_adam_m = st->critic_adam_v = NULL;
     st->deck = st->used_keys = NULL;
     st->buffer = NULL;
   }
@@ -280,6 +289,10 @@ static int state_bcast(struct ckpt_state *st, int rank, MPI_Comm comm) {
   if (!rc && st->has_optim) rc = bcast_alloc((void **)&st->adam_v, n, rank, comm);
   if (!rc && st->has_ref) rc = bcast_alloc((void **)&st->ref_params, n, rank, comm);
   if (!rc && st->has_critic) rc = bcast_alloc((void **)&st->critic_params, nc, rank, comm);
+  if (!rc && st->has_critic && st->has_critic_optim) {
+    rc = bcast_alloc((void **)&st->critic_adam_m, nc, rank, comm);
+    if (!rc) rc = bcast_alloc((void **)&st->critic_adam_v, nc, rank, comm);
+  }
   if (!rc && st->has_buffer) rc = bcast_alloc((void **)&st->buffer, st->buffer_len, rank, comm);
   if (!rc) rc = bcast_alloc((void **)&st->deck, lens[0], rank, comm);
   if (!rc) rc = bcast_alloc((void **)&st->used_keys, lens[1], rank, comm);

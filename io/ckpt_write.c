@@ -41,7 +41,7 @@ struct writer {
   int rank, size;
   const struct ckpt_state *st;
   struct param_table t, ct;
-  struct ckpt_group g[5];
+  struct ckpt_group g[CKPT_GROUPS_MAX];
   int ng;
   struct ckpt_rows *rows, *crows;  /* this rank's rows of each tensor: model, critic */
   struct crc_part *parts;          /* per tensor of every group, in file order */
@@ -230,7 +230,7 @@ static int groups_write(struct writer *w, hid_t f) {
       }
     }
     int bad = 0;
-    if (gr->t == &w->ct) {
+    if (!strcmp(gr->name, "critic")) {
       char *json = model_config_to_json(&w->st->critic_mc);
       bad = attr_str(g, "model_config", json);
       free(json);
@@ -246,7 +246,13 @@ static int groups_write(struct writer *w, hid_t f) {
           attr_write(g, "lr", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &w->st->lr);
     if (g >= 0) H5Gclose(g);
   }
-  return agree(w, bad, "/optim attributes t and lr");
+  if (w->st->has_critic && w->st->has_critic_optim) {
+    hid_t g = H5Gopen2(f, "critic_optim", H5P_DEFAULT);
+    int64_t t = w->st->critic_adam_t;
+    bad |= g < 0 || attr_write(g, "t", H5T_STD_I64LE, H5T_NATIVE_INT64, &t);
+    if (g >= 0) H5Gclose(g);
+  }
+  return agree(w, bad, "/optim and /critic_optim attributes");
 }
 
 /* A 1-D dataset written by rank 0 (the others select nothing). */

@@ -101,10 +101,6 @@ static void restart_print(const struct run *r, const struct restart_summary *m) 
   else
     printf("restart: phase sft done (post-SFT greedy pass@1 %.3f); starting RL on %d train rank(s); "
            "metrics appended to %s\n", m->sft_pass1, r->comms.counts.train, r->cfg->log.metrics_path);
-  if (r->cfg->algo.adv_estimator == ADV_GAE && m->phase_rl && r->cfg->run.steps > m->step)
-    printf("restart: WARNING: the PPO critic's AdamW moments are not in the checkpoint; they restart "
-           "from zero (its weights are restored), so this PPO run is not bit-identical to an "
-           "uninterrupted one\n");
   fflush(stdout);
 }
 
@@ -183,6 +179,11 @@ void restart_apply_rl(struct run *r, struct restart_point *rp) {
     if (model_param_count(&st->critic_mc) != t->critic.table.total)
       die_local("restart: the checkpoint's critic does not match the deck's");
     memcpy(t->critic.params, st->critic_params, sizeof(float) * t->critic.table.total);
+    if (st->has_critic_optim) {
+      memcpy(t->critic_opt.m, st->critic_adam_m, sizeof(float) * t->critic.table.total);
+      memcpy(t->critic_opt.v, st->critic_adam_v, sizeof(float) * t->critic.table.total);
+      t->critic_opt.t = st->critic_adam_t;
+    }
   }
   ckpt_state_free(st);
   free(st);

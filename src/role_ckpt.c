@@ -39,6 +39,10 @@ void run_checkpoint(struct run *r, long step) {
   st.has_critic = t->has_critic;
   st.critic_mc = t->critic.cfg;
   st.critic_params = t->critic.params;
+  st.has_critic_optim = t->has_critic;
+  st.critic_adam_m = t->critic_opt.m;
+  st.critic_adam_v = t->critic_opt.v;
+  st.critic_adam_t = t->critic_opt.t;
   /* the run state a restart needs (restart.h); step 0 = the SFT -> RL boundary */
   restart_fill(r, &st, step, step > 0);
   if (ckpt_deck_text(r->cfg, &st.deck, &st.used_keys) != 0) die_local("out of memory");

@@ -24,7 +24,7 @@
  *   rlpt model file from `rlpt init` or of a checkpoint; the shape must match
  *   the deck). gguf:/hf: are refused with a message (convert them first).
  * - [algo] adv_estimator = gae (PPO) trains a critic beside the policy (has_critic);
- *   a checkpoint should hold its weights in /critic (its AdamW moments restart).
+ *   a checkpoint holds its weights in /critic and its AdamW moments in /critic_optim.
  * - Added beside the original interface: fields step, warned_single_groups,
  *   max_tokens, the critic and the scratch buffers; trainer_update_model; struct sft_batch and
  *   trainer_sft_batch_from_task / trainer_sft_example / trainer_sft_share (the

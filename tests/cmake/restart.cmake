@@ -54,3 +54,12 @@ foreach(script run requeue)
   set_tests_properties(slurm_${script}_outside_message PROPERTIES LABELS unit
     PASS_REGULAR_EXPRESSION "not inside a Slurm job")
 endforeach()
+
+# PPO: the critic's weights and AdamW moments are in the checkpoint, so its restart is
+# bit-exact too.
+add_test(NAME restart_exact_ppo
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/test_restart.sh exact $<TARGET_FILE:rlpt>
+          $<TARGET_FILE:test_restart_cmp> ${CMAKE_CURRENT_SOURCE_DIR}/decks/restart_tiny.ini
+          algo.name=ppo)
+set_tests_properties(restart_exact_ppo PROPERTIES LABELS "e2e;mpi" ENVIRONMENT "${RLPT_RESTART_ENV}"
+  PROCESSORS 4 TIMEOUT 90 FAIL_REGULAR_EXPRESSION "RESTART_TEST_FAILED|CHECK failed")
