@@ -173,6 +173,7 @@ static void train_part(struct run *r) {
   struct step_metrics m;
   metrics_init(&m);
   if (trainer_rl_step(r->trainer, &b, &m) != 0) die_local("the RL train step failed");
+  if (b.n > 0) samples_log_write(r, &b, (long)b.s[0].step);
   train_report_fields(r, &m);
   metrics_free(&m);
   sample_batch_free(&b);

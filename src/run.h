@@ -96,6 +96,10 @@ struct run {
   double sft_pass1, rl_pass1;       /* greedy pass@1 after SFT and at the end (NaN: not run) */
 };
 
+/* Append the first groups of this rank's trained samples to [log] samples_path every
+ * [log] samples_every steps (train DP rank 0; samples_log.c). */
+void samples_log_write(const struct run *r, const struct sample_batch *b, long step);
+
 /* ---- routing (run_route.c) ------------------------------------------------------- */
 /* Slice [lo, hi) of n items for part i of parts (contiguous, sizes differ by at most 1). */
 long run_slice_lo(long n, int parts, int i);

@@ -448,6 +448,16 @@ static void rl_tis_mode(struct rl_ctx *x, const struct sample_batch *b) {
     }
 }
 
+/* Each sample keeps the per-token advantages it was trained with ([log] samples_path). */
+static int rl_record_adv(const struct rl_data *d, struct sample_batch *b) {
+  for (int i = 0; i < d->n; i++) {
+    struct sample *s = &b->s[d->sample[i]];
+    if (s->n_resp > 0 && sample_set_adv(s, &d->adv[d->cu[i] + s->n_prompt - 1], s->n_resp))
+      return 1;
+  }
+  return 0;
+}
+
 int trainer_rl_step(struct trainer *t, struct sample_batch *b, struct step_metrics *m) {
   const struct config *cfg = t->cfg;
   struct rl_ctx x;
@@ -486,6 +496,7 @@ int trainer_rl_step(struct trainer *t, struct sample_batch *b, struct step_metri
     rl_finish_logprobs(t, d, x.use_ref);
     diff = rl_diff_max(t, d, b, d->lp_old, 0, d->n);
   }
+  if (!rc) rc = rl_record_adv(d, b);
   rl_kl_sums(&x);
   t->step++;
   if (applied) t->weight_version++;
