@@ -26,6 +26,7 @@ enum finish_reason { FINISH_EOS, FINISH_STOP, FINISH_LENGTH, FINISH_COUNT };
 #define SAMPLE_FILTERED  2u  /* its group was filtered out (e.g. DAPO zero-variance group) */
 #define SAMPLE_NONFINITE 4u  /* the reward was NaN/Inf and was replaced by 0 */
 #define SAMPLE_MASKED    8u  /* contributes no loss (e.g. overlong filtering) */
+#define SAMPLE_ADV_TRAINED 16u /* adv holds what the trainer computed and used (a record, not an input) */
 
 struct reward_part {
   char *name;   /* e.g. "correct", "format", "overlong"; owned */

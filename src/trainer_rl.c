@@ -238,7 +238,8 @@ static int rl_adv_given(struct trainer *t, struct rl_data *d, const struct sampl
   int given = 1;
   for (int i = 0; i < d->n && given; i++) {
     const struct sample *s = &b->s[d->sample[i]];
-    given = s->n_adv == 1 || (s->n_adv == s->n_resp && s->n_resp > 0);
+    given = !(s->flags & SAMPLE_ADV_TRAINED) &&
+            (s->n_adv == 1 || (s->n_adv == s->n_resp && s->n_resp > 0));
   }
   allreduce_polite(&given, 1, MPI_INT, MPI_MIN, t->dp);
   if (!given) return 0;
@@ -454,6 +455,7 @@ static int rl_record_adv(const struct rl_data *d, struct sample_batch *b) {
     struct sample *s = &b->s[d->sample[i]];
     if (s->n_resp > 0 && sample_set_adv(s, &d->adv[d->cu[i] + s->n_prompt - 1], s->n_resp))
       return 1;
+    s->flags |= SAMPLE_ADV_TRAINED;
   }
   return 0;
 }
