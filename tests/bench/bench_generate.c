@@ -102,9 +102,9 @@ static double bench_c(struct model *m, int B, int n_new, double *cpu_tps) {
 static int bench_ref(const char *shape, int threads, int n_new, double *tps, double *cpu) {
   const char *src = getenv("RLPT_SOURCE_DIR");
   char cmd[2048], line[512];
-  snprintf(cmd, sizeof cmd, "OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=%d /usr/bin/python3 "
+  snprintf(cmd, sizeof cmd, "OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=%d OPENBLAS_NUM_THREADS=%d /usr/bin/python3 "
            "%s/tests/bench/bench_generate_ref.py --shape %s --threads %d --new %d --prompt %d "
-           "--group %d 2>&1", threads, src ? src : ".", shape, threads, n_new, BENCH_PROMPT, BENCH_G);
+           "--group %d 2>&1", threads, threads, src ? src : ".", shape, threads, n_new, BENCH_PROMPT, BENCH_G);
   FILE *f = popen(cmd, "r");
   if (!f) return -1;
   while (fgets(line, sizeof line, f)) {

@@ -86,9 +86,9 @@ static double bench_c(const struct shape *s, int iters) {
 static double bench_ref(const char *shape, int threads, int iters) {
   const char *src = getenv("RLPT_SOURCE_DIR");
   char cmd[2048], line[512];
-  snprintf(cmd, sizeof cmd, "OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=%d /usr/bin/python3 "
+  snprintf(cmd, sizeof cmd, "OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=%d OPENBLAS_NUM_THREADS=%d /usr/bin/python3 "
            "%s/tests/bench/bench_train_ref.py --shape %s --threads %d --iters %d 2>&1", threads,
-           src ? src : ".", shape, threads, iters);
+           threads, src ? src : ".", shape, threads, iters);
   FILE *p = popen(cmd, "r");
   double tps = -1;
   if (!p) return -1;
