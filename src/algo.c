@@ -45,38 +45,15 @@ static const struct preset_row *const presets[] = {
   preset_grpo, preset_dr_grpo, preset_dapo, preset_gspo, preset_ppo, preset_rloo,
   preset_reinforce_pp, preset_dpo};
 
-/* Index of word in "a|b|c", or -1. */
-static int choice_index(const char *choices, const char *word) {
-  size_t n = strlen(word);
-  int i = 0;
-  for (const char *c = choices; c; i++) {
-    const char *bar = strchr(c, '|');
-    size_t len = bar ? (size_t)(bar - c) : strlen(c);
-    if (len == n && strncmp(c, word, n) == 0) return i;
-    c = bar ? bar + 1 : NULL;
-  }
-  return -1;
-}
-
-/* Writes a preset value into [algo] key unless the user set it. The preset table
- * is ours, so a value that does not parse is a programming error caught by the
- * test of every preset (test_algo), not a user error. */
+/* Writes a preset value into [algo] key unless the user set it, through the deck's
+ * own parser. The preset table is ours, so a value that does not parse is a
+ * programming error caught by the test of every preset (test_algo). */
 static void preset_set(struct config *cfg, const char *key, const char *value) {
+  char msg[256];
   int r = config_find("algo", key);
   if (r < 0 || cfg->src[r] != 0) return;
-  const struct cfg_key *k = &cfg_schema[r];
-  char *field = (char *)cfg + k->offset;
-  switch (k->type) {
-    case CFG_INT: *(long *)field = strtol(value, NULL, 10); break;
-    case CFG_FLOAT: *(double *)field = strtod(value, NULL); break;
-    case CFG_BOOL: *(int *)field = strcmp(value, "true") == 0; break;
-    case CFG_ENUM: {
-      int i = choice_index(k->choices, value);
-      if (i >= 0) *(int *)field = i;
-      break;
-    }
-    default: break;
-  }
+  if (config_set_value(cfg, r, value, msg, sizeof msg))
+    fprintf(stderr, "rlpt: internal: preset [algo] %s = %s: %s\n", key, value, msg);
 }
 
 void algo_apply_preset(struct config *cfg) {

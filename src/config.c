@@ -336,7 +336,7 @@ static int parse_list(const struct cfg_key *k, const char *s, struct cfg_list *o
 }
 
 /* Parse `text` into the field of row r. Returns 0 or 2 with msg (no location). */
-static int parse_value(struct config *cfg, int r, const char *text, char *msg, size_t len) {
+int config_set_value(struct config *cfg, int r, const char *text, char *msg, size_t len) {
   const struct cfg_key *k = &cfg_schema[r];
   char *field = (char *)cfg + k->offset;
   switch (k->type) {
@@ -416,7 +416,7 @@ void config_defaults(struct config *cfg) {
     const struct cfg_key *k = &cfg_schema[r];
     char msg[512];
     if (!k->def) continue; /* CFG_REQUIRED: the deck must set it */
-    if (parse_value(cfg, r, k->def, msg, sizeof msg)) {
+    if (config_set_value(cfg, r, k->def, msg, sizeof msg)) {
       fprintf(stderr, "rlpt: internal: the default of [%s] %s in config_schema.c is invalid: %s\n",
               k->section, k->name, msg);
       abort();
@@ -546,7 +546,7 @@ static int deck_handler(void *user, const char *section, const char *name, const
                         p->cfg->src[r]);
     return 0;
   }
-  if (parse_value(p->cfg, r, value, msg, sizeof msg)) {
+  if (config_set_value(p->cfg, r, value, msg, sizeof msg)) {
     p->failed = fail_at(p->err, p->errlen, loc, section, name, NULL, "%s", msg);
     return 0;
   }
@@ -620,7 +620,7 @@ static int apply_override(struct config *cfg, int i, const char *arg, char *err,
   if (cfg->src[r] < 0)
     return fail_at(err, errlen, loc, section, name, NULL, "overridden twice (first by override %d)",
                    -cfg->src[r]);
-  if (parse_value(cfg, r, eq + 1, msg, sizeof msg)) return fail_at(err, errlen, loc, section, name, NULL, "%s", msg);
+  if (config_set_value(cfg, r, eq + 1, msg, sizeof msg)) return fail_at(err, errlen, loc, section, name, NULL, "%s", msg);
   cfg->src[r] = -(i + 1);
   return 0;
 }

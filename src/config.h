@@ -170,6 +170,9 @@ void config_write_canonical(const struct config *cfg, FILE *f);
 /* The checks across keys (src/config_check.c), run by config_parse; over as given to it. */
 int config_cross_check(const struct config *cfg, const char *path, char *const *over, char *err,
                        size_t errlen);
+/* Parse text into the field of schema row r with the deck's rules (type, range,
+ * choices); the source bookkeeping is the caller's. Returns 0, or 2 with msg. */
+int config_set_value(struct config *cfg, int r, const char *text, char *msg, size_t len);
 /* Row index of [section] name in cfg_schema, or -1. */
 int config_find(const char *section, const char *name);
 /* 1 when arg looks like an override `section.key=value` (the rest is options/positionals). */
