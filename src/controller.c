@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "evaluate.h"
 #include "run.h"
 #include "wait.h"
 #include "xfer.h"
@@ -181,16 +182,7 @@ double controller_log_eval(struct run *r, const double *q, enum metrics_phase ph
                            double eval_s) {
   struct step_metrics m;
   metrics_init(&m);
-  m.step = step;
-  m.phase = phase;
-  m.weight_version = r->weight_version;
-  m.has_eval = 1;
-  m.eval_k = (int)r->cfg->eval.k;
-  m.eval_pass1 = q[PS_EV_GREEDY_N] > 0 ? q[PS_EV_GREEDY_OK] / q[PS_EV_GREEDY_N] : NAN;
-  m.acc = q[PS_EV_N] > 0 ? q[PS_EV_PASS1] / q[PS_EV_N] : NAN;   /* sampled pass@1 */
-  m.eval_passk = q[PS_EV_N] > 0 ? q[PS_EV_PASSK] / q[PS_EV_N] : NAN;
-  m.t_gen = eval_s;
-  if (q[PS_T_GEN] > 0) m.gen_tok_per_s = q[PS_GEN_TOK] / q[PS_T_GEN];
+  evaluate_metrics(r, q, phase, step, eval_s, &m);
   long total = r->mlog.total_steps;
   r->mlog.total_steps = 0;  /* an eval line is not a step: no "/total" and no ETA on it */
   int rc = metrics_log_step(&r->mlog, &m, stdout);

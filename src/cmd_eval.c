@@ -1,0 +1,367 @@
+/* cmd_eval.c: `rlpt eval DECK --model MODEL [--json] [--output FILE.jsonl]
+ * [section.key=value ...]` runs a run's held-out evaluation alone (evaluate.h):
+ * greedy pass@1, sampled pass@1 and unbiased pass@k on the deck's [eval]
+ * prompts of its task's held-out split, scored by its reward's `correct` part.
+ *
+ * MODEL is an rlpt model file (`rlpt init`, `rlpt convert`), a checkpoint file,
+ * or a checkpoint directory (its `latest`, as a restart picks it). The model
+ * file's config wins: its architecture is the model evaluated, whatever the
+ * deck's [model] section says (a note says when they differ); the deck gives
+ * the task, tokenizer, reward, sampling ([rollout]) and [eval] keys. What
+ * cannot work is refused with exit 2: a vocabulary smaller than the
+ * tokenizer's, a max_seq too short for a held-out prompt + [rollout]
+ * max_new_tokens, a deck whose task has no held-out problems.
+ *
+ * A checkpoint's step keys the sampled pass's RNG and names the phase (step 0:
+ * sft, as the post-SFT eval; else rl), so the numbers equal that run's own eval
+ * line for the same weights; a model file is step 0. Single process, or under
+ * mpirun: every rank is a rollout instance with a contiguous slice of the
+ * prompts (the run's routing) and rank 0 merges. The eval line's fields are a
+ * run's metrics line's: --json prints it on stdout (human lines then go to
+ * stderr), --output appends it to a JSONL file. */
+#include <hdf5.h>
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ckpt.h"
+#include "error.h"
+#include "evaluate.h"
+#include "model.h"
+#include "model_import.h"
+#include "rollout.h"
+#include "run.h"
+#include "wait.h"
+
+struct eval_args {
+  const char *deck, *model, *output;
+  int json;
+};
+
+/* The model as rank 0 loaded it (then broadcast). */
+struct eval_model {
+  struct model_config mc;
+  float *params;
+  long step, weight_version;
+  char from[4600];
+};
+
+static int eval_usage(int rc) {
+  fprintf(rc ? stderr : stdout,
+          "usage: [mpirun -np N] rlpt eval DECK --model MODEL [--json] [--output FILE.jsonl]\n"
+          "                      [section.key=value ...]\n"
+          "  the run's held-out eval alone: greedy pass@1, sampled pass@1, pass@k ([eval] keys)\n"
+          "  MODEL: model .h5 (rlpt init / convert), checkpoint .h5, or a checkpoint directory\n"
+          "  --json: the eval line (a run's metrics fields) on stdout; --output: append it to FILE\n");
+  return rc;
+}
+
+static int eval_parse(int n_rest, char **rest, struct eval_args *a) {
+  memset(a, 0, sizeof *a);
+  for (int i = 0; i < n_rest; i++) {
+    const char *o = rest[i];
+    if (!strcmp(o, "-h") || !strcmp(o, "--help")) return eval_usage(0) - 1;
+    if (!strcmp(o, "--json")) a->json = 1;
+    else if (!strcmp(o, "--model") && i + 1 < n_rest) a->model = rest[++i];
+    else if (!strcmp(o, "--output") && i + 1 < n_rest) a->output = rest[++i];
+    else if (o[0] != '-' && !a->deck) a->deck = o;
+    else {
+      fprintf(stderr, "rlpt: eval: unexpected argument '%s'\n", o);
+      return eval_usage(2);
+    }
+  }
+  if (!a->deck || !a->model) {
+    fprintf(stderr, "rlpt: eval: DECK and --model are required\n");
+    return eval_usage(2);
+  }
+  return 0;
+}
+
+/* A checkpoint (file, or a directory's latest) through ckpt_read's validation. */
+static int load_ckpt(const char *in, int is_dir, struct eval_model *em) {
+  struct ckpt_state st;
+  char path[4096], what[400];
+  snprintf(path, sizeof path, "%s", in);
+  int rc = is_dir ? ckpt_read_latest(in, &st, NULL, MPI_COMM_SELF, path, sizeof path)
+                  : ckpt_read(path, &st, NULL, MPI_COMM_SELF);
+  if (rc) return rc;
+  ckpt_describe(&st, what, sizeof what);
+  snprintf(em->from, sizeof em->from, "%s (checkpoint %s)", path, what);
+  em->mc = st.mc;
+  em->params = st.params;
+  em->step = st.step;
+  em->weight_version = st.weight_version;
+  st.params = NULL;
+  ckpt_state_free(&st);
+  return 0;
+}
+
+/* Rank 0: the model of --model. 0, 2 (one message printed) or 1. */
+static int load_model(const char *in, struct eval_model *em) {
+  struct stat sb;
+  if (stat(in, &sb)) {
+    fprintf(stderr, "rlpt: eval: --model %s: no such file or directory\n", in);
+    return 2;
+  }
+  if (S_ISDIR(sb.st_mode) || !ckpt_probe(in, 1)) return load_ckpt(in, S_ISDIR(sb.st_mode), em);
+  int rc = model_h5_read_config(in, &em->mc);
+  if (rc) return rc;
+  struct param_table t;
+  param_table_build(&t, &em->mc);
+  em->params = malloc(t.total * sizeof *em->params);
+  rc = em->params ? model_h5_read_params(in, &t, em->params) : 1;
+  param_table_free(&t);
+  snprintf(em->from, sizeof em->from, "%s (model file)", in);
+  return rc;
+}
+
+/* Rank 0's model to every rank (params in chunks: counts are ints). */
+static void bcast_model(struct eval_model *em, int rank) {
+  long hdr[2] = { em->step, em->weight_version };
+  wait_bcast(&em->mc, (int)sizeof em->mc, MPI_BYTE, 0, MPI_COMM_WORLD);
+  wait_bcast(hdr, 2, MPI_LONG, 0, MPI_COMM_WORLD);
+  wait_bcast(em->from, (int)sizeof em->from, MPI_CHAR, 0, MPI_COMM_WORLD);
+  em->step = hdr[0];
+  em->weight_version = hdr[1];
+  size_t n = model_param_count(&em->mc), chunk = (size_t)1 << 28;
+  if (rank != 0 && !(em->params = malloc(n * sizeof *em->params))) die_local("out of memory");
+  for (size_t o = 0; o < n; o += chunk)
+    wait_bcast(em->params + o, (int)(n - o < chunk ? n - o : chunk), MPI_FLOAT, 0, MPI_COMM_WORLD);
+}
+
+/* The deck's tokenizer (a GGUF's for init = gguf:PATH, else the character one), task and
+ * reward; the deck's own model config into deck_mc (for the "differs" note). */
+static int setup_deck(struct run *r, struct model_config *deck_mc, char *err, size_t len) {
+  int rc = 0;
+  if (model_import_is_gguf(r->cfg)) {
+    rc = model_import_gguf_setup(r->cfg, deck_mc, &r->tok, err, len);
+    if (rc) tokenizer_init_char(&r->tok);
+  } else {
+    tokenizer_init_char(&r->tok);
+    if (model_config_from_deck(deck_mc, r->cfg, r->tok.vocab_size, err, len) != 0) rc = 2;
+  }
+  if (!rc) rc = task_init(&r->task, r->cfg, err, len);
+  if (!rc) rc = reward_init(&r->rcfg, r->cfg, err, len);
+  return rc;
+}
+
+/* The model must take the tokenizer's ids and every held-out prompt the eval uses plus
+ * [rollout] max_new_tokens; the task must have those held-out problems. */
+static int check_fit(const struct run *r, long n_prompts, char *err, size_t len) {
+  const struct config *cfg = r->cfg;
+  if (r->mc.vocab_size < r->tok.vocab_size) {
+    snprintf(err, len, "the model's vocabulary (%d) is smaller than the deck's tokenizer's (%d ids): "
+             "the model was not trained with this deck's tokenizer", r->mc.vocab_size, r->tok.vocab_size);
+    return 2;
+  }
+  struct sample s;
+  sample_init(&s);
+  int rc = 0;
+  for (long j = 0; j < n_prompts && !rc; j++) {
+    struct task_prompt tp;
+    if (task_prompt(&r->task, (uint64_t)j, TASK_EVAL, &tp) != 0) {
+      snprintf(err, len, "%s: the task has no held-out problem for eval prompt %ld of %ld (a problem space "
+               "too small for [task] heldout_frac, or no held-out rows): no eval set", r->deck_path, j,
+               n_prompts);
+      rc = 2;
+    } else if (run_prompt_tokens(r, &tp, &s) != 0) {
+      snprintf(err, len, "%s: held-out prompt '%s' does not encode with the tokenizer", r->deck_path, tp.text);
+      rc = 2;
+    } else if (s.n_prompt + cfg->rollout.max_new_tokens > r->mc.max_seq) {
+      snprintf(err, len, "the model's max_seq = %d is too short for held-out prompt '%s' (%d tokens) + "
+               "[rollout] max_new_tokens %ld", r->mc.max_seq, tp.text, s.n_prompt, cfg->rollout.max_new_tokens);
+      rc = 2;
+    }
+  }
+  sample_free(&s);
+  return rc;
+}
+
+/* Every rank a rollout instance of its own slice; rank 0 also the controller. */
+static int setup_ranks(struct run *r) {
+  int W, me;
+  MPI_Comm_size(MPI_COMM_WORLD, &W);
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  struct comms *c = &r->comms;
+  c->world = MPI_COMM_WORLD;
+  c->world_rank = me;
+  c->world_size = W;
+  c->counts = (struct role_counts){ .world = W, .colocated = 1, .controller = 0, .rollout = W, .reward = W,
+                                    .train = W, .rollout_tp = 1, .rollout_instances = W, .train_dp = W,
+                                    .train_tp = 1, .train_pp = 1 };
+  roles_place(&c->counts, me, &c->place);
+  r->is_ctl = me == 0;
+  r->is_rollout = 1;
+  r->rollout_world = malloc(sizeof(int) * (size_t)W);
+  r->part_len = PS_LEN(metric_fields_len);
+  r->part = calloc((size_t)r->part_len, sizeof(double));
+  if (!r->rollout_world || !r->part) return 1;
+  for (int i = 0; i < W; i++) r->rollout_world[i] = i;
+  return 0;
+}
+
+/* The rollout model and engine over em's weights (adopted). Local errors, then agreed. */
+static int setup_engine(struct run *r, struct eval_model *em) {
+  char err[1024] = "";
+  int rc = 0, max_tokens = (int)r->cfg->rollout.max_batch_tokens;
+  r->rmodel = calloc(1, sizeof *r->rmodel);
+  if (!r->rmodel || model_create(r->rmodel, &r->mc, max_tokens, &cpu_backend) != 0) {
+    free(r->rmodel);
+    r->rmodel = NULL;
+    rc = 1;
+    snprintf(err, sizeof err, "could not allocate the model ([rollout] max_batch_tokens = %d)", max_tokens);
+  } else {
+    memcpy(r->rmodel->params, em->params, sizeof(float) * r->rmodel->table.total);
+    rc = rollout_create(&r->engine, r->rmodel, r->cfg, &r->tok, err, sizeof err);
+    if (!rc) rollout_weights_changed(r->engine, r->weight_version);
+  }
+  if (rc) fprintf(stderr, "rlpt: eval: rank %d: %s\n", r->comms.world_rank, err);
+  return error_agree(MPI_COMM_WORLD, rc);
+}
+
+/* One eval: each rank's share (with a progress line per pass from rank 0), merged on
+ * rank 0 into m. */
+static void eval_once(struct run *r, enum metrics_phase phase, long step, FILE *con, struct step_metrics *m) {
+  const struct config *cfg = r->cfg;
+  double t0 = wait_now();
+  int W = r->comms.world_size;
+  run_part_reset(r, step, PK_EVAL);
+  if (r->is_ctl)
+    fprintf(con, "eval: greedy pass on %ld held-out prompts (%d rank(s))...\n", cfg->eval.prompts, W);
+  fflush(con);
+  evaluate_greedy_share(r, phase, step);
+  if (r->is_ctl)
+    fprintf(con, "eval: greedy pass done (%.1f s); sampled pass, %ld x %ld samples at T = %g...\n",
+            wait_now() - t0, cfg->eval.prompts, cfg->eval.samples, cfg->rollout.temperature);
+  fflush(con);
+  evaluate_sampled_share(r, step);
+  run_part_report(r);
+  if (!r->is_ctl) return;
+  char *expect = malloc((size_t)W);
+  double *q = malloc(sizeof(double) * (size_t)r->part_len);
+  if (!expect || !q) die_local("out of memory");
+  memset(expect, 1, (size_t)W);
+  controller_collect(r, expect, "eval", step, q);
+  evaluate_metrics(r, q, phase, step, wait_now() - t0, m);
+  fprintf(con, "eval: %s: greedy pass@1 %.3f (%.0f of %.0f held-out prompts); sampled pass@1 %.3f, pass@%ld "
+          "%.3f (n = %ld, T = %g); phase %s, step %ld; %.1f s on %d rank(s)\n", r->deck_path, m->eval_pass1,
+          q[PS_EV_GREEDY_OK], q[PS_EV_GREEDY_N], m->acc, cfg->eval.k, m->eval_passk, cfg->eval.samples,
+          cfg->rollout.temperature, metrics_phase_name(phase), step, m->t_gen, W);
+  free(expect);
+  free(q);
+}
+
+/* Rank 0: the eval line to stdout (--json) and appended to --output. */
+static int write_line(const struct eval_args *a, const struct step_metrics *m) {
+  int rc = 0;
+  if (a->json && metrics_write_jsonl(stdout, m) != 0) rc = 1;
+  if (a->output) {
+    FILE *f = fopen(a->output, "a");
+    if (!f || metrics_write_jsonl(f, m) != 0) rc = 1;
+    if (f && fclose(f) != 0) rc = 1;
+    if (rc) fprintf(stderr, "rlpt: eval: writing %s failed\n", a->output);
+  }
+  return rc;
+}
+
+/* Rank 0 checks that --output can be appended to before any work. */
+static int check_output(const char *path) {
+  FILE *f = path ? fopen(path, "a") : NULL;
+  if (path && !f) {
+    fprintf(stderr, "rlpt: eval: --output %s: cannot open for appending\n", path);
+    return 2;
+  }
+  if (f) fclose(f);
+  return 0;
+}
+
+static void teardown(struct run *r, struct eval_model *em) {
+  rollout_free(r->engine);
+  if (r->rmodel) model_free(r->rmodel);
+  free(r->rmodel);
+  free(r->part);
+  free(r->rollout_world);
+  free(em->params);
+  task_free(&r->task);
+  tokenizer_free(&r->tok);
+}
+
+/* Everything after the deck: model, setup, checks, the eval, the output. Collective. */
+static int eval_mpi(struct run *r, const struct eval_args *a) {
+  struct eval_model em;
+  struct model_config deck_mc;
+  memset(&em, 0, sizeof em);
+  memset(&deck_mc, 0, sizeof deck_mc);
+  char err[2048] = "";
+  FILE *con = a->json ? stderr : stdout;
+  int me;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  int rc = error_agree(MPI_COMM_WORLD, me == 0 ? check_output(a->output) : 0);
+  if (!rc) rc = error_agree(MPI_COMM_WORLD, me == 0 ? load_model(a->model, &em) : 0);
+  if (!rc) bcast_model(&em, me);
+  r->mc = em.mc;
+  r->weight_version = em.weight_version;
+  enum metrics_phase phase = em.step > 0 ? PHASE_RL : PHASE_SFT;
+  long n_prompts = r->cfg->eval.prompts;
+  if (phase == PHASE_SFT && r->cfg->sft.eval_prompts > n_prompts) n_prompts = r->cfg->sft.eval_prompts;
+  if (!rc) {  /* the same verdict on every rank (pure in the deck and the model) but memory */
+    int lrc = setup_deck(r, &deck_mc, err, sizeof err);
+    if (!lrc) lrc = check_fit(r, n_prompts, err, sizeof err);
+    if (!lrc && setup_ranks(r) != 0) lrc = 1, snprintf(err, sizeof err, "out of memory");
+    if (lrc && (me == 0 || lrc == 1)) fprintf(stderr, "rlpt: eval: %s\n", err);
+    rc = error_agree(MPI_COMM_WORLD, lrc);
+  }
+  if (!rc) rc = setup_engine(r, &em);
+  if (!rc && me == 0) {
+    fprintf(con, "rlpt eval %s: model %s: %zu parameters (vocab %d, dim %d, layers %d, heads %d/%d, ffn %d, "
+            "max_seq %d)\n", r->deck_path, em.from, model_param_count(&r->mc), r->mc.vocab_size, r->mc.dim,
+            r->mc.layers, r->mc.heads, r->mc.kv_heads, r->mc.ffn_dim, r->mc.max_seq);
+    char *a_js = model_config_to_json(&r->mc), *b_js = model_config_to_json(&deck_mc);
+    if (a_js && b_js && strcmp(a_js, b_js))
+      fprintf(con, "eval: note: the deck's [model] section describes another model; the model file's "
+              "config is used\n");
+    free(a_js);
+    free(b_js);
+  }
+  struct step_metrics m;
+  metrics_init(&m);
+  if (!rc) eval_once(r, phase, em.step, con, &m);
+  if (!rc) rc = error_agree(MPI_COMM_WORLD, me == 0 ? write_line(a, &m) : 0);
+  metrics_free(&m);
+  teardown(r, &em);
+  return rc;
+}
+
+int cmd_eval(int argc, char **argv) {
+  char **over = calloc((size_t)argc + 1, sizeof *over), **rest = calloc((size_t)argc + 1, sizeof *rest);
+  struct config *cfg = malloc(sizeof *cfg);  /* too large for the stack */
+  struct run *r = calloc(1, sizeof *r);
+  struct eval_args a;
+  int n_over = 0, n_rest = 0, rc = 1;
+  if (!over || !rest || !cfg || !r) {
+    fprintf(stderr, "rlpt: eval: out of memory\n");
+    goto done;
+  }
+  config_split_args(argc, argv, over, &n_over, rest, &n_rest);
+  rc = eval_parse(n_rest, rest, &a);
+  if (rc) {
+    rc = rc < 0 ? 0 : rc;
+    goto done;
+  }
+  MPI_Init(NULL, NULL);
+  error_set_role("eval");
+  r->cfg = cfg;
+  r->deck_path = a.deck;
+  rc = config_load(cfg, a.deck, n_over, over, MPI_COMM_WORLD);
+  if (!rc) rc = eval_mpi(r, &a);
+  MPI_Finalize();
+done:
+  free(r);
+  free(cfg);
+  free(over);
+  free(rest);
+  return rc;
+}
