@@ -1,4 +1,4 @@
-/* tokenizer_bpe.c: byte-level BPE from GGUF metadata (see tokenizer_bpe.h).
+/* tokenizer_bpe.c: byte-level BPE built from a struct bpe_spec (see tokenizer_bpe.h).
  *
  * Pre-tokenizers, as llama.cpp (llama-vocab.cpp) and Hugging Face define them:
  *   gpt2 / default:               the GPT-2 regex
@@ -19,8 +19,6 @@
 #endif
 #include <pcre2.h>
 
-#include "../io/gguf.h"
-
 #define GPT2_REGEX "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"
 /* Llama 3 and Qwen2: case-insensitive contractions, a letter run with one leading
  * non-letter, digits in groups of up to 3 (Llama 3) or 1 (Qwen2), newlines kept apart. */
@@ -39,7 +37,7 @@ static const struct pre_kind {
   {"qwen2", QWEN2_REGEX, 0},
 };
 
-enum { TT_NORMAL = 1, TT_CONTROL = 3, TT_USER = 4 };
+enum { TT_NORMAL = BPE_TT_NORMAL, TT_CONTROL = BPE_TT_CONTROL, TT_USER = BPE_TT_USER };
 
 struct merge_slot {
   uint64_t key;   /* (left id + 1) << 32 | right id; 0 = empty */
@@ -62,7 +60,7 @@ struct bpe {
   int n_special;
   uint8_t special_first[256]; /* 1 when some special token starts with this byte */
   char pre[32];
-  int split_digits;
+  int split_digits, ignore_merges;
   pcre2_code *re_word, *re_digit;
 };
 
@@ -201,12 +199,35 @@ static void push_pair(const struct bpe *b, struct cand *h, size_t *nh, const int
   if (ms) heap_push(h, nh, (struct cand){ms->rank, p, sym[p], sym[next[p]]});
 }
 
+/* tokenizer.json's ignore_merges (Llama 3): a piece that is a token as a whole
+ * is that token, whatever the merges would make of it. Its id, -1 when not in
+ * the vocabulary, -2 when out of memory. */
+static int piece_in_vocab(const struct bpe *b, const uint8_t *s, size_t n) {
+  char *u = malloc(2 * n + 1);  /* byte-level text: at most 2 UTF-8 bytes per byte */
+  if (!u) return -2;
+  size_t w = 0;
+  for (size_t i = 0; i < n; i++) {
+    const char *c = b->str[b->byte_id[s[i]]];
+    size_t k = strlen(c);
+    memcpy(u + w, c, k);
+    w += k;
+  }
+  int id = vocab_find(b, u, w);
+  free(u);
+  return id;
+}
+
 /* BPE on one piece: start from byte tokens, merge the lowest-ranked adjacent
  * pair (leftmost on ties) until none is in the merge list. The symbols form a
  * linked list over their first byte's position and the candidate merges a heap
  * ordered by (rank, position); a popped candidate whose symbols have changed
  * since it was pushed is stale and skipped. O(n log n) in the piece length. */
 static int bpe_piece(const struct bpe *b, const uint8_t *s, size_t n, struct emit *e) {
+  int whole = b->ignore_merges ? piece_in_vocab(b, s, n) : -1;
+  if (whole != -1) {
+    if (whole >= 0) emit(e, whole);
+    return whole >= 0 ? 0 : -1;
+  }
   int *ints = malloc(3 * n * sizeof *ints);
   struct cand *h = malloc(3 * n * sizeof *h);  /* n-1 pairs + at most 2 per merge */
   if (!ints || !h) {
@@ -419,10 +440,10 @@ const char *tokenizer_bpe_pre(const struct tokenizer *t) {
   return t->kind == TOK_BPE ? ((const struct bpe *)t->impl)->pre : "";
 }
 
-/* ---- loading ---------------------------------------------------------------------- */
+/* ---- building from a spec ----------------------------------------------------------- */
 
 /* Vocabulary texts (NUL-terminated copies) and the hash over them. */
-static int load_vocab(struct bpe *b, const struct gguf_str *tok, const char *path, char *err,
+static int load_vocab(struct bpe *b, const struct bpe_str *tok, const char *path, char *err,
                       size_t errlen) {
   size_t total = 0;
   for (int i = 0; i < b->n; i++) total += tok[i].len + 1;
@@ -453,8 +474,6 @@ static int load_vocab(struct bpe *b, const struct gguf_str *tok, const char *pat
   return 0;
 }
 
-/* Each token's bytes: byte-level tokens through the inverse map, control and
- * user-defined tokens literally. Also the single-byte token of every byte. */
 static int load_bytes(struct bpe *b, const char *path, char *err, size_t errlen) {
   int cp_of_byte[256], byte_of_cp[324];
   byte_unicode_map(cp_of_byte);
@@ -509,28 +528,29 @@ static int load_bytes(struct bpe *b, const char *path, char *err, size_t errlen)
   return 0;
 }
 
-static int load_merges(struct bpe *b, const struct gguf_str *mg, uint64_t n, const char *path,
+/* Merges as (left, right) pairs in rank order. */
+static int load_merges(struct bpe *b, const struct bpe_str *mg, size_t n, const char *path,
                        char *err, size_t errlen) {
-  b->merge_mask = pow2_above((size_t)n) - 1;
+  b->merge_mask = pow2_above(n) - 1;
   b->merges = calloc(b->merge_mask + 1, sizeof *b->merges);
   if (!b->merges) {
-    snprintf(err, errlen, "%s: out of memory for %llu merges", path, (unsigned long long)n);
+    snprintf(err, errlen, "%s: out of memory for %zu merges", path, n);
     return -1;
   }
   char buf[512];
-  for (uint64_t r = 0; r < n; r++) {
-    const char *sp = memchr(mg[r].p, ' ', mg[r].len);
-    size_t la = sp ? (size_t)(sp - mg[r].p) : 0, lb = sp ? mg[r].len - la - 1 : 0;
-    if (!sp || la == 0 || lb == 0 || la + lb >= sizeof buf) {
-      snprintf(err, errlen, "%s: merge %llu is not 'LEFT RIGHT'", path, (unsigned long long)r);
+  for (size_t r = 0; r < n; r++) {
+    const struct bpe_str *l = &mg[2 * r], *rt = &mg[2 * r + 1];
+    if (!l->len || !rt->len || l->len + rt->len >= sizeof buf) {
+      snprintf(err, errlen, "%s: merge %zu has an empty or over-long side", path, r);
       return -1;
     }
-    memcpy(buf, mg[r].p, la);
-    memcpy(buf + la, sp + 1, lb);
-    int a = vocab_find(b, mg[r].p, la), c = vocab_find(b, sp + 1, lb), ab = vocab_find(b, buf, la + lb);
+    memcpy(buf, l->p, l->len);
+    memcpy(buf + l->len, rt->p, rt->len);
+    int a = vocab_find(b, l->p, l->len), c = vocab_find(b, rt->p, rt->len);
+    int ab = vocab_find(b, buf, l->len + rt->len);
     if (a < 0 || c < 0 || ab < 0) {
-      snprintf(err, errlen, "%s: merge %llu ('%.*s') uses or makes a token not in the vocabulary",
-               path, (unsigned long long)r, (int)mg[r].len, mg[r].p);
+      snprintf(err, errlen, "%s: merge %zu ('%.*s %.*s') uses or makes a token not in the "
+               "vocabulary", path, r, (int)l->len, l->p, (int)rt->len, rt->p);
       return -1;
     }
     if (merge_find(b, a, c)) continue;  /* a repeated merge keeps its first (lowest) rank */
@@ -582,114 +602,76 @@ static pcre2_code *compile(const char *pattern, const char *path, char *err, siz
   return re;
 }
 
-/* tokenizer.ggml.pre -> regexes. */
-static int load_pre(struct bpe *b, const struct gguf_file *f, char *err, size_t errlen) {
-  struct gguf_str pre = {"default", 7};
-  if (gguf_find_kv(f, "tokenizer.ggml.pre") && gguf_get_str(f, "tokenizer.ggml.pre", &pre, err, errlen))
-    return -1;
-  snprintf(b->pre, sizeof b->pre, "%.*s", (int)(pre.len < 31 ? pre.len : 31), pre.p);
-  const struct pre_kind *k = NULL;
-  for (size_t i = 0; i < sizeof pre_kinds / sizeof pre_kinds[0]; i++)
-    if (!strcmp(b->pre, pre_kinds[i].name)) k = &pre_kinds[i];
-  if (!k) {
-    snprintf(err, errlen, "%s: pre-tokenizer '%s' is not supported (smollm, starcoder, refact, "
-             "gpt2, default, llama-bpe, qwen2)", f->path, b->pre);
-    return -1;
-  }
-  b->split_digits = k->split_digits;
-  b->re_word = compile(k->regex, f->path, err, errlen);
-  if (!b->re_word) return -1;
-  if (b->split_digits && !(b->re_digit = compile("\\p{N}", f->path, err, errlen))) return -1;
-  return 0;
-}
-
-static int optional_id(const struct gguf_file *f, const char *key, int n, int *out, char *err,
-                       size_t errlen) {
-  int64_t v;
-  *out = -1;
-  if (!gguf_find_kv(f, key)) return 0;
-  if (gguf_get_int(f, key, &v, err, errlen)) return -1;
-  if (v < 0 || v >= n) {
-    snprintf(err, errlen, "%s: %s = %lld is outside the vocabulary (%d)", f->path, key,
-             (long long)v, n);
-    return -1;
-  }
-  *out = (int)v;
-  return 0;
-}
-
-static int load_all(struct bpe *b, struct tokenizer *t, const struct gguf_file *f, char *err,
-                    size_t errlen) {
-  struct gguf_str model, *tok = NULL, *mg = NULL;
-  int32_t *types = NULL;
-  uint64_t n_tok = 0, n_mg = 0, n_types = 0;
-  int rc = -1;
-  if (gguf_get_str(f, "tokenizer.ggml.model", &model, err, errlen)) return -1;
-  if (model.len != 4 || memcmp(model.p, "gpt2", 4)) {
-    snprintf(err, errlen, "%s: tokenizer.ggml.model '%.*s' is not byte-level BPE ('gpt2')", f->path,
-             (int)(model.len < 64 ? model.len : 64), model.p);
-    return -1;
-  }
-  if (gguf_get_str_array(f, "tokenizer.ggml.tokens", &tok, &n_tok, err, errlen)) goto out;
-  if (gguf_get_str_array(f, "tokenizer.ggml.merges", &mg, &n_mg, err, errlen)) goto out;
-  if (n_tok < 256 || n_tok > (1u << 30)) {
-    snprintf(err, errlen, "%s: %llu tokens is not a byte-level vocabulary", f->path,
-             (unsigned long long)n_tok);
-    goto out;
-  }
-  b->n = (int)n_tok;
-  b->type = malloc(n_tok);
-  if (!b->type) goto out;
-  memset(b->type, TT_NORMAL, n_tok);
-  if (gguf_find_kv(f, "tokenizer.ggml.token_type")) {
-    if (gguf_get_int_array(f, "tokenizer.ggml.token_type", &types, &n_types, err, errlen)) goto out;
-    if (n_types != n_tok) {
-      snprintf(err, errlen, "%s: %llu token types for %llu tokens", f->path,
-               (unsigned long long)n_types, (unsigned long long)n_tok);
-      goto out;
+/* The spec's pre-tokenizer: a llama.cpp name, or (tokenizer.json) a regex of its own. */
+static int load_pre(struct bpe *b, const struct bpe_spec *s, char *err, size_t errlen) {
+  snprintf(b->pre, sizeof b->pre, "%s", s->pre);
+  const char *regex = s->regex;
+  b->split_digits = s->split_digits;
+  for (size_t i = 0; !regex && i < sizeof pre_kinds / sizeof pre_kinds[0]; i++)
+    if (!strcmp(s->pre, pre_kinds[i].name)) {
+      regex = pre_kinds[i].regex;
+      b->split_digits = pre_kinds[i].split_digits;
     }
-    for (uint64_t i = 0; i < n_tok; i++) b->type[i] = (uint8_t)(types[i] & 0xff);
+  if (!regex) {
+    snprintf(err, errlen, "%s: pre-tokenizer '%s' is not supported (smollm, starcoder, refact, "
+             "gpt2, default, llama-bpe, qwen2)", s->path, s->pre);
+    return -1;
   }
-  if (load_vocab(b, tok, f->path, err, errlen) || load_bytes(b, f->path, err, errlen) ||
-      load_merges(b, mg, n_mg, f->path, err, errlen) || load_specials(b, f->path, err, errlen) ||
-      load_pre(b, f, err, errlen) ||
-      optional_id(f, "tokenizer.ggml.bos_token_id", b->n, &t->bos_id, err, errlen) ||
-      optional_id(f, "tokenizer.ggml.eos_token_id", b->n, &t->eos_id, err, errlen) ||
-      optional_id(f, "tokenizer.ggml.padding_token_id", b->n, &t->pad_id, err, errlen))
-    goto out;
-  rc = 0;
-out:
-  free(tok);
-  free(mg);
-  free(types);
-  return rc;
+  b->re_word = compile(regex, s->path, err, errlen);
+  if (!b->re_word) return -1;
+  if (b->split_digits && !(b->re_digit = compile("\\p{N}", s->path, err, errlen))) return -1;
+  return 0;
 }
 
-int tokenizer_bpe_from_gguf(struct tokenizer *t, const struct gguf_file *f, char *err,
-                            size_t errlen) {
+static int check_id(const struct bpe_spec *s, const char *what, int id, char *err, size_t errlen) {
+  if (id >= -1 && id < s->n) return 0;
+  snprintf(err, errlen, "%s: %s id %d is outside the vocabulary (%d)", s->path, what, id, s->n);
+  return -1;
+}
+
+static int build_all(struct bpe *b, const struct bpe_spec *s, char *err, size_t errlen) {
+  if (s->n < 256 || s->n > (1 << 30)) {
+    snprintf(err, errlen, "%s: %d tokens is not a byte-level vocabulary", s->path, s->n);
+    return -1;
+  }
+  b->n = s->n;
+  b->ignore_merges = s->ignore_merges;
+  b->type = malloc((size_t)s->n);
+  if (!b->type) return -1;
+  if (s->type) memcpy(b->type, s->type, (size_t)s->n);
+  else memset(b->type, TT_NORMAL, (size_t)s->n);
+  return load_vocab(b, s->tok, s->path, err, errlen) || load_bytes(b, s->path, err, errlen) ||
+                 load_merges(b, s->merges, s->n_merges, s->path, err, errlen) ||
+                 load_specials(b, s->path, err, errlen) || load_pre(b, s, err, errlen) ||
+                 check_id(s, "bos", s->bos_id, err, errlen) ||
+                 check_id(s, "eos", s->eos_id, err, errlen) ||
+                 check_id(s, "pad", s->pad_id, err, errlen)
+             ? -1
+             : 0;
+}
+
+int tokenizer_bpe_build(struct tokenizer *t, const struct bpe_spec *s, char *err, size_t errlen) {
   memset(t, 0, sizeof *t);
   struct bpe *b = calloc(1, sizeof *b);
-  if (!b) {
-    snprintf(err, errlen, "%s: out of memory", f->path);
-    return -1;
-  }
-  snprintf(err, errlen, "%s: out of memory loading the tokenizer", f->path);
-  if (load_all(b, t, f, err, errlen)) {
+  snprintf(err, errlen, "%s: out of memory loading the tokenizer", s->path);
+  if (!b || build_all(b, s, err, errlen)) {
     bpe_free(b);
-    memset(t, 0, sizeof *t);
     return -1;
   }
   t->kind = TOK_BPE;
   t->vocab_size = b->n;
+  t->bos_id = s->bos_id;
+  t->eos_id = s->eos_id;
+  t->pad_id = s->pad_id;
   t->ops = &bpe_ops;
   t->impl = b;
   return 0;
 }
 
-int tokenizer_bpe_load(struct tokenizer *t, const char *gguf_path, char *err, size_t errlen) {
-  struct gguf_file f;
-  if (gguf_open(&f, gguf_path, err, errlen)) return -1;
-  int rc = tokenizer_bpe_from_gguf(t, &f, err, errlen);
-  gguf_close(&f);
-  return rc;
+void tokenizer_bpe_spec_free(struct bpe_spec *s) {
+  free(s->tok);
+  free(s->type);
+  free(s->merges);
+  s->tok = s->merges = NULL;
+  s->type = NULL;
 }

@@ -1,5 +1,7 @@
 /* tokenizer_bpe.h: byte-level BPE (SmolLM2, StarCoder, GPT-2, Llama 3, Qwen2)
- * loaded from a GGUF file's tokenizer.ggml.* metadata, behind struct tokenizer.
+ * behind struct tokenizer, built from a struct bpe_spec that a file reader
+ * fills: a GGUF file's tokenizer.ggml.* metadata (io/gguf_tokenizer.c) or a
+ * Hugging Face tokenizer.json (io/hf_tokenizer.h).
  *
  * Encode: control / user-defined tokens are matched whole in the text first
  * (leftmost, longest); the rest is split into maximal valid-UTF-8 runs and runs
@@ -15,10 +17,48 @@
 #define RLPT_TOKENIZER_BPE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "tokenizer.h"
 
 struct gguf_file;
+
+/* Token types, numbered as GGUF's tokenizer.ggml.token_type. Control tokens
+ * (tokenizer.json: added, special) are matched whole and skipped by decode;
+ * user-defined ones (added, not special) are matched whole and decoded as text. */
+enum { BPE_TT_NORMAL = 1, BPE_TT_UNKNOWN = 2, BPE_TT_CONTROL = 3, BPE_TT_USER = 4,
+       BPE_TT_UNUSED = 5, BPE_TT_BYTE = 6 };
+
+struct bpe_str {
+  const char *p;  /* not NUL-terminated; points into the source (mapping or JSON tree) */
+  size_t len;
+};
+
+/* A tokenizer's contents as its file gives them. The arrays are malloc'd (freed
+ * by tokenizer_bpe_spec_free); the strings point into the source, which must
+ * outlive the spec. */
+struct bpe_spec {
+  const char *path;            /* for messages */
+  int n;                       /* vocabulary size; token i has text tok[i] */
+  struct bpe_str *tok;
+  uint8_t *type;               /* BPE_TT_* per token; NULL: all normal */
+  size_t n_merges;
+  struct bpe_str *merges;      /* 2 per merge (left, right), in rank order */
+  char pre[32];                /* pre-tokenizer: llama.cpp's name (smollm, gpt2, llama-bpe, ...) */
+  const char *regex;           /* NULL: pre's regex; else this pattern (tokenizer.json Split) */
+  int split_digits;            /* with regex: every \p{N} character isolated first */
+  int ignore_merges;           /* a piece that is a token as a whole is that token (Llama 3) */
+  int bos_id, eos_id, pad_id;  /* -1: none */
+  int add_bos;                 /* prompts start with BOS (GGUF add_bos_token, HF post-processor) */
+  struct bpe_str chat_template;  /* Jinja source; .p NULL when the file has none */
+};
+
+/* The tokenizer of a spec. Returns 0, or -1 with "PATH: what" in err. */
+int tokenizer_bpe_build(struct tokenizer *t, const struct bpe_spec *s, char *err, size_t errlen);
+void tokenizer_bpe_spec_free(struct bpe_spec *s);
+/* The spec of an opened GGUF file (io/gguf_tokenizer.c); f must outlive it. */
+int tokenizer_bpe_spec_gguf(struct bpe_spec *s, const struct gguf_file *f, char *err,
+                            size_t errlen);
 
 /* From an opened GGUF file. Returns 0, or -1 with "PATH: what" in err. */
 int tokenizer_bpe_from_gguf(struct tokenizer *t, const struct gguf_file *f, char *err,
