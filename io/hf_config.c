@@ -295,27 +295,49 @@ static int check_extra(const struct st_set *s, const struct param_table *pt, cha
   return 0;
 }
 
-int st_dir_load(const char *dir, struct model_config *mc, struct param_table *t, float **params,
-                char *err, size_t errlen) {
+/* config.json of dir and its safetensors opened (*out; NULL on error); q/k/v bias
+ * and value head from the tensors present. */
+static int dir_open(const char *dir, struct model_config *mc, struct st_set **out, char *err,
+                    size_t errlen) {
   char path[1024];
+  int fi;
+  *out = NULL;
   snprintf(path, sizeof path, "%s/config.json", dir);
   char *text = hf_read_text(path, NULL);
   if (!text) {
     snprintf(err, errlen, "%s: %s", path, strerror(errno));
     return -1;
   }
-  int rc = hf_config_parse(text, path, mc, err, errlen), fi;
+  int rc = hf_config_parse(text, path, mc, err, errlen);
   free(text);
   struct st_set *s = rc ? NULL : calloc(1, sizeof *s);
-  memset(t, 0, sizeof *t);
-  *params = NULL;
+  if (!rc && !s) snprintf(err, errlen, "%s: out of memory", dir);
   if (rc || !s || set_open(s, dir, err, errlen)) {
-    if (!rc && !s) snprintf(err, errlen, "%s: out of memory", dir);
-    rc = -1;
-    goto done;
+    if (s) set_close(s);
+    free(s);
+    return -1;
   }
   mc->qkv_bias = set_find(s, "model.layers.0.self_attn.q_proj.bias", &fi) != NULL;
   mc->value_head = set_find(s, "score.weight", &fi) != NULL;
+  *out = s;
+  return 0;
+}
+
+int st_dir_config(const char *dir, struct model_config *mc, char *err, size_t errlen) {
+  struct st_set *s;
+  int rc = dir_open(dir, mc, &s, err, errlen);
+  if (s) set_close(s);
+  free(s);
+  return rc;
+}
+
+int st_dir_load(const char *dir, struct model_config *mc, struct param_table *t, float **params,
+                char *err, size_t errlen) {
+  struct st_set *s;
+  memset(t, 0, sizeof *t);
+  *params = NULL;
+  if (dir_open(dir, mc, &s, err, errlen)) return -1;
+  int rc = 0;
   param_table_build(t, mc);
   *params = malloc(t->total * sizeof **params);
   if (!*params) {
@@ -329,8 +351,7 @@ int st_dir_load(const char *dir, struct model_config *mc, struct param_table *t,
     *params = NULL;
     param_table_free(t);
   }
-done:
-  if (s) set_close(s);
+  set_close(s);
   free(s);
   return rc;
 }

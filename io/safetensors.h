@@ -85,6 +85,10 @@ int st_write_file(const char *path, const struct param_table *t, int first, int 
 int st_dir_load(const char *dir, struct model_config *mc, struct param_table *t, float **params,
                 char *err, size_t errlen);
 
+/* The config st_dir_load would give (config.json; q/k/v bias and value head
+ * from the shards' headers), without reading the weights. 0, or -1. */
+int st_dir_config(const char *dir, struct model_config *mc, char *err, size_t errlen);
+
 struct st_save_opts {
   enum st_dtype dtype;        /* ST_BF16 or ST_F32 */
   size_t shard_bytes;         /* 0: one model.safetensors; else shards of at most this many bytes

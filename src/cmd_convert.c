@@ -6,7 +6,8 @@
  * ending in .h5 gets an rlpt model file (what `rlpt score` and `[model] init`
  * read); any other OUT is written as a Hugging Face directory (config.json,
  * safetensors in --dtype, generation_config.json, tokenizer files from
- * --tokenizer or from a safetensors IN). The older `convert CKPT --out
+ * --tokenizer or from a safetensors IN, or tokenizer.json + tokenizer_config.json
+ * written from a GGUF IN's tokenizer metadata). The older `convert CKPT --out
  * MODEL.h5` form still works. Input is fully validated first (checkpoint CRCs
  * included); a bad one exits 2 with one message and leaves no output file. Runs
  * as a single MPI process. */
@@ -19,6 +20,7 @@
 
 #include "ckpt.h"
 #include "gguf.h"
+#include "hf_tokenizer.h"
 #include "model_h5.h"
 #include "safetensors.h"
 
@@ -75,6 +77,7 @@ struct convert_model {
   float *params;
   char from[600];
   const char *hf_dir;   /* the input when it is a HF directory (its tokenizer files) */
+  const char *gguf;     /* the input when it is a GGUF file (its tokenizer metadata) */
   int bos_id, eos_id;   /* from a GGUF's tokenizer metadata; -1 unknown */
 };
 
@@ -146,6 +149,7 @@ static int load_input(const char *in, struct convert_model *m) {
     param_table_free(&t);
     snprintf(m->from, sizeof m->from, "%.500s (GGUF)", in);
     gguf_token_ids(in, m);
+    m->gguf = in;
     return 0;
   }
   snprintf(err, sizeof err, "%s: not an HDF5 model/checkpoint, GGUF file or safetensors directory "
@@ -153,6 +157,22 @@ static int load_input(const char *in, struct convert_model *m) {
 bad:
   fprintf(stderr, "rlpt: convert: %s\n", err);
   return 2;
+}
+
+/* A GGUF's tokenizer as tokenizer.json + tokenizer_config.json in dir (so that
+ * `[model] init = hf:DIR` gets the same tokenizer as gguf:PATH). */
+static int gguf_tokenizer_save(const char *in, const char *dir, int *ntok, char *err, size_t errlen) {
+  struct gguf_file f;
+  struct bpe_spec s;
+  if (gguf_open(&f, in, err, errlen)) return -1;
+  int rc = tokenizer_bpe_spec_gguf(&s, &f, err, errlen);
+  if (!rc) {
+    rc = hf_tokenizer_save(dir, &s, err, errlen);
+    tokenizer_bpe_spec_free(&s);
+  }
+  gguf_close(&f);
+  if (!rc) *ntok = 2;
+  return rc;
 }
 
 static int write_output(const struct convert_args *a, const struct convert_model *m) {
@@ -169,13 +189,14 @@ static int write_output(const struct convert_args *a, const struct convert_model
   o.tokenizer_dir = a->tokenizer ? a->tokenizer : m->hf_dir;
   o.bos_id = m->bos_id;
   o.eos_id = m->eos_id;
-  if (st_dir_save(a->out, &m->mc, m->params, &o, &ntok, err, sizeof err)) {
+  if (st_dir_save(a->out, &m->mc, m->params, &o, &ntok, err, sizeof err) ||
+      (!o.tokenizer_dir && m->gguf && gguf_tokenizer_save(m->gguf, a->out, &ntok, err, sizeof err))) {
     fprintf(stderr, "rlpt: convert: %s\n", err);
     return 1;
   }
   printf("rlpt: wrote Hugging Face directory %s (%s) from %s; %d tokenizer file(s)%s\n", a->out,
          st_dtype_name(o.dtype), m->from, ntok,
-         o.tokenizer_dir ? "" : " (pass --tokenizer HF_DIR to add them)");
+         o.tokenizer_dir || m->gguf ? "" : " (pass --tokenizer HF_DIR to add them)");
   return 0;
 }
 

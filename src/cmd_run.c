@@ -96,9 +96,9 @@ static int build_maps(struct run *r) {
 static int setup_common(struct run *r, char *err, size_t len) {
   int rc = run_supported(r->cfg, &r->comms.counts, err, len);
   if (!rc) rc = threads_setup(r->cfg, MPI_COMM_WORLD, &r->threads, err, len);
-  /* init = gguf:PATH: the model's own tokenizer and config (model_import.h) on every rank */
-  if (model_import_is_gguf(r->cfg)) {
-    if (!rc) rc = model_import_gguf_setup(r->cfg, &r->mc, &r->tok, err, len);
+  /* init = gguf:PATH | hf:DIR: the model's own tokenizer and config (model_import.h) on every rank */
+  if (model_import_is_file(r->cfg)) {
+    if (!rc) rc = model_import_setup(r->cfg, &r->mc, &r->tok, err, len);
     if (rc) tokenizer_init_char(&r->tok);
   } else {
     tokenizer_init_char(&r->tok);

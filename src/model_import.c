@@ -1,6 +1,6 @@
-/* model_import.c: [model] init = gguf:PATH for a run (model_import.h): the model
- * config merged from the file and the deck, the file's BPE tokenizer on every
- * rank, and the weights for the train ranks. */
+/* model_import.c: [model] init = gguf:PATH | hf:DIR for a run (model_import.h):
+ * the model config merged from the file and the deck, the file's BPE tokenizer
+ * on every rank, and the weights for the train ranks. */
 #include "model_import.h"
 
 #include <math.h>
@@ -9,10 +9,18 @@
 #include <string.h>
 
 #include "gguf.h"
+#include "hf_tokenizer.h"
+#include "safetensors.h"
 #include "tokenizer_bpe.h"
 
 int model_import_is_gguf(const struct config *cfg) {
   return !strncmp(cfg->model.init, "gguf:", 5);
+}
+
+int model_import_is_hf(const struct config *cfg) { return !strncmp(cfg->model.init, "hf:", 3); }
+
+int model_import_is_file(const struct config *cfg) {
+  return model_import_is_gguf(cfg) || model_import_is_hf(cfg);
 }
 
 /* One integer shape key: default -> the file's value, else it must agree. */
@@ -65,7 +73,7 @@ static int merge_config(const struct config *cfg, const struct model_config *fmc
                           &mc->norm_eps, path, err, errlen);
   if (rc) return rc;
   if (cfg->model.max_seq > fmc->max_seq) {
-    snprintf(err, errlen, "[model] max_seq = %ld exceeds %s's context_length %d", cfg->model.max_seq,
+    snprintf(err, errlen, "[model] max_seq = %ld exceeds %s's context length %d", cfg->model.max_seq,
              path, fmc->max_seq);
     return 2;
   }
@@ -76,58 +84,107 @@ static int merge_config(const struct config *cfg, const struct model_config *fmc
   return 0;
 }
 
-/* tokenizer.ggml.add_bos_token, default true (llama.cpp's default for BPE vocabularies). */
-static int adds_bos(const struct gguf_file *f) {
-  const struct gguf_kv *kv = gguf_find_kv(f, "tokenizer.ggml.add_bos_token");
-  return !kv || kv->type != GGUF_BOOL || kv->val[0] != 0;
+/* The tokenizer's checks against the model: an EOS to stop on, and no id the
+ * embedding lacks. No BOS when the file says prompts start without one. */
+static int tokenizer_fits(struct tokenizer *tok, int add_bos, const struct model_config *mc,
+                          const char *init, char *err, size_t errlen) {
+  if (!add_bos) tok->bos_id = -1;
+  if (tok->eos_id < 0)
+    snprintf(err, errlen, "[model] init = %s: the tokenizer has no EOS token", init);
+  else if (tok->vocab_size > mc->vocab_size)
+    snprintf(err, errlen, "[model] init = %s: the tokenizer has %d tokens but the model's "
+             "vocabulary only %d", init, tok->vocab_size, mc->vocab_size);
+  else
+    return 0;
+  tokenizer_free(tok);
+  return 2;
+}
+
+/* The file's model config (before the merge with the deck). */
+static int file_config(const char *init, struct model_config *fmc, char *err, size_t errlen) {
+  char msg[768];
+  int rc = 0;
+  if (!strncmp(init, "hf:", 3)) {
+    rc = st_dir_config(init + 3, fmc, msg, sizeof msg);
+  } else {
+    struct gguf_file f;
+    rc = gguf_open(&f, init + 5, msg, sizeof msg);
+    if (!rc) {
+      rc = gguf_model_config(&f, fmc, msg, sizeof msg);
+      gguf_close(&f);
+    }
+  }
+  if (rc) snprintf(err, errlen, "[model] init = %s: %s", init, msg);
+  return rc ? 2 : 0;
+}
+
+int model_import_config(const struct config *cfg, struct model_config *mc, char *err,
+                        size_t errlen) {
+  struct model_config fmc;
+  const char *init = cfg->model.init, *path = init + (model_import_is_hf(cfg) ? 3 : 5);
+  int rc = file_config(init, &fmc, err, errlen);
+  return rc ? rc : merge_config(cfg, &fmc, mc, path, err, errlen);
+}
+
+int model_import_setup(const struct config *cfg, struct model_config *mc, struct tokenizer *tok,
+                       char *err, size_t errlen) {
+  const char *init = cfg->model.init;
+  char msg[768];
+  int add_bos = 1, rc = model_import_config(cfg, mc, err, errlen);
+  if (rc) return rc;
+  if (model_import_is_hf(cfg)) {
+    rc = hf_tokenizer_load(tok, init + 3, &add_bos, msg, sizeof msg);
+  } else {
+    struct gguf_file f;
+    struct bpe_spec s;
+    rc = gguf_open(&f, init + 5, msg, sizeof msg);
+    if (!rc && !(rc = tokenizer_bpe_spec_gguf(&s, &f, msg, sizeof msg))) {
+      add_bos = s.add_bos;
+      rc = tokenizer_bpe_build(tok, &s, msg, sizeof msg);
+      tokenizer_bpe_spec_free(&s);
+    }
+    gguf_close(&f);  /* safe after a failed open */
+  }
+  if (rc) {
+    snprintf(err, errlen, "[model] init = %s: tokenizer: %s", init, msg);
+    return 2;
+  }
+  return tokenizer_fits(tok, add_bos, mc, init, err, errlen);
 }
 
 int model_import_gguf_setup(const struct config *cfg, struct model_config *mc,
                             struct tokenizer *tok, char *err, size_t errlen) {
-  const char *path = cfg->model.init + 5;
-  struct gguf_file f;
-  struct model_config fmc;
-  char msg[768];
-  if (gguf_open(&f, path, msg, sizeof msg)) {
-    snprintf(err, errlen, "[model] init = gguf:%s: %s", path, msg);
-    return 2;
-  }
-  int rc = 0;
-  if (gguf_model_config(&f, &fmc, msg, sizeof msg)) rc = 2;
-  if (!rc) rc = merge_config(cfg, &fmc, mc, path, err, errlen);
-  else snprintf(err, errlen, "[model] init = gguf:%s: %s", path, msg);
-  if (!rc && tokenizer_bpe_from_gguf(tok, &f, msg, sizeof msg)) {
-    snprintf(err, errlen, "[model] init = gguf:%s: tokenizer: %s", path, msg);
-    rc = 2;
-  }
-  if (!rc && !adds_bos(&f)) tok->bos_id = -1;
-  if (!rc && tok->eos_id < 0) {
-    snprintf(err, errlen, "[model] init = gguf:%s: the tokenizer has no EOS token", path);
-    tokenizer_free(tok);
-    rc = 2;
-  }
-  gguf_close(&f);
-  return rc;
+  return model_import_setup(cfg, mc, tok, err, errlen);
 }
 
-int model_import_gguf_params(struct model *m, const char *path, char *err, size_t errlen) {
+/* The loaded tensors into m->params when their table is m's. */
+static int copy_params(struct model *m, const struct param_table *table, const float *params,
+                       const char *init, char *err, size_t errlen) {
+  int same = table->n == m->table.n && table->total == m->table.total;
+  for (int i = 0; same && i < table->n; i++)
+    same = !strcmp(table->e[i].name, m->table.e[i].name) &&
+           table->e[i].offset == m->table.e[i].offset && table->e[i].numel == m->table.e[i].numel;
+  if (same) memcpy(m->params, params, sizeof(float) * table->total);
+  else
+    snprintf(err, errlen, "[model] init = %s: the file's tensors (%zu parameters) do not match "
+             "the run's model (%zu)", init, table->total, m->table.total);
+  return same ? 0 : 2;
+}
+
+int model_import_params(struct model *m, const char *init, char *err, size_t errlen) {
   struct model_config fmc;
   struct param_table table;
   float *params = NULL;
   char msg[768];
-  if (gguf_load_model(path, &fmc, &table, &params, msg, sizeof msg)) {
-    snprintf(err, errlen, "[model] init = gguf:%s: %s", path, msg);
+  int hf = !strncmp(init, "hf:", 3);
+  int rc = hf ? st_dir_load(init + 3, &fmc, &table, &params, msg, sizeof msg)
+              : gguf_load_model(init + 5, &fmc, &table, &params, msg, sizeof msg);
+  if (rc) {
+    snprintf(err, errlen, "[model] init = %s: %s", init, msg);
     return 2;
   }
-  int same = table.n == m->table.n && table.total == m->table.total;
-  for (int i = 0; same && i < table.n; i++)
-    same = !strcmp(table.e[i].name, m->table.e[i].name) && table.e[i].offset == m->table.e[i].offset &&
-           table.e[i].numel == m->table.e[i].numel;
-  if (same) memcpy(m->params, params, sizeof(float) * table.total);
-  else
-    snprintf(err, errlen, "[model] init = gguf:%s: the file's tensors (%zu parameters) do not match "
-             "the run's model (%zu)", path, table.total, m->table.total);
+  rc = copy_params(m, &table, params, init, err, errlen);
   free(params);
   param_table_free(&table);
-  return same ? 0 : 2;
+  return rc;
 }

@@ -1,5 +1,6 @@
-/* model_import.h: [model] init = gguf:PATH for a run: the model config and the
- * tokenizer come from the GGUF file, the train ranks load its weights.
+/* model_import.h: [model] init = gguf:PATH | hf:DIR for a run: the model config
+ * and the tokenizer come from the GGUF file or the Hugging Face directory
+ * (config.json, safetensors, tokenizer.json), the train ranks load its weights.
  *
  * Config merge (the user-friendly way): a shape key the deck leaves at its
  * schema default (vocab_size auto, dim, layers, heads, kv_heads, ffn_dim,
@@ -16,18 +17,33 @@
 #include "model.h"
 #include "tokenizer.h"
 
-/* 1 when the deck's [model] init is gguf:PATH. */
+/* 1 when the deck's [model] init is gguf:PATH; hf:DIR; either of them. */
 int model_import_is_gguf(const struct config *cfg);
+int model_import_is_hf(const struct config *cfg);
+int model_import_is_file(const struct config *cfg);
 
-/* Model config (merged as above) and the BPE tokenizer of the deck's gguf:PATH.
- * When the file says tokenizer.ggml.add_bos_token = false (SmolLM2, Qwen2) the
- * tokenizer's bos_id is set to -1: prompts then start without a BOS token.
+/* The model config of the deck's gguf:PATH / hf:DIR merged as above (the file's
+ * header / config.json and safetensors headers only: no weights, no tokenizer).
  * Returns 0, or 2 with a message naming the file or the key. */
+int model_import_config(const struct config *cfg, struct model_config *mc, char *err,
+                        size_t errlen);
+
+/* Model config (merged as above) and the BPE tokenizer of the deck's
+ * gguf:PATH (its tokenizer.ggml.* metadata) or hf:DIR (tokenizer.json and the
+ * config files, io/hf_tokenizer.h). When the file says prompts start without
+ * BOS (GGUF add_bos_token = false: SmolLM2, Qwen2; HF: see hf_tokenizer.h) the
+ * tokenizer's bos_id is set to -1. The tokenizer must have an EOS and no more
+ * tokens than the model's vocabulary. Returns 0, or 2 with a message naming
+ * the file or the key. */
+int model_import_setup(const struct config *cfg, struct model_config *mc, struct tokenizer *tok,
+                       char *err, size_t errlen);
+
+/* The same (its name from before hf:DIR; callers that test model_import_is_gguf use it). */
 int model_import_gguf_setup(const struct config *cfg, struct model_config *mc,
                             struct tokenizer *tok, char *err, size_t errlen);
 
-/* The GGUF weights into m->params; the file's config must equal m's shape.
- * Returns 0, or 2 with a message. */
-int model_import_gguf_params(struct model *m, const char *path, char *err, size_t errlen);
+/* The weights of init ("gguf:PATH" or "hf:DIR") into m->params; the file's
+ * tensors must be m's. Returns 0, or 2 with a message. */
+int model_import_params(struct model *m, const char *init, char *err, size_t errlen);
 
 #endif

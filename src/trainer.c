@@ -54,9 +54,10 @@ static int init_params(struct trainer *t, char *err, size_t errlen) {
     return 0;
   }
   if (!strncmp(init, "ckpt:", 5)) return init_from_file(t, init + 5, err, errlen);
-  if (!strncmp(init, "gguf:", 5)) return model_import_gguf_params(&t->policy, init + 5, err, errlen);
-  snprintf(err, errlen, "[model] init = %s: the trainer loads scratch, ckpt:PATH or gguf:PATH "
-           "(convert hf weights with rlpt convert)", init);
+  if (!strncmp(init, "gguf:", 5) || !strncmp(init, "hf:", 3))
+    return model_import_params(&t->policy, init, err, errlen);
+  snprintf(err, errlen, "[model] init = %s: the trainer loads scratch, ckpt:PATH, gguf:PATH or "
+           "hf:DIR", init);
   return 2;
 }
 
