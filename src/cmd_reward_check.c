@@ -3,7 +3,10 @@
  * through the configured reward, and prints each component's distribution. It
  * catches the miswired reward that makes a GRPO loss sit at 0 before any GPU time
  * is spent. Exit 0 when the references score and the wrong answers score less;
- * 3 when they do not (with a WARNING line); 2 for a bad deck or arguments. */
+ * 3 when they do not (with a WARNING line); 2 for a bad deck or arguments.
+ * With [reward] rm_path the reward model is loaded and scores [BOS] prompt + answer +
+ * EOS (what it sees in a run), so its `rm` row shows its score distribution over the
+ * references and the wrong answers, and the totals are the rm_alpha mix. */
 #include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +15,7 @@
 #include "config.h"
 #include "dataset.h"
 #include "reward.h"
+#include "reward_model.h"
 #include "tasks.h"
 #include "tokenizer.h"
 #include "verify.h"
@@ -19,6 +23,7 @@
 enum { KIND_REF, KIND_OFF_BY_ONE, KIND_EMPTY, KIND_GARBAGE, NKINDS };
 static const char *const kind_names[NKINDS] = {"reference", "off_by_one", "empty", "garbage"};
 #define NCOLS (REWARD_NPARTS + 1) /* total, then the parts */
+#define ANSWER_MAX (TASK_TEXT_MAX + 8 + 2 * REWARD_TAG_MAX)
 
 struct dist {
   double sum[NCOLS], lo[NCOLS], hi[NCOLS];
@@ -57,10 +62,43 @@ static void wrong_answer(const struct task *t, const struct task_prompt *p, int 
   else snprintf(out, cap, "%s+1", p->answer);  /* every given number is already used once */
 }
 
+/* The reward model's scores of [BOS] p + each answer text + EOS into out[NKINDS], the answer
+ * cut to max_new tokens as generation would cut it. 0 or 2. */
+static int rm_answer_scores(struct reward_model *rm, const struct tokenizer *tok, const struct task_prompt *p,
+                            char (*text)[ANSWER_MAX], long max_new, double *out) {
+  int *ids = malloc(sizeof(int) * (TASK_TEXT_MAX + 2 + NKINDS * (ANSWER_MAX + 1)));
+  struct rm_seq seqs[NKINDS];
+  char err[512] = "out of memory";
+  int b = tok->bos_id >= 0, e = tok->eos_id >= 0, rc = ids ? 0 : 1;
+  size_t np = 0, n = 0, at = 0;
+  if (!rc) ids[0] = tok->bos_id;
+  if (!rc && tokenizer_encode(tok, p->text, strlen(p->text), ids + b, TASK_TEXT_MAX, &np, &at) != TOK_OK) {
+    snprintf(err, sizeof err, "the %s tokenizer cannot encode byte %zu of the prompt \"%s\"",
+             tokenizer_kind_name(tok->kind), at, p->text);
+    rc = 2;
+  }
+  int *a = ids + np + b;
+  for (int k = 0; !rc && k < NKINDS; k++, a += n + e) {
+    if (tokenizer_encode(tok, text[k], strlen(text[k]), a, ANSWER_MAX, &n, &at) != TOK_OK) {
+      snprintf(err, sizeof err, "the %s tokenizer cannot encode byte %zu of \"%s\"",
+               tokenizer_kind_name(tok->kind), at, text[k]);
+      rc = 2;
+    }
+    a[n] = tok->eos_id;
+    long nb = (long)n + e < max_new ? (long)n + e : max_new;
+    seqs[k] = (struct rm_seq){.a = ids, .na = (int)np + b, .b = a, .nb = (int)nb};
+  }
+  if (!rc && reward_model_score(rm, seqs, NKINDS, out, err, sizeof err) != 0) rc = 2;
+  if (rc) fprintf(stderr, "rlpt: reward-check: %s\n", err);
+  free(ids);
+  return rc;
+}
+
 /* Each prompt's four answers form one group, scored as a batch, so the table also
  * shows which components are constant within a group (reward_parts_const_frac). */
 static int score_prompts(const struct task *t, const struct reward_cfg *rc, const struct tokenizer *tok,
-                         long n_prompts, enum task_split split, struct dist *d, double *const_frac, long *nonfinite) {
+                         struct reward_model *rm, long n_prompts, enum task_split split, struct dist *d,
+                         double *const_frac, long *nonfinite) {
   for (long i = 0; i < n_prompts; i++) {
     struct task_prompt p;
     if (task_prompt(t, (uint64_t)i, split, &p)) {
@@ -69,7 +107,7 @@ static int score_prompts(const struct task *t, const struct reward_cfg *rc, cons
               TASK_MAX_ATTEMPTS, t->heldout_frac);
       return 2;
     }
-    char text[NKINDS][TASK_TEXT_MAX + 8 + 2 * REWARD_TAG_MAX];
+    char text[NKINDS][ANSWER_MAX];
     struct reward_item items[NKINDS];
     for (int k = 0; k < NKINDS; k++) {
       char ans[TASK_TEXT_MAX + 8];
@@ -88,9 +126,10 @@ static int score_prompts(const struct task *t, const struct reward_cfg *rc, cons
       }
       items[k] = (struct reward_item){&p, text[k], len, (long)n_ids + 1 /* EOS */, 0};
     }
-    double rewards[NKINDS], parts[NKINDS][REWARD_NPARTS];
+    double rewards[NKINDS], parts[NKINDS][REWARD_NPARTS], rms[NKINDS];
     struct reward_stats st;
-    if (reward_score_batch(rc, t, items, NKINDS, 1, rewards, parts, &st)) return 1;
+    if (rm && rm_answer_scores(rm, tok, &p, text, rc->max_new_tokens, rms)) return 2;
+    if (reward_score_batch_rm(rc, t, items, rm ? rms : NULL, NKINDS, 1, rewards, parts, &st)) return 1;
     for (int k = 0; k < NKINDS; k++) dist_add(&d[k], rewards[k], parts[k]);
     for (int c = 0; c < REWARD_NPARTS; c++) const_frac[c] += st.part_const_frac[c] / (double)n_prompts;
     *nonfinite += st.nonfinite;
@@ -98,12 +137,36 @@ static int score_prompts(const struct task *t, const struct reward_cfg *rc, cons
   return 0;
 }
 
-static void print_table(const struct dist *d) {
+static void print_table(const struct dist *d, int has_rm) {
   printf("%-11s %-9s %9s %9s %9s %7s\n", "answers", "component", "mean", "min", "max", "frac>0");
   for (int k = 0; k < NKINDS; k++)
     for (int c = 0; c < NCOLS; c++)
-      printf("%-11s %-9s %9.4f %9.4f %9.4f %7.3f\n", kind_names[k], c == 0 ? "total" : reward_part_name(c - 1),
-             d[k].sum[c] / (double)d[k].n, d[k].lo[c], d[k].hi[c], (double)d[k].pos[c] / (double)d[k].n);
+      if (c - 1 != REWARD_RM || has_rm)
+        printf("%-11s %-9s %9.4f %9.4f %9.4f %7.3f\n", kind_names[k], c == 0 ? "total" : reward_part_name(c - 1),
+               d[k].sum[c] / (double)d[k].n, d[k].lo[c], d[k].hi[c], (double)d[k].pos[c] / (double)d[k].n);
+}
+
+/* [reward] rm_path loaded for the deck's policy shape (vocab, max_seq), or NULL without one.
+ * 0, or 2/1 with a message. */
+static int load_rm(const struct config *cfg, const struct tokenizer *tok, struct reward_model **out) {
+  struct model_config mc;
+  char err[1024];
+  *out = NULL;
+  if (!cfg->reward.rm_path[0]) return 0;
+  struct reward_model *rm = calloc(1, sizeof *rm);
+  int rc = rm ? 0 : 1;
+  if (!rc && model_config_from_deck(&mc, cfg, tok->vocab_size, err, sizeof err) != 0) rc = 2;
+  if (!rc) rc = reward_model_load(rm, cfg->reward.rm_path, mc.vocab_size, mc.max_seq,
+                                  (int)cfg->reward.rm_batch_tokens, err, sizeof err);
+  if (rc) {
+    fprintf(stderr, "rlpt: reward-check: %s\n", rc == 1 && !rm ? "out of memory" : err);
+    free(rm);
+    return rc;
+  }
+  printf("reward-check: reward model %s (/%s, %zu parameters), rm_alpha %g: total = rm_alpha * rule + "
+         "(1 - rm_alpha) * rm\n", rm->path, rm->group, rm->m.table.total, cfg->reward.rm_alpha);
+  *out = rm;
+  return 0;
 }
 
 /* 0 when the reward separates references from wrong answers, else 3 with WARNING lines. */
@@ -174,6 +237,12 @@ int cmd_reward_check(int argc, char **argv) {
     goto done;
   }
   tokenizer_init_char(&tok);
+  struct reward_model *rm = NULL;
+  if ((rc = load_rm(cfg, &tok, &rm)) != 0) {
+    tokenizer_free(&tok);
+    task_free(&t);
+    goto done;
+  }
   /* a dataset is scored line by line, each row once */
   if (t.kind == TASK_JSONL && n_prompts > t.ds->n[split]) n_prompts = t.ds->n[split];
   struct dist d[NKINDS];
@@ -184,13 +253,16 @@ int cmd_reward_check(int argc, char **argv) {
          rcfg.open_tag[0] ? rcfg.open_tag : "(none)", rcfg.open_tag[0] ? "..." : "", rcfg.close_tag);
   double const_frac[REWARD_NPARTS] = {0};
   long nonfinite = 0;
-  rc = score_prompts(&t, &rcfg, &tok, n_prompts, split, d, const_frac, &nonfinite);
+  rc = score_prompts(&t, &rcfg, &tok, rm, n_prompts, split, d, const_frac, &nonfinite);
+  if (rm) reward_model_free(rm);
+  free(rm);
   tokenizer_free(&tok);
   task_free(&t);
   if (rc) goto done;
-  print_table(d);
+  print_table(d, rcfg.has_rm);
   printf("reward_parts_const_frac (share of prompts whose 4 answers agree):");
-  for (int c = 0; c < REWARD_NPARTS; c++) printf(" %s %.3f", reward_part_name(c), const_frac[c]);
+  for (int c = 0; c < REWARD_NPARTS; c++)
+    if (c != REWARD_RM || rcfg.has_rm) printf(" %s %.3f", reward_part_name(c), const_frac[c]);
   printf("\nreward_nonfinite: %ld\n", nonfinite);
   rc = judge(d);
   if (!rc) printf("reward-check: ok\n");

@@ -14,6 +14,7 @@
 #include "evaluate.h"
 #include "model.h"
 #include "model_import.h"
+#include "reward_model.h"
 #include "rollout.h"
 #include "restart.h"
 #include "run.h"
@@ -143,6 +144,7 @@ static int setup_roles(struct run *r) {
       rc = rollout_create(&r->engine, r->rmodel, r->cfg, &r->tok, err, sizeof err);
     }
   }
+  if (!rc) rc = run_reward_model_setup(r, err, sizeof err);  /* reward ranks, [reward] rm_path */
   if (!rc && r->is_ctl &&
       metrics_log_open(&r->mlog, r->cfg->log.metrics_path, NULL, r->cfg->run.steps,
                        r->cfg->run.restart[0] != 0, err, sizeof err) != 0)
@@ -155,6 +157,8 @@ static void teardown(struct run *r) {
   if (r->trainer && r->trainer->cfg) trainer_free(r->trainer);
   free(r->trainer);
   rollout_free(r->engine);
+  if (r->rm) reward_model_free(r->rm);
+  free(r->rm);
   if (r->rmodel) model_free(r->rmodel);
   free(r->rmodel);
   for (int b = 0; b < BOX_COUNT; b++) sample_batch_free(&r->box[b]);

@@ -109,6 +109,9 @@ struct config {
   struct {
     double correct_weight, format_weight, length_weight;
     char format_tags[CFG_STR_MAX];
+    char rm_path[CFG_STR_MAX];
+    double rm_alpha;
+    long rm_batch_tokens;
   } reward;
   struct {
     int name;

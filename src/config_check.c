@@ -104,6 +104,9 @@ int config_cross_check(const struct config *c, const char *path, char *const *ov
   if (!strcmp(c->task.name, "jsonl") && c->data.eval_path[0] && access(c->data.eval_path, R_OK))
     return cross_fail(x, "data", "eval_path", NULL, NULL, "cannot read '%s': %s", c->data.eval_path,
                       strerror(errno));
+  if (c->reward.rm_path[0] && access(c->reward.rm_path, R_OK))
+    return cross_fail(x, "reward", "rm_path", NULL, NULL, "cannot read the reward model '%s': %s",
+                      c->reward.rm_path, strerror(errno));
   if (!strstr(c->data.prompt_template, "{prompt}"))
     return cross_fail(x, "data", "prompt_template", NULL, NULL, "\"%s\" has no {prompt} (where the row's prompt "
                       "goes)", c->data.prompt_template);

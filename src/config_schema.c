@@ -98,6 +98,9 @@ const struct cfg_key cfg_schema[] = {
   FLT("reward", "format_weight", "0.0", -1e6, 1e6, "", "Weight of the format score (1 when the response holds exactly one format_tags block)", reward.format_weight),
   FLT("reward", "length_weight", "0.0", -1e6, 1e6, "", "Weight of the length score -len/max_new_tokens (a plain length penalty)", reward.length_weight),
   STR("reward", "format_tags", "", "Answer tags \"OPEN,CLOSE\", e.g. <answer>,</answer>; when set, the verifier reads the inside of the single block (empty = whole response)", reward.format_tags),
+  PATH("reward", "rm_path", "", "Reward model: an HDF5 model file with a value head (rlpt init with [model] value_head = true, or a checkpoint file or directory whose model or PPO critic has one); it scores prompt + response at the final token as reward_parts.rm (empty = none)", reward.rm_path),
+  FLT("reward", "rm_alpha", "1.0", 0, 1, "", "Mix of rule and reward model: reward = rm_alpha * (weighted rule components) + (1 - rm_alpha) * rm; 1 = rule only (rm is still reported when rm_path is set); below 1 needs rm_path", reward.rm_alpha),
+  INT("reward", "rm_batch_tokens", "1024", 1, 1e8, "tokens", "Tokens per reward-model forward (prompt + response sequences packed; raised to [model] max_seq when smaller)", reward.rm_batch_tokens),
 
   /* [algo] */
   ENUM("algo", "name", "grpo", "grpo|dr_grpo|dapo|gspo|ppo|rloo|reinforce_pp|dpo", "Algorithm preset (every knob below can still be set)", algo.name),

@@ -10,7 +10,7 @@
 #include "verify.h"
 
 const char *reward_part_name(int part) {
-  static const char *const names[REWARD_NPARTS] = {"correct", "format", "length", "overlong"};
+  static const char *const names[REWARD_NPARTS] = {"correct", "format", "length", "overlong", "rm"};
   return part >= 0 && part < REWARD_NPARTS ? names[part] : "?";
 }
 
@@ -45,6 +45,14 @@ int reward_init(struct reward_cfg *rc, const struct config *cfg, char *err, size
   rc->overlong_buffer = cfg->algo.overlong_buffer;
   rc->overlong_penalty = cfg->algo.overlong_penalty;
   rc->weight[REWARD_OVERLONG] = rc->overlong_buffer > 0 ? 1.0 : 0.0;
+  rc->has_rm = cfg->reward.rm_path[0] != '\0';
+  rc->rm_alpha = cfg->reward.rm_alpha;
+  rc->weight[REWARD_RM] = rc->has_rm ? 1.0 : 0.0;
+  if (!rc->has_rm && rc->rm_alpha < 1.0) {
+    snprintf(err, errlen, "[reward] rm_alpha = %g mixes in a reward model, but [reward] rm_path is empty "
+             "(set rm_path to a model file with a value head, or rm_alpha = 1)", rc->rm_alpha);
+    return 2;
+  }
   if (rc->overlong_buffer >= rc->max_new_tokens && rc->overlong_buffer > 0) {
     snprintf(err, errlen, "[algo] overlong_buffer: %ld must be smaller than [rollout] max_new_tokens = %ld "
              "(the shaping starts max_new_tokens - overlong_buffer tokens in)", rc->overlong_buffer,
@@ -68,8 +76,21 @@ static double finite_or_zero(double x, int *bad) {
   return 0.0;
 }
 
+double reward_combine(const struct reward_cfg *rc, const double parts[REWARD_NPARTS]) {
+  double rule = 0.0;
+  for (int k = 0; k < REWARD_NPARTS; k++)
+    if (k != REWARD_RM && rc->weight[k] != 0.0) rule += rc->weight[k] * parts[k];
+  if (!rc->has_rm) return rule;
+  return rc->rm_alpha * rule + (1.0 - rc->rm_alpha) * parts[REWARD_RM];
+}
+
 double reward_score_one(const struct reward_cfg *rc, const struct task *t, const struct reward_item *it,
                         double parts[REWARD_NPARTS], int *nonfinite) {
+  return reward_score_one_rm(rc, t, it, 0.0, parts, nonfinite);
+}
+
+double reward_score_one_rm(const struct reward_cfg *rc, const struct task *t, const struct reward_item *it,
+                           double rm, double parts[REWARD_NPARTS], int *nonfinite) {
   const char *text = it->text ? it->text : "";
   size_t len = it->text ? it->len : 0, off = 0, inner = len;
   int bad = 0;
@@ -80,12 +101,9 @@ double reward_score_one(const struct reward_cfg *rc, const struct task *t, const
   parts[REWARD_FORMAT] = fmt;
   parts[REWARD_LENGTH] = rc->max_new_tokens > 0 ? -(double)it->n_tokens / (double)rc->max_new_tokens : 0.0;
   parts[REWARD_OVERLONG] = reward_overlong(it->n_tokens, rc->max_new_tokens, rc->overlong_buffer, rc->overlong_penalty);
-  double total = 0.0;
-  for (int k = 0; k < REWARD_NPARTS; k++) {
-    parts[k] = finite_or_zero(parts[k], &bad);
-    if (rc->weight[k] != 0.0) total += rc->weight[k] * parts[k];
-  }
-  total = finite_or_zero(total, &bad);
+  parts[REWARD_RM] = rc->has_rm ? rm : 0.0;
+  for (int k = 0; k < REWARD_NPARTS; k++) parts[k] = finite_or_zero(parts[k], &bad);
+  double total = finite_or_zero(reward_combine(rc, parts), &bad);
   if (nonfinite) *nonfinite = bad;
   return total;
 }
@@ -112,6 +130,12 @@ static double const_frac(const double *v, size_t stride, const struct reward_ite
 
 int reward_score_batch(const struct reward_cfg *rc, const struct task *t, const struct reward_item *items, int n,
                        int n_groups, double *rewards, double (*parts)[REWARD_NPARTS], struct reward_stats *st) {
+  return reward_score_batch_rm(rc, t, items, NULL, n, n_groups, rewards, parts, st);
+}
+
+int reward_score_batch_rm(const struct reward_cfg *rc, const struct task *t, const struct reward_item *items,
+                          const double *rm, int n, int n_groups, double *rewards, double (*parts)[REWARD_NPARTS],
+                          struct reward_stats *st) {
   memset(st, 0, sizeof *st);
   st->n = n;
   st->n_groups = n_groups;
@@ -120,7 +144,7 @@ int reward_score_batch(const struct reward_cfg *rc, const struct task *t, const 
   double sum = 0.0, sum2 = 0.0;
   for (int i = 0; i < n; i++) {
     int bad = 0;
-    rewards[i] = reward_score_one(rc, t, &items[i], parts[i], &bad);
+    rewards[i] = reward_score_one_rm(rc, t, &items[i], rm ? rm[i] : 0.0, parts[i], &bad);
     st->nonfinite += bad;
     sum += rewards[i];
     sum2 += rewards[i] * rewards[i];

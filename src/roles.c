@@ -9,6 +9,7 @@
 
 #include "error.h"
 #include "model.h"
+#include "reward_model.h"
 #include "rollout.h"
 #include "run.h"
 #include "trainer.h"
@@ -81,14 +82,17 @@ static void reward_score(struct run *r, struct sample_batch *b) {
     off += len + 1;
   }
   struct reward_stats st;
-  if (reward_score_batch(&r->rcfg, &r->task, items, n, n_groups, rew, parts, &st) != 0)
+  double *rm = run_reward_model_scores(r, b);  /* NULL without [reward] rm_path */
+  if (reward_score_batch_rm(&r->rcfg, &r->task, items, rm, n, n_groups, rew, parts, &st) != 0)
     die_local("reward scoring of %d samples failed", n);
+  free(rm);
   double *q = r->part;
   for (int k = 0; k < n; k++) {
     struct sample *s = &b->s[k];
     s->reward = rew[k];
     for (int c = 0; c < REWARD_NPARTS; c++)
-      if (sample_set_part(s, reward_part_name(c), parts[k][c]) != 0) die_local("out of memory");
+      if ((c != REWARD_RM || r->rcfg.has_rm) && sample_set_part(s, reward_part_name(c), parts[k][c]) != 0)
+        die_local("out of memory");
     q[PS_R_SUM] += rew[k];
     q[PS_R2_SUM] += rew[k] * rew[k];
     q[PS_LEN_SUM] += s->n_resp;

@@ -47,6 +47,7 @@
 
 struct trainer;
 struct rollout_engine;
+struct reward_model;
 
 /* Local inbox slots (messages a rank sends to itself). */
 enum run_box { BOX_PROMPTS, BOX_SAMPLES, BOX_REWARDS, BOX_COUNT };
@@ -86,6 +87,7 @@ struct run {
   struct trainer *trainer;          /* train ranks */
   struct model *rmodel;             /* rollout ranks: the weights generation uses */
   struct rollout_engine *engine;
+  struct reward_model *rm;          /* reward ranks: [reward] rm_path (reward_model.h), or NULL */
   int64_t weight_version;           /* of the weights the rollout ranks hold */
   struct sample_batch box[BOX_COUNT];
   double *part;                     /* this rank's partial of the current phase */

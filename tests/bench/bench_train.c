@@ -7,7 +7,12 @@
  * script with the same thread count (OMP_WAIT_POLICY=PASSIVE) and prints the
  * ratio. Never asserts a time; exits 0 unless the model fails to run.
  *
- * usage: bench_train [--shape tiny|smollm|all] [--threads N] [--iters N] [--no-ref] */
+ * --profile times every op of the timed steps through a wrapping ops table and
+ * prints where a step goes (GEMMs by shape with their GFLOP/s, the other ops,
+ * zeroing, AdamW, and the rest of the model code between ops).
+ *
+ * usage: bench_train [--shape tiny|smollm|all] [--threads N] [--iters N] [--no-ref]
+ *                    [--profile] */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,11 +54,121 @@ static struct shape shape_get(const char *name) {
   return s;
 }
 
+/* ---- --profile ----------------------------------------------------------- */
+
+/* The ops table has no context pointer, so the wrappers below add into this one
+ * record; the benchmark runs one model at a time. */
+struct prof_row {
+  char name[64];
+  double s, flop;
+  long calls;
+};
+static struct {
+  struct prof_row row[96];
+  int n, on;
+} prof;
+
+static void prof_add(const char *name, double s, double flop) {
+  if (!prof.on) return;
+  int i = 0;
+  while (i < prof.n && strcmp(prof.row[i].name, name)) i++;
+  if (i == prof.n) {
+    if (prof.n == 96) return;
+    snprintf(prof.row[prof.n++].name, sizeof prof.row[0].name, "%s", name);
+  }
+  prof.row[i].s += s;
+  prof.row[i].flop += flop;
+  prof.row[i].calls++;
+}
+
+static void p_matmul(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                     const float *B, int ldb, float beta, float *C, int ldc) {
+  char name[64];
+  double t = now_s();
+  cpu_backend.matmul(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  snprintf(name, sizeof name, "gemm %c%c M%d N%d K%d%s", ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K,
+           beta != 0.0f ? " +=" : "");
+  prof_add(name, now_s() - t, 2.0 * M * N * K);
+}
+
+/* a wrapper per op: time the cpu_backend call under the op's name */
+#define PROF_WRAP(op, params, args) \
+  static void p_##op params {       \
+    double t0_ = now_s();           \
+    cpu_backend.op args;            \
+    prof_add(#op, now_s() - t0_, 0);\
+  }
+PROF_WRAP(rmsnorm_fwd, (float *o, float *r, const float *x, const float *w, int T, int C, float e),
+          (o, r, x, w, T, C, e))
+PROF_WRAP(rmsnorm_bwd, (float *dx, float *dw, const float *d, const float *x, const float *w,
+          const float *r, int T, int C), (dx, dw, d, x, w, r, T, C))
+PROF_WRAP(rope, (float *x, const int *p, const float *c, const float *s, int T, int nh, int D,
+          int inv), (x, p, c, s, T, nh, D, inv))
+PROF_WRAP(attention_fwd, (float *o, float *l, const float *q, const float *k, const float *v,
+          const struct attn_batch *b, int H, int KVH, int D, float sc, float *s),
+          (o, l, q, k, v, b, H, KVH, D, sc, s))
+PROF_WRAP(attention_bwd, (float *dq, float *dk, float *dv, const float *d, const float *o,
+          const float *l, const float *q, const float *k, const float *v,
+          const struct attn_batch *b, int H, int KVH, int D, float sc, float *s),
+          (dq, dk, dv, d, o, l, q, k, v, b, H, KVH, D, sc, s))
+PROF_WRAP(swiglu_fwd, (float *h, const float *g, const float *u, size_t n), (h, g, u, n))
+PROF_WRAP(swiglu_bwd, (float *dg, float *du, float *h, const float *dh, const float *g,
+          const float *u, size_t n), (dg, du, h, dh, g, u, n))
+PROF_WRAP(embed_fwd, (float *o, const int *t, const float *w, int T, int C), (o, t, w, T, C))
+PROF_WRAP(embed_bwd, (float *d, const int *t, const float *g, int T, int C), (d, t, g, T, C))
+PROF_WRAP(bias_add, (float *y, const float *b, int T, int N), (y, b, T, N))
+PROF_WRAP(bias_bwd, (float *db, const float *dy, int T, int N), (db, dy, T, N))
+PROF_WRAP(add, (float *y, const float *x, size_t n), (y, x, n))
+PROF_WRAP(logprob_fwd, (float *lp, float *e, float *l, const float *z, const int *t, int R, int V),
+          (lp, e, l, z, t, R, V))
+PROF_WRAP(logprob_bwd, (float *z, const float *l, const float *e, const int *t, const float *dl,
+          const float *de, int R, int V), (z, l, e, t, dl, de, R, V))
+
+static const struct backend_ops prof_backend = {
+  .name = "cpu-profiled", .matmul = p_matmul, .rmsnorm_fwd = p_rmsnorm_fwd,
+  .rmsnorm_bwd = p_rmsnorm_bwd, .rope = p_rope, .attention_fwd = p_attention_fwd,
+  .attention_bwd = p_attention_bwd, .swiglu_fwd = p_swiglu_fwd, .swiglu_bwd = p_swiglu_bwd,
+  .embed_fwd = p_embed_fwd, .embed_bwd = p_embed_bwd, .bias_add = p_bias_add,
+  .bias_bwd = p_bias_bwd, .add = p_add, .logprob_fwd = p_logprob_fwd,
+  .logprob_bwd = p_logprob_bwd,
+};
+
+static int prof_cmp(const void *a, const void *b) {
+  double x = ((const struct prof_row *)a)->s, y = ((const struct prof_row *)b)->s;
+  return (x < y) - (x > y);
+}
+
+/* Rows by time per step, ops and the phases of the step ([bracketed]) together;
+ * what [forward] and [backward] spend outside the ops is the model's own code
+ * (copies, zeroing, loops). */
+static void prof_print(int iters) {
+  double step = 0, fb = 0, ops = 0;
+  qsort(prof.row, (size_t)prof.n, sizeof prof.row[0], prof_cmp);
+  for (int i = 0; i < prof.n; i++) {
+    const struct prof_row *r = &prof.row[i];
+    if (r->name[0] != '[') ops += r->s;
+    else step += r->s;
+    if (!strcmp(r->name, "[forward]") || !strcmp(r->name, "[backward]")) fb += r->s;
+  }
+  printf("  profile per step: %.3f s\n", step / iters);
+  for (int i = 0; i < prof.n; i++) {
+    const struct prof_row *r = &prof.row[i];
+    int phase = r->name[0] == '[';
+    printf("  %8.1f ms %5.1f%%  %5ld calls", 1e3 * r->s / iters, 100 * r->s / step,
+           phase ? 1 : r->calls / iters);
+    if (r->flop > 0) printf("  %6.1f GFLOP/s", r->flop / r->s * 1e-9);
+    else printf("%17s", "");
+    printf("  %s\n", r->name);
+  }
+  printf("  %8.1f ms %5.1f%%  model code between the ops\n", 1e3 * (fb - ops) / iters,
+         100 * (fb - ops) / step);
+}
+
 /* One warm-up step, then iters timed steps; returns tokens/s. */
-static double bench_c(const struct shape *s, int iters) {
+static double bench_c(const struct shape *s, int iters, int profile) {
   int T = s->batch * s->seq;
   struct model m;
-  if (model_create(&m, &s->mc, T, &cpu_backend)) return -1;
+  if (model_create(&m, &s->mc, T, profile ? &prof_backend : &cpu_backend)) return -1;
   model_init_params(&m, 1);
   struct adamw opt;
   struct adamw_hparams hp = {.lr = 1e-4, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8,
@@ -70,12 +185,21 @@ static double bench_c(const struct shape *s, int iters) {
   double t0 = 0;
   for (int it = 0; it <= iters; it++) {
     if (it == 1) t0 = now_s();
+    prof.on = profile && it > 0;
+    double t = now_s();
     model_zero_grad(&m);
+    prof_add("[zero_grad]", now_s() - t, 0), t = now_s();
     model_forward(&m, tok, cu, s->batch, lp, ent, NULL);
+    prof_add("[forward]", now_s() - t, 0), t = now_s();
     model_backward(&m, dlp, NULL, NULL);
+    prof_add("[backward]", now_s() - t, 0), t = now_s();
     adamw_step(&opt, m.params, m.grads, &hp);
+    prof_add("[adamw]", now_s() - t, 0);
   }
   double tps = (double)T * iters / (now_s() - t0);
+  prof.on = 0;
+  if (profile) prof_print(iters);
+  prof.n = 0;
   free(tok); free(cu); free(lp); free(ent); free(dlp);
   adamw_free(&opt);
   model_free(&m);
@@ -104,15 +228,16 @@ static double bench_ref(const char *shape, int threads, int iters) {
 
 int main(int argc, char **argv) {
   const char *which = "all";
-  int threads = 2, iters = 0, ref = 1;
+  int threads = 2, iters = 0, ref = 1, profile = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--shape") && i + 1 < argc) which = argv[++i];
     else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--no-ref")) ref = 0;
+    else if (!strcmp(argv[i], "--profile")) profile = 1;
     else {
       fprintf(stderr, "usage: bench_train [--shape tiny|smollm|all] [--threads N] [--iters N] "
-              "[--no-ref]\n");
+              "[--no-ref] [--profile]\n");
       return 2;
     }
   }
@@ -122,7 +247,7 @@ int main(int argc, char **argv) {
     if (strcmp(which, "all") && strcmp(which, names[k])) continue;
     struct shape s = shape_get(names[k]);
     int n = iters > 0 ? iters : s.iters;
-    double c = bench_c(&s, n);
+    double c = bench_c(&s, n, profile);
     if (c < 0) return 1;
     printf("bench_train %s: rlpt %d x %d tokens, %d threads: %.0f tok/s (fwd+bwd+adamw)\n",
            s.name, s.batch, s.seq, threads, c);
