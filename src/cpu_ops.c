@@ -14,6 +14,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
@@ -34,11 +35,11 @@ static void *par_run(void *p) {
   return NULL;
 }
 
-/* fn(arg, lo, hi) over [0, n) in contiguous slices, one per thread. */
-static void par_for(size_t n, size_t cost, void (*fn)(void *, size_t, size_t), void *arg) {
+/* fn(arg, lo, hi) over [0, n) in contiguous slices, one per thread, at most nt threads. */
+static void par_for_nt(int nt, size_t n, size_t cost, void (*fn)(void *, size_t, size_t),
+                       void *arg) {
   enum { MAXT = 64 };
   size_t by_work = n * cost / PAR_MIN_WORK; /* each thread gets at least PAR_MIN_WORK */
-  int nt = openblas_get_num_threads();
   if (nt > MAXT) nt = MAXT;
   if ((size_t)nt > n) nt = (int)n;
   if ((size_t)nt > by_work) nt = (int)by_work;
@@ -57,6 +58,11 @@ static void par_for(size_t n, size_t cost, void (*fn)(void *, size_t, size_t), v
     if (started[i]) pthread_join(tid[i], NULL);
     else par_run(&task[i]); /* no thread to be had: do its slice here */
   }
+}
+
+/* par_for_nt over the BLAS thread count (the rank's thread budget). */
+static void par_for(size_t n, size_t cost, void (*fn)(void *, size_t, size_t), void *arg) {
+  par_for_nt(openblas_get_num_threads(), n, cost, fn, arg);
 }
 
 static void cpu_matmul(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
@@ -272,27 +278,61 @@ static void attn_block_bwd(const struct attn_blk *b, float *dq, float *dk, float
   cpu_matmul(1, 0, nk, D, nb, 1.0f, dP, nk, q, b->qs, 1.0f, dk, b->ks);
 }
 
+struct attn_bwd_args {
+  float *dq, *dk, *dv;
+  const float *dout, *out, *lse, *q, *k, *v;
+  const struct attn_batch *b;
+  int H, KVH, D;
+  float scale;
+};
+
+/* Units u = s * KVH + g: sequence s, key/value head g and the H/KVH query heads
+ * that read it. A unit owns its dK/dV columns (every head of the group adds
+ * into them), so units run in parallel without sharing an output. */
+static void attn_bwd_units(void *p, size_t u0, size_t u1) {
+  const struct attn_bwd_args *a = p;
+  const struct attn_batch *b = a->b;
+  int H = a->H, KVH = a->KVH, D = a->D, group = H / KVH, qs = H * D, ks = KVH * D;
+  int qb = b->max_q < ATTN_QBLOCK ? b->max_q : ATTN_QBLOCK;
+  float *scratch = malloc(sizeof(float) * 2 * (size_t)(qb > 0 ? qb : 1) * (size_t)b->max_kv);
+  if (!scratch) abort(); /* 2 x 64 x max_seq floats: the backward has no error path */
+  for (size_t u = u0; u < u1; u++) {
+    int s = (int)(u / KVH), g = (int)(u % KVH);
+    int q0 = b->cu_q[s], nq = b->cu_q[s + 1] - q0;
+    int k0 = b->cu_kv[s], nk = b->cu_kv[s + 1] - k0;
+    size_t ko = (size_t)k0 * ks + (size_t)g * D;
+    for (int j = 0; j < nk; j++) {
+      memset(a->dk + ko + (size_t)j * ks, 0, sizeof(float) * D);
+      memset(a->dv + ko + (size_t)j * ks, 0, sizeof(float) * D);
+    }
+    for (int h = g * group; h < (g + 1) * group; h++)
+      for (int i0 = 0; i0 < nq; i0 += ATTN_QBLOCK) {
+        int nb = nq - i0 < ATTN_QBLOCK ? nq - i0 : ATTN_QBLOCK, first = nk - nq + i0;
+        struct attn_blk blk = {nb, first, first + nb, qs, ks, D, a->scale};
+        size_t qo = (size_t)(q0 + i0) * qs + (size_t)h * D;
+        attn_block_bwd(&blk, a->dq + qo, a->dk + ko, a->dv + ko, a->dout + qo, a->out + qo,
+                       a->lse + (size_t)(q0 + i0) * H + h, H, a->q + qo, a->k + ko, a->v + ko,
+                       scratch);
+      }
+  }
+  free(scratch);
+}
+
+/* The (sequence, kv head) units are split over the rank's threads, and the
+ * small GEMMs inside a unit run on the unit's thread: BLAS is set to one thread
+ * for the duration (so it starts no second layer of threads under ours) and
+ * restored after. Each unit does the same operations whatever the thread count. */
 static void cpu_attention_bwd(float *dq, float *dk, float *dv, const float *dout, const float *out,
                               const float *lse, const float *q, const float *k, const float *v,
                               const struct attn_batch *b, int H, int KVH, int D, float scale,
                               float *scratch) {
-  int group = H / KVH, qs = H * D, ks = KVH * D;
-  for (int s = 0; s < b->nseq; s++) {
-    int q0 = b->cu_q[s], nq = b->cu_q[s + 1] - q0;
-    int k0 = b->cu_kv[s], nk = b->cu_kv[s + 1] - k0;
-    memset(dk + (size_t)k0 * ks, 0, sizeof(float) * nk * ks);
-    memset(dv + (size_t)k0 * ks, 0, sizeof(float) * nk * ks);
-    for (int h = 0; h < H; h++) {
-      size_t ko = (size_t)k0 * ks + (h / group) * D;
-      for (int i0 = 0; i0 < nq; i0 += ATTN_QBLOCK) {
-        int nb = nq - i0 < ATTN_QBLOCK ? nq - i0 : ATTN_QBLOCK, first = nk - nq + i0;
-        struct attn_blk blk = {nb, first, first + nb, qs, ks, D, scale};
-        size_t qo = (size_t)(q0 + i0) * qs + h * D;
-        attn_block_bwd(&blk, dq + qo, dk + ko, dv + ko, dout + qo, out + qo,
-                       lse + (size_t)(q0 + i0) * H + h, H, q + qo, k + ko, v + ko, scratch);
-      }
-    }
-  }
+  (void)scratch; /* one block's scratch; the units allocate their own */
+  struct attn_bwd_args a = {dq, dk, dv, dout, out, lse, q, k, v, b, H, KVH, D, scale};
+  int nt = openblas_get_num_threads();
+  size_t cost = (size_t)b->max_q * (size_t)b->max_kv * (size_t)D * (size_t)(H / KVH) + 64;
+  if (nt > 1) openblas_set_num_threads(1);
+  par_for_nt(nt, (size_t)b->nseq * (size_t)KVH, cost, attn_bwd_units, &a);
+  if (nt > 1) openblas_set_num_threads(nt);
 }
 
 /* ---- MLP, embedding, elementwise ---------------------------------------- */
