@@ -28,6 +28,17 @@ struct attn_batch {
   int max_q, max_kv; /* longest query / key span, sizes the scratch */
 };
 
+/* Keys and values read in place from a paged KV cache (kv_cache.h) instead of
+ * contiguous rows: row t (0 .. kv_len-1) of sequence s starts at
+ * k + tables[s][t / block_size] * block_stride + (t % block_size) * KVH*D (v
+ * likewise); the attention batch's cu_kv gives only each sequence's kv_len. */
+struct attn_paged {
+  const float *k, *v;        /* one layer's K and V in block 0 */
+  const int *const *tables;  /* [nseq] block tables */
+  int block_size;
+  size_t block_stride;       /* floats from one block to the next */
+};
+
 /* Floats of scratch the attention ops need for a batch (forward and backward). */
 static inline size_t attn_scratch_floats(int max_q, int max_kv) {
   return 2 * (size_t)max_q * (size_t)max_kv + (size_t)max_q;
@@ -61,6 +72,11 @@ struct backend_ops {
   void (*attention_fwd)(float *out, float *lse, const float *q, const float *k, const float *v,
                         const struct attn_batch *b, int H, int KVH, int D, float scale,
                         float *scratch);
+  /* attention_fwd over keys/values in a paged cache, the same bits as attention_fwd
+   * on the same rows gathered contiguously. Optional (NULL: the model gathers). */
+  void (*attention_paged_fwd)(float *out, float *lse, const float *q,
+                              const struct attn_paged *kv, const struct attn_batch *b, int H,
+                              int KVH, int D, float scale);
   /* Gradients of attention_fwd: dq written; dk, dv written (zeroed, then summed
    * over the query heads of each group). Recomputes the probabilities from lse. */
   void (*attention_bwd)(float *dq, float *dk, float *dv, const float *dout, const float *out,

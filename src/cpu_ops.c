@@ -65,8 +65,179 @@ static void par_for(size_t n, size_t cost, void (*fn)(void *, size_t, size_t), v
   par_for_nt(openblas_get_num_threads(), n, cost, fn, arg);
 }
 
+/* ---- row-invariant products ------------------------------------------------
+ * C = A B^T (the forward of every linear layer, the lm_head and the attention
+ * scores) is computed here rather than by OpenBLAS, with one fixed order per
+ * element: c[i][j] = dot(a_i, b_j) with 8 lane sums over k (lane = k mod 8,
+ * fused multiply-add, k ascending), reduced as ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)),
+ * then the K mod 8 tail in order. That value depends on the two rows only: not
+ * on M, on the tile or thread a row falls in, so a token's logits are the same
+ * bits in a one-row decode step, a batch of 64 and the trainer's packed
+ * forward (OpenBLAS sums in an order that depends on M, and its one-row path is
+ * a GEMV with yet another order). Register tiles of 4 rows x 3 columns; a
+ * panel of B columns is kept hot in L2 while every row of A passes over it, so
+ * B (the weights) streams from memory once per call. */
+
+#define RD_MR 4
+#define RD_NR 3
+#define RD_PANEL_BYTES (256 * 1024) /* B panel per thread: half of a 512 KiB L2 */
+
+struct rd_args {
+  int M, N, K, lda, ldb, ldc, panel;
+  float alpha, beta;
+  const float *A, *B;
+  float *C;
+};
+
+static void rd_store(const struct rd_args *g, int i, int j, float s) {
+  float *c = g->C + (size_t)i * g->ldc + j;
+  *c = g->beta == 0.0f ? g->alpha * s : g->alpha * s + g->beta * *c;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define RD_AVX2 __attribute__((target("avx2,fma")))
+
+RD_AVX2 static inline float rd_hsum(__m256 v) {
+  __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)); /* l_i + l_i+4 */
+  __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));                               /* + l_i+2 */
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
+}
+
+/* The tail k = K8 .. K-1 of one element, in order, then the store. */
+RD_AVX2 static inline void rd_finish(const struct rd_args *g, int i, int j, __m256 acc) {
+  const float *a = g->A + (size_t)i * g->lda, *b = g->B + (size_t)j * g->ldb;
+  float s = rd_hsum(acc);
+  for (int k = g->K & ~7; k < g->K; k++) s = fmaf(a[k], b[k], s);
+  rd_store(g, i, j, s);
+}
+
+#define RD_LD(x, r) _mm256_loadu_ps(x + (size_t)(r) * ld##x + k)
+#define RD_FMA(c, x, y) c = _mm256_fmadd_ps(x, y, c)
+
+/* 4 rows x 3 columns: 12 accumulators, 3 B vectors, 1 A vector = the 16 registers. */
+RD_AVX2 static void rd_tile_4x3(const struct rd_args *g, int i0, int j0) {
+  const float *A = g->A + (size_t)i0 * g->lda, *B = g->B + (size_t)j0 * g->ldb;
+  size_t ldA = (size_t)g->lda, ldB = (size_t)g->ldb;
+  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c02 = c00, c10 = c00, c11 = c00, c12 = c00;
+  __m256 c20 = c00, c21 = c00, c22 = c00, c30 = c00, c31 = c00, c32 = c00;
+  for (int k = 0; k < (g->K & ~7); k += 8) {
+    __m256 b0 = RD_LD(B, 0), b1 = RD_LD(B, 1), b2 = RD_LD(B, 2), a;
+    a = RD_LD(A, 0); RD_FMA(c00, a, b0); RD_FMA(c01, a, b1); RD_FMA(c02, a, b2);
+    a = RD_LD(A, 1); RD_FMA(c10, a, b0); RD_FMA(c11, a, b1); RD_FMA(c12, a, b2);
+    a = RD_LD(A, 2); RD_FMA(c20, a, b0); RD_FMA(c21, a, b1); RD_FMA(c22, a, b2);
+    a = RD_LD(A, 3); RD_FMA(c30, a, b0); RD_FMA(c31, a, b1); RD_FMA(c32, a, b2);
+  }
+  rd_finish(g, i0, j0, c00); rd_finish(g, i0, j0 + 1, c01); rd_finish(g, i0, j0 + 2, c02);
+  rd_finish(g, i0 + 1, j0, c10); rd_finish(g, i0 + 1, j0 + 1, c11); rd_finish(g, i0 + 1, j0 + 2, c12);
+  rd_finish(g, i0 + 2, j0, c20); rd_finish(g, i0 + 2, j0 + 1, c21); rd_finish(g, i0 + 2, j0 + 2, c22);
+  rd_finish(g, i0 + 3, j0, c30); rd_finish(g, i0 + 3, j0 + 1, c31); rd_finish(g, i0 + 3, j0 + 2, c32);
+}
+
+/* 1 row x 4 columns: a decode step's GEMV, four independent streams of B. */
+RD_AVX2 static void rd_tile_1x4(const struct rd_args *g, int i0, int j0) {
+  const float *A = g->A + (size_t)i0 * g->lda, *B = g->B + (size_t)j0 * g->ldb;
+  size_t ldA = 0, ldB = (size_t)g->ldb;
+  __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
+  for (int k = 0; k < (g->K & ~7); k += 8) {
+    __m256 a = RD_LD(A, 0);
+    RD_FMA(c0, a, RD_LD(B, 0)); RD_FMA(c1, a, RD_LD(B, 1));
+    RD_FMA(c2, a, RD_LD(B, 2)); RD_FMA(c3, a, RD_LD(B, 3));
+  }
+  rd_finish(g, i0, j0, c0); rd_finish(g, i0, j0 + 1, c1);
+  rd_finish(g, i0, j0 + 2, c2); rd_finish(g, i0, j0 + 3, c3);
+}
+
+/* One element: the order every tile above uses. */
+RD_AVX2 static float rd_dot_avx2(const float *A, const float *B, int K) {
+  size_t ldA = 0, ldB = 0;
+  __m256 c = _mm256_setzero_ps();
+  for (int k = 0; k < (K & ~7); k += 8) RD_FMA(c, RD_LD(A, 0), RD_LD(B, 0));
+  float s = rd_hsum(c);
+  for (int k = K & ~7; k < K; k++) s = fmaf(A[k], B[k], s);
+  return s;
+}
+
+RD_AVX2 static void rd_tile_1x1(const struct rd_args *g, int i0, int j0) {
+  rd_store(g, i0, j0, rd_dot_avx2(g->A + (size_t)i0 * g->lda, g->B + (size_t)j0 * g->ldb, g->K));
+}
+
+/* Columns [j0, j1) against every row of A, a panel at a time. */
+RD_AVX2 static void rd_cols_avx2(const struct rd_args *g, int j0, int j1) {
+  for (int p0 = j0; p0 < j1; p0 += g->panel) {
+    int p1 = p0 + g->panel < j1 ? p0 + g->panel : j1, jn = p1 - (p1 - p0) % RD_NR;
+    int i = 0;
+    for (; i + RD_MR <= g->M; i += RD_MR) {
+      for (int j = p0; j < jn; j += RD_NR) rd_tile_4x3(g, i, j);
+      for (int j = jn; j < p1; j++)
+        for (int r = 0; r < RD_MR; r++) rd_tile_1x1(g, i + r, j);
+    }
+    for (; i < g->M; i++) { /* one-row tiles (a decode step's GEMV) */
+      int j = p0;
+      for (; j + 4 <= p1; j += 4) rd_tile_1x4(g, i, j);
+      for (; j < p1; j++) rd_tile_1x1(g, i, j);
+    }
+  }
+}
+#endif
+
+/* The same order without AVX2/FMA (other CPUs): lanes as plain arrays. */
+static float rd_dot_plain(const float *a, const float *b, int K) {
+  int K8 = K & ~7;
+  float l[8] = {0};
+  for (int k = 0; k < K8; k += 8)
+    for (int x = 0; x < 8; x++) l[x] = fmaf(a[k + x], b[k + x], l[x]);
+  float s = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+  for (int k = K8; k < K; k++) s = fmaf(a[k], b[k], s);
+  return s;
+}
+
+static void rd_cols_plain(const struct rd_args *g, int j0, int j1) {
+  for (int i = 0; i < g->M; i++)
+    for (int j = j0; j < j1; j++)
+      rd_store(g, i, j, rd_dot_plain(g->A + (size_t)i * g->lda, g->B + (size_t)j * g->ldb, g->K));
+}
+
+static int rd_have_avx2(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  return 0;
+#endif
+}
+
+/* dot(a, b) exactly as rowdot_gemm computes an element. */
+static float rd_dot(const float *a, const float *b, int K, int avx2) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (avx2) return rd_dot_avx2(a, b, K);
+#endif
+  (void)avx2;
+  return rd_dot_plain(a, b, K);
+}
+
+static void rd_cols(void *p, size_t j0, size_t j1) {
+  const struct rd_args *g = p;
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (rd_have_avx2()) { rd_cols_avx2(g, (int)j0, (int)j1); return; }
+#endif
+  rd_cols_plain(g, (int)j0, (int)j1);
+}
+
+/* C[M,N] = alpha A[M,K] B[N,K]^T + beta C, columns split over the threads. */
+static void rowdot_gemm(int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                        int ldb, float beta, float *C, int ldc) {
+  int panel = RD_PANEL_BYTES / (int)(sizeof(float) * (K > 0 ? K : 1));
+  panel = panel < RD_NR ? RD_NR : panel - panel % RD_NR;
+  struct rd_args g = {M, N, K, lda, ldb, ldc, panel, alpha, beta, A, B, C};
+  par_for((size_t)N, (size_t)M * (size_t)K + 64, rd_cols, &g);
+}
+
 static void cpu_matmul(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                        const float *B, int ldb, float beta, float *C, int ldc) {
+  if (!ta && tb) {
+    rowdot_gemm(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
   if (M == 1) {
     /* C[1,N] = a[1,K] op(B): a GEMV on B; a's stride is lda when A is stored [K,1]. */
     int inca = ta ? lda : 1;
@@ -183,8 +354,112 @@ static void cpu_rope(float *x, const int *pos, const float *cos_tab, const float
 
 /* ---- attention ----------------------------------------------------------- */
 
-/* Attention runs per (sequence, head, block of ATTN_QBLOCK query rows): a block
- * whose last query sits at position p only computes scores against keys
+/* The forward runs one query row at a time with a fixed order, so a query's
+ * output is the same bits whether it came in a one-row decode step, against
+ * keys read in place from a paged KV cache, or in the trainer's packed batch:
+ * scores are rowdot_gemm's dot products (the backward recomputes them with the
+ * same matmul), softmax over keys 0..pos, and out = sum_j p_j v_j over j
+ * ascending. Rows of one (sequence, head) pair share a thread. */
+
+/* Where one sequence's key/value rows of one head live: row j at k/v + off(j). */
+struct attn_src {
+  const float *k, *v;
+  const int *table; /* NULL: contiguous rows of stride ks; else a paged block table */
+  int block_size, ks;
+  size_t block_stride;
+};
+
+static inline size_t attn_off(const struct attn_src *s, int j) {
+  if (!s->table) return (size_t)j * s->ks;
+  return (size_t)s->table[j / s->block_size] * s->block_stride +
+         (size_t)(j % s->block_size) * s->ks;
+}
+
+/* One query at position `last` against keys 0..last: out[D] written, returns the
+ * log-sum-exp of the scaled scores. S: last + 1 floats of scratch. */
+static float attn_row_fwd(float *out, const float *q, const struct attn_src *s, int last, int D,
+                          float scale, float *S, int avx2) {
+  float mx = -INFINITY;
+  for (int j = 0; j <= last; j++) {
+    S[j] = scale * rd_dot(q, s->k + attn_off(s, j), D, avx2);
+    mx = S[j] > mx ? S[j] : mx;
+  }
+  float sum = 0.0f;
+  for (int j = 0; j <= last; j++) {
+    S[j] = expf(S[j] - mx);
+    sum += S[j];
+  }
+  float inv = 1.0f / sum;
+  memset(out, 0, sizeof(float) * D);
+  for (int j = 0; j <= last; j++) {
+    const float *vj = s->v + attn_off(s, j);
+    float p = S[j] * inv;
+    for (int d = 0; d < D; d++) out[d] += p * vj[d];
+  }
+  return mx + logf(sum);
+}
+
+struct attn_fwd_args {
+  float *out, *lse;
+  const float *q, *k, *v;
+  const struct attn_batch *b;
+  const struct attn_paged *pg; /* NULL: k, v are contiguous rows laid out by b->cu_kv */
+  int H, KVH, D;
+  float scale;
+};
+
+/* Units u = s * H + h: every query row of sequence s, head h. */
+static void attn_fwd_units(void *p, size_t u0, size_t u1) {
+  const struct attn_fwd_args *a = p;
+  const struct attn_batch *b = a->b;
+  int H = a->H, D = a->D, ks = a->KVH * D, avx2 = rd_have_avx2();
+  float *S = malloc(sizeof(float) * (size_t)(b->max_kv > 0 ? b->max_kv : 1));
+  if (!S) abort(); /* a few KiB: the forward has no error path to report through */
+  for (size_t u = u0; u < u1; u++) {
+    int s = (int)(u / H), h = (int)(u % H);
+    int q0 = b->cu_q[s], nq = b->cu_q[s + 1] - q0, nk = b->cu_kv[s + 1] - b->cu_kv[s];
+    size_t ho = (size_t)(h / (H / a->KVH)) * D;
+    struct attn_src src = {a->k + ho, a->v + ho, NULL, 1, ks, 0};
+    if (a->pg) {
+      src.table = a->pg->tables[s];
+      src.block_size = a->pg->block_size;
+      src.block_stride = a->pg->block_stride;
+    } else {
+      src.k += (size_t)b->cu_kv[s] * ks;
+      src.v += (size_t)b->cu_kv[s] * ks;
+    }
+    for (int i = 0; i < nq; i++) {
+      size_t r = (size_t)(q0 + i);
+      a->lse[r * H + h] = attn_row_fwd(a->out + r * H * D + h * D, a->q + r * H * D + h * D,
+                                       &src, nk - nq + i, D, a->scale, S, avx2);
+    }
+  }
+  free(S);
+}
+
+static void attn_fwd_run(const struct attn_fwd_args *a) {
+  const struct attn_batch *b = a->b;
+  size_t cost = (size_t)b->max_q * (size_t)b->max_kv * (size_t)a->D + 64;
+  par_for((size_t)b->nseq * (size_t)a->H, cost, attn_fwd_units, (void *)a);
+}
+
+static void cpu_attention_fwd(float *out, float *lse, const float *q, const float *k,
+                              const float *v, const struct attn_batch *b, int H, int KVH, int D,
+                              float scale, float *scratch) {
+  (void)scratch;
+  struct attn_fwd_args a = {out, lse, q, k, v, b, NULL, H, KVH, D, scale};
+  attn_fwd_run(&a);
+}
+
+static void cpu_attention_paged_fwd(float *out, float *lse, const float *q,
+                                    const struct attn_paged *kv, const struct attn_batch *b, int H,
+                                    int KVH, int D, float scale) {
+  struct attn_fwd_args a = {out, lse, q, kv->k, kv->v, b, kv, H, KVH, D, scale};
+  attn_fwd_run(&a);
+}
+
+/* The backward runs per (sequence, head, block of ATTN_QBLOCK query rows): a
+ * block whose last query sits at position p only computes scores against keys
  * 0..p, which skips most of the masked upper triangle for long sequences. */
 #define ATTN_QBLOCK 64
 
@@ -194,49 +469,6 @@ struct attn_blk {
   int nb, first, klim, qs, ks, D;
   float scale;
 };
-
-static void attn_block_fwd(const struct attn_blk *b, float *out, float *lse, int lse_stride,
-                           const float *q, const float *k, const float *v, float *S) {
-  int nk = b->klim;
-  cpu_matmul(0, 1, b->nb, nk, b->D, b->scale, q, b->qs, k, b->ks, 0.0f, S, nk);
-  for (int i = 0; i < b->nb; i++) {
-    float *row = S + (size_t)i * nk;
-    int last = b->first + i;
-    float mx = row[0];
-    for (int j = 1; j <= last; j++) mx = row[j] > mx ? row[j] : mx;
-    float sum = 0.0f;
-    for (int j = 0; j <= last; j++) {
-      row[j] = expf(row[j] - mx);
-      sum += row[j];
-    }
-    float inv = 1.0f / sum;
-    for (int j = 0; j <= last; j++) row[j] *= inv;
-    for (int j = last + 1; j < nk; j++) row[j] = 0.0f;
-    lse[(size_t)i * lse_stride] = mx + logf(sum);
-  }
-  /* O[nb, D] = P V */
-  cpu_matmul(0, 0, b->nb, b->D, nk, 1.0f, S, nk, v, b->ks, 0.0f, out, b->qs);
-}
-
-static void cpu_attention_fwd(float *out, float *lse, const float *q, const float *k,
-                              const float *v, const struct attn_batch *b, int H, int KVH, int D,
-                              float scale, float *scratch) {
-  int group = H / KVH;
-  for (int s = 0; s < b->nseq; s++) {
-    int q0 = b->cu_q[s], nq = b->cu_q[s + 1] - q0;
-    int k0 = b->cu_kv[s], nk = b->cu_kv[s + 1] - k0;
-    for (int h = 0; h < H; h++) {
-      size_t ko = (size_t)k0 * KVH * D + (h / group) * D;
-      for (int i0 = 0; i0 < nq; i0 += ATTN_QBLOCK) {
-        int nb = nq - i0 < ATTN_QBLOCK ? nq - i0 : ATTN_QBLOCK, first = nk - nq + i0;
-        struct attn_blk blk = {nb, first, first + nb, H * D, KVH * D, D, scale};
-        size_t qo = (size_t)(q0 + i0) * H * D + h * D;
-        attn_block_fwd(&blk, out + qo, lse + (size_t)(q0 + i0) * H + h, H, q + qo, k + ko, v + ko,
-                       scratch);
-      }
-    }
-  }
-}
 
 /* P = exp(S - lse) under the causal mask, recomputed from the forward's lse. */
 static void attn_probs(const struct attn_blk *b, float *S, const float *lse, int lse_stride) {
@@ -466,6 +698,7 @@ const struct backend_ops cpu_backend = {
   .rmsnorm_bwd = cpu_rmsnorm_bwd,
   .rope = cpu_rope,
   .attention_fwd = cpu_attention_fwd,
+  .attention_paged_fwd = cpu_attention_paged_fwd,
   .attention_bwd = cpu_attention_bwd,
   .swiglu_fwd = cpu_swiglu_fwd,
   .swiglu_bwd = cpu_swiglu_bwd,

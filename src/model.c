@@ -366,6 +366,26 @@ static int kv_exchange(struct model *m, int l, const struct model_kv_io *io, con
   return 0;
 }
 
+/* Attention of layer l over the batch itself (no io), over the contexts exchange()
+ * returns, or over the paged cache in place when the caller and the backend can. */
+static int attention_forward(struct model *m, int l, const struct model_kv_io *io) {
+  const struct model_config *mc = &m->cfg;
+  struct layer_acts *a = &m->layers[l];
+  int H = mc->heads, KVH = mc->kv_heads, D = mc->head_dim;
+  float scale = 1.0f / sqrtf((float)D);
+  if (io && io->paged && m->ops->attention_paged_fwd && !m->on_device) {
+    struct attn_paged kv;
+    if (io->paged(io->ctx, l, &m->attn, a->k, a->v, &kv)) return -1;
+    m->ops->attention_paged_fwd(a->att, a->lse, a->q, &kv, &m->attn, H, KVH, D, scale);
+    return 0;
+  }
+  const float *kc = a->k, *vc = a->v;
+  if (io && kv_exchange(m, l, io, a->k, a->v, &kc, &vc)) return -1;
+  m->ops->attention_fwd(a->att, a->lse, a->q, kc, vc, &m->attn, H, KVH, D, scale,
+                        m->attn_scratch);
+  return 0;
+}
+
 /* One block on the current batch (m->T rows at positions m->pos). Without io,
  * attention runs over the batch itself (m->attn); with io, the new K/V rows go
  * to the caller's cache and attention runs over the contexts it returns. */
@@ -381,10 +401,7 @@ static int layer_forward(struct model *m, int l, float *out, const struct model_
   linear_fwd(m, a->v, m->xn, W(m, P_WV, l), W(m, P_BV, l), T, KV, C, 0.0f);
   ops->rope(a->q, m->pos, m->rope_cos, m->rope_sin, T, H, D, 0);
   ops->rope(a->k, m->pos, m->rope_cos, m->rope_sin, T, KVH, D, 0);
-  const float *kc = a->k, *vc = a->v;
-  if (io && kv_exchange(m, l, io, a->k, a->v, &kc, &vc)) return -1;
-  ops->attention_fwd(a->att, a->lse, a->q, kc, vc, &m->attn, H, KVH, D, 1.0f / sqrtf((float)D),
-                     m->attn_scratch);
+  if (attention_forward(m, l, io)) return -1;
   /* res_mid = res_in + att Wo^T (GEMM with beta = 1 adds the residual) */
   dmem_copy(m, a->res_mid, a->res_in, (size_t)T * C);
   linear_fwd(m, a->res_mid, a->att, W(m, P_WO, l), NULL, T, C, C, 1.0f);

@@ -117,8 +117,9 @@ void model_backward(struct model *m, const float *dlogprob, const float *dentrop
  * V, [n_new, kv_heads*head_dim] laid out by b->cu_q, must store them at their
  * positions, and returns contiguous K/V rows of every sequence's whole context
  * (cached, then new) laid out by b->cu_kv. Returns 0, or nonzero to abort the
- * forward. With equal weights, the logits match model_forward's at the same
- * positions up to fp32 summation order. exchange() always sees host memory (b's
+ * forward. With equal weights, the logits are the same bits as model_forward's
+ * at the same positions on the CPU backend (its products and attention compute
+ * each row in one fixed order, whatever the batch; cpu_ops.c). exchange() always sees host memory (b's
  * cu_q/cu_kv included): on a device backend the model downloads the new rows and
  * uploads the returned contexts, per layer (slow, correct; the paged cache lives
  * on the host). */
@@ -126,6 +127,11 @@ struct model_kv_io {
   void *ctx;
   int (*exchange)(void *ctx, int layer, const struct attn_batch *b, const float *k_new,
                   const float *v_new, const float **k_ctx, const float **v_ctx);
+  /* Optional, used instead of exchange() on a host backend with attention_paged_fwd:
+   * store the new rows as exchange() does, then describe where every context lives
+   * in the paged cache (*kv), so attention reads the blocks in place (no copy). */
+  int (*paged)(void *ctx, int layer, const struct attn_batch *b, const float *k_new,
+               const float *v_new, struct attn_paged *kv);
 };
 
 /* nseq sequences; sequence s brings tokens[cu_new[s] .. cu_new[s+1]) at positions

@@ -2,9 +2,10 @@
  *
  * lm_ops.forward packs the engine's step (decodes and prefills) into one
  * model_forward_kv call. The model hands each layer's new K (after RoPE) and V
- * to an exchange callback, which scatters them into the sequences' paged blocks
- * and gathers every sequence's whole context back into contiguous rows for the
- * attention op. The engine (generate.c) owns scheduling, prefix sharing,
+ * to a callback that scatters them into the sequences' paged blocks; on the CPU
+ * backend attention then reads the blocks in place (rollout_paged), elsewhere
+ * every sequence's whole context is gathered back into contiguous rows for the
+ * attention op (rollout_exchange). The engine (generate.c) owns scheduling, prefix sharing,
  * preemption and keyed sampling; this file turns requests into samples. */
 #include "rollout.h"
 
@@ -33,6 +34,7 @@ struct rollout_engine {
   /* the step being run */
   const struct lm_batch *batch;
   int *tokens, *cu_new, *pos0;      /* [max_batch_tokens], [max_seqs + 1] x 2 */
+  const int **tables;               /* [max_seqs] block tables of the step, for paged attention */
   float *k_ctx, *v_ctx;             /* contiguous contexts, [ctx_cap][kv_heads * head_dim] */
   size_t ctx_cap;
 };
@@ -67,6 +69,28 @@ static int rollout_exchange(void *ctx, int layer, const struct attn_batch *b, co
   return 0;
 }
 
+/* Per layer: new rows into the paged blocks; attention reads the contexts there. */
+static int rollout_paged(void *ctx, int layer, const struct attn_batch *b, const float *k_new,
+                         const float *v_new, struct attn_paged *kv) {
+  struct rollout_engine *re = ctx;
+  const struct lm_batch *lb = re->batch;
+  const struct kv_layout *L = &re->kv.L;
+  size_t KV = (size_t)L->kv_heads * L->head_dim;
+  for (int s = 0; s < b->nseq; s++) {
+    const struct lm_seq *q = &lb->seqs[s];
+    size_t qo = (size_t)b->cu_q[s] * KV;
+    kv_scatter(&re->kv, q->block_table, q->pos0, q->n, layer, KV_K, k_new + qo);
+    kv_scatter(&re->kv, q->block_table, q->pos0, q->n, layer, KV_V, v_new + qo);
+    re->tables[s] = q->block_table;
+  }
+  size_t layer_k = (size_t)(2 * layer + KV_K) * L->block_size * KV;
+  size_t layer_v = (size_t)(2 * layer + KV_V) * L->block_size * KV;
+  *kv = (struct attn_paged){ .k = re->kv.data + layer_k, .v = re->kv.data + layer_v,
+                             .tables = re->tables, .block_size = L->block_size,
+                             .block_stride = re->kv.block_floats };
+  return 0;
+}
+
 /* Grow the context buffers to hold n rows. 0 or -1. */
 static int ctx_reserve(struct rollout_engine *re, size_t n) {
   if (n <= re->ctx_cap) return 0;
@@ -91,6 +115,7 @@ static int rollout_forward(void *ctx, const struct lm_batch *b, float *logits) {
     re->pos0[s] = q->pos0;
     ctx_rows += (size_t)q->pos0 + (size_t)q->n;
   }
+  if (!re->m->on_device && re->m->ops->attention_paged_fwd) ctx_rows = 0; /* read in place */
   if (ctx_reserve(re, ctx_rows) != 0) {
     fprintf(stderr, "rlpt: rollout: out of memory for %zu context rows\n", ctx_rows);
     return -1;
@@ -138,12 +163,13 @@ int rollout_create(struct rollout_engine **out, struct model *m, const struct co
   re->tokens = malloc(sizeof(int) * (size_t)re->g.max_batch_tokens);
   re->cu_new = malloc(sizeof(int) * ((size_t)max_seqs + 1));
   re->pos0 = malloc(sizeof(int) * ((size_t)max_seqs + 1));
-  if (!re->tokens || !re->cu_new || !re->pos0) {
+  re->tables = malloc(sizeof *re->tables * (size_t)max_seqs);
+  if (!re->tokens || !re->cu_new || !re->pos0 || !re->tables) {
     rollout_free(re);
     return rfail(err, errlen, 1, "rollout: out of memory");
   }
   re->lm = (struct lm_ops){ .ctx = re, .vocab = m->cfg.vocab_size, .forward = rollout_forward };
-  re->io = (struct model_kv_io){ .ctx = re, .exchange = rollout_exchange };
+  re->io = (struct model_kv_io){ .ctx = re, .exchange = rollout_exchange, .paged = rollout_paged };
   *out = re;
   return 0;
 }
@@ -154,6 +180,7 @@ void rollout_free(struct rollout_engine *re) {
   free(re->tokens);
   free(re->cu_new);
   free(re->pos0);
+  free(re->tables);
   free(re->k_ctx);
   free(re->v_ctx);
   free(re);

@@ -32,34 +32,36 @@ int sampling_argmax(const float *logits, int vocab) {
   return best;
 }
 
-/* z[i] = exp(logits[i] / T - max), returns sum z and the max in *mx; -1 when a logit is
- * NaN or the max is not finite (all -inf, or +inf which has no softmax). */
-static double scaled_exp(const float *logits, int vocab, double temperature, double *z, double *mx) {
-  double m = -INFINITY;
+/* The trainer's log-softmax arithmetic (cpu_ops.c logprob_fwd) on zf[i] = logits[i] / T
+ * rounded to float: float max, terms expf(zf - max) in float summed in double, the
+ * log-sum-exp rounded to float, zf - lse in float. At T = 1 (zf = logits exactly) the
+ * recorded logprob is then the same bits as the trainer's for the same logits.
+ * z[i] (may be NULL) gets the terms; returns their sum and the float lse in *lse;
+ * -1 when a logit is NaN or the max is not finite (all -inf, or +inf: no softmax). */
+static double trainer_lse(const float *logits, int vocab, double temperature, double *z,
+                          float *lse) {
+  float mx = -INFINITY;
   for (int i = 0; i < vocab; i++) {
     if (isnan(logits[i])) return -1;
-    z[i] = (double)logits[i] / temperature;
-    if (z[i] > m) m = z[i];
+    float zi = (float)(logits[i] / temperature);
+    mx = zi > mx ? zi : mx;
   }
-  if (!isfinite(m)) return -1;
+  if (!isfinite(mx)) return -1;
   double sum = 0;
   for (int i = 0; i < vocab; i++) {
-    z[i] = exp(z[i] - m);
-    sum += z[i];
+    float e = expf((float)(logits[i] / temperature) - mx);
+    if (z) z[i] = e;
+    sum += e;
   }
-  *mx = m;
+  *lse = (float)(mx + log(sum));
   return sum;
 }
 
 double sampling_logprob(const float *logits, int vocab, double temperature, int token) {
   if (!(temperature > 0)) temperature = 1.0;
-  double m = -INFINITY, sum = 0;
-  for (int i = 0; i < vocab; i++) {
-    double z = (double)logits[i] / temperature;
-    if (z > m) m = z;
-  }
-  for (int i = 0; i < vocab; i++) sum += exp((double)logits[i] / temperature - m);
-  return (double)logits[token] / temperature - m - log(sum);
+  float lse;
+  if (trainer_lse(logits, vocab, temperature, NULL, &lse) < 0) return NAN;
+  return (float)(logits[token] / temperature) - lse;
 }
 
 static int ent_cmp(const void *a, const void *b) {
@@ -97,7 +99,8 @@ int sampler_sample(struct sampler *s, const float *logits, const struct sampling
     *logprob = sampling_logprob(logits, V, 1.0, tok);
     return tok;
   }
-  double m, sum = scaled_exp(logits, V, p->temperature, s->z, &m);
+  float lse;
+  double sum = trainer_lse(logits, V, p->temperature, s->z, &lse);
   if (sum < 0) return -1;
   int tok = -1;
   if ((p->top_k > 0 && p->top_k < V) || p->top_p < 1) {
@@ -110,6 +113,6 @@ int sampler_sample(struct sampler *s, const float *logits, const struct sampling
     }
     if (tok < 0) tok = sampling_argmax(logits, V);  /* rounding at u -> 1 */
   }
-  *logprob = (double)logits[tok] / p->temperature - m - log(sum);
+  *logprob = (float)(logits[tok] / p->temperature) - lse;
   return tok;
 }

@@ -7,7 +7,10 @@
  * same token, so with equal weights lp_roll == lp_old and the PPO/TIS ratio
  * starts at 1; recording the truncated (renormalised) logprob instead would bias
  * every ratio by log(kept mass). For T = 0 (greedy) it is log_softmax(logits)
- * of the raw logits. The log-sum-exp is accumulated in double.
+ * of the raw logits. The arithmetic is the trainer's (cpu_ops.c logprob_fwd:
+ * float terms expf(z - max) summed in double, the log-sum-exp and z - lse
+ * rounded to float), so at T = 1 the recorded logprob is the trainer's to the
+ * bit for the same logits; the sampling probabilities are those same terms.
  *
  * Truncation order (vLLM, HF): top-k first, then top-p over the renormalised top-k
  * probabilities sorted by decreasing probability (ties: lower index first),
@@ -43,7 +46,8 @@ int sampler_sample(struct sampler *s, const float *logits, const struct sampling
 
 /* Greedy token: the argmax, lowest index on ties; -1 when a logit is NaN. */
 int sampling_argmax(const float *logits, int vocab);
-/* log_softmax(logits / T)[token] over all V logits, double log-sum-exp; T <= 0 means 1. */
+/* log_softmax(logits / T)[token] over all V logits, in the trainer's arithmetic (above);
+ * T <= 0 means 1. NaN when no softmax exists (a NaN logit, or a non-finite max). */
 double sampling_logprob(const float *logits, int vocab, double temperature, int token);
 
 #endif

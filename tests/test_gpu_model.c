@@ -201,7 +201,7 @@ static void kv_check(const struct model_config *mc) {
     struct kv_host_cache c = {mc->layers, (int)kvd, mc->max_seq, pos0,
                               calloc(cache, 4), calloc(cache, 4), calloc(3 * mc->max_seq * kvd, 4),
                               calloc(3 * mc->max_seq * kvd, 4)};
-    struct model_kv_io io = {&c, kvh_exchange};
+    struct model_kv_io io = {.ctx = &c, .exchange = kvh_exchange};
     lg[b][0] = malloc(sizeof(float) * cu[3] * V);
     lg[b][1] = malloc(sizeof(float) * 3 * V);
     int p0[3] = {0, 0, 0};

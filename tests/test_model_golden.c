@@ -152,7 +152,7 @@ static void check_kv_path(struct model *m, const struct golden *g, const char *l
   float *logits = calloc((size_t)g->T * m->cfg.vocab_size, sizeof(float));
   CHECK(model_forward(m, g->tokens, g->cu, g->nseq, lp, ent, NULL) == 0);
   int done[8] = {0}, slot[8], pos0[8], cu_new[9], tok[64], V = m->cfg.vocab_size;
-  struct model_kv_io io = {&c, toy_exchange};
+  struct model_kv_io io = {.ctx = &c, .exchange = toy_exchange};
   c.slot_of = slot;
   double worst = 0;
   for (int step = 0;; step++) {

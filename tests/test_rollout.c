@@ -2,15 +2,18 @@
  *
  * (a) greedy generation equals, token by token, the argmax of a forward recomputed
  *     from scratch over the whole context at each step (no cache reuse);
- * (b) at T = 1 the recorded logprobs match the trainer's model_forward within 1e-5 (measured
- *     4e-6..8e-6 over 5 weight seeds; the gap is fp32 summation order and grows with the
- *     logit scale: 2.3e-5 with init_std 0.25, whose logits are ~2x larger);
- * (c) prefix sharing on/off, batch 1/64 and a tiny KV pool (preemptions) give the same
- *     tokens; logprobs are compared bit for bit and by their largest difference (the
- *     CPU GEMM of a one-row batch is a GEMV with a different summation order, so a
- *     token's logits depend on the fp32 path its row took: see the tolerance below);
+ * (b) at T = 1 the recorded logprobs equal the trainer's model_forward logprobs (stated
+ *     tolerance 1e-6; on the CPU backend they are the same bits: every product and the
+ *     attention compute a row in one fixed order whatever the batch, cpu_ops.c, and the
+ *     sampler's log-softmax is the trainer's arithmetic, sampling.h);
+ * (c) prefix sharing on/off, batch 1/16/64 and a tiny KV pool (preemptions) give the same
+ *     tokens and bit-identical logprobs;
  * (d) after a weight update the prefix cache of the old weights is never reused;
- * (e) the deck's stop string ends responses with finish reason "stop". */
+ * (e) the deck's stop string ends responses with finish reason "stop";
+ * (f) the quickstart's shape (dim 128, 4 layers, 4/2 heads, ffn 344, max_seq 32, tied
+ *     embeddings; 8 prompts x G = 16 decoded together, 6 new tokens) with weights of a
+ *     trained model's scale: rollout vs model_forward within 1e-6, and the same samples
+ *     generated one sequence at a time carry the same logprob bits. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,15 +26,11 @@
 #include "testutil.h"
 #include "tokenizer.h"
 
-/* Batch-composition tolerance on recorded logprobs. Tokens must match exactly (sampling is
- * keyed by position and no u fell within fp32 noise of a CDF boundary). Logprobs are not
- * bit-identical: a one-row GEMM is a GEMV (cpu_ops.c) and OpenBLAS's GEMM sums a row in an
- * order that depends on the row count M (its edge kernels), so the same token's logits
- * differ by a few ulps with the batch it ran in; K/V recomputed after a preemption differ
- * likewise. Measured max over 5 weight seeds: 8.1e-6 (this model, init_std 0.15); asserted
- * at 2e-5. */
-#define LP_TOL_BATCH 2e-5
-#define LP_TOL_TRAINER 1e-5
+/* Rollout vs trainer logprob tolerance (issue 6 asks <= 1e-5; before the row-invariant
+ * products the quickstart model reached 3.2e-5 and this test's (f) 1.5e-5). The batch
+ * composition checks ask for bit-identical logprobs (they were up to 8e-6 apart when
+ * OpenBLAS summed a row in an order that depended on the row count). */
+#define LP_TOL_TRAINER 1e-6
 
 static const char *PROMPTS[] = { "12+34=", "What is 7*8?", "abc", "Count: 1, 2, 3,", "x", "hello world",
                                  "(5-3)*2=", "the quick brown fox" };
@@ -107,7 +106,7 @@ static void test_greedy(struct model *m, const struct tokenizer *tok, const stru
   struct sample_batch b;
   sample_batch_init(&b);
   CHECK(generate(m, &cfg, tok, ps, N_PROMPTS, 1, 0.0, &b, NULL) == 0);
-  struct model_kv_io io = { NULL, identity_exchange };
+  struct model_kv_io io = { .exchange = identity_exchange };
   float *logits = malloc(sizeof(float) * (size_t)m->cfg.vocab_size);
   int ctx[128], checked = 0, mismatches = 0;
   double lp_diff = 0, min_margin = INFINITY;
@@ -214,7 +213,7 @@ static void test_composition(struct model *m, const struct tokenizer *tok, const
            st.prefill_requested, same ? "identical" : "DIFFER", bits ? "bit-identical" : "differ",
            lp);
     CHECK(same);
-    CHECK(lp <= LP_TOL_BATCH);
+    CHECK(bits && lp == 0);
     if (v[i].kv_mb == 1) CHECK(st.preemptions > 0);
     if (i == 0) CHECK(st.prefill_computed < st.prefill_requested);
     if (i == 0) sample_batch_move_all(&ref, &b);
@@ -263,9 +262,9 @@ static void test_versions(struct model *m, const struct tokenizer *tok, const st
   int bits2, same_stale = same_samples(&stale, &fresh, &lp2, &bits2);
   printf("d) after a weight update: new version == fresh engine: %s (max logprob diff %.2e); "
          "control, stale version label: %ld prefix hits, %s\n", same_fresh ? "yes" : "NO", lp,
-         st.prefix_hits, same_stale && lp2 <= LP_TOL_BATCH ? "SAME (control failed)" : "differs");
-  CHECK(same_fresh && lp <= LP_TOL_BATCH);
-  CHECK(st.prefix_hits > 0 && !(same_stale && lp2 <= LP_TOL_BATCH));
+         st.prefix_hits, same_stale && bits2 ? "SAME (control failed)" : "differs");
+  CHECK(same_fresh && bits);
+  CHECK(st.prefix_hits > 0 && !(same_stale && bits2));
   model_init_params(m, 1234);  /* back to the weights of the other tests */
   rollout_free(re);
   rollout_free(re2);
@@ -323,6 +322,46 @@ static void test_bad_input(struct model *m, const struct tokenizer *tok) {
   sample_batch_free(&b);
 }
 
+/* ---- (f) the quickstart's shape ------------------------------------------------------- */
+
+static void test_quickstart_shape(const struct tokenizer *tok) {
+  struct model_config mc = { .vocab_size = TOK_CHAR_VOCAB, .dim = 128, .layers = 4, .heads = 4,
+                             .kv_heads = 2, .ffn_dim = 344, .max_seq = 32, .rope_theta = 10000.0,
+                             .norm_eps = 1e-5, .init_std = 0.3, .tie_embeddings = 1 };
+  struct model m;
+  CHECK(model_create(&m, &mc, 4096, &cpu_backend) == 0);
+  model_init_params(&m, 4321);
+  struct prompt_set ps;
+  for (int i = 0; i < N_PROMPTS; i++) {
+    char text[16];
+    snprintf(text, sizeof text, "%d+%d=", 10 + 11 * i, 97 - 9 * i);
+    size_t n = 0, at = 0;
+    CHECK(tokenizer_encode(tok, text, strlen(text), ps.tok[i], 64, &n, &at) == TOK_OK);
+    ps.p[i] = (struct rollout_prompt){ .prompt_id = 500 + i, .group = i, .tokens = ps.tok[i],
+                                       .n_tokens = (int)n };
+  }
+  double d[2];
+  struct sample_batch b[2];
+  for (int k = 0; k < 2; k++) {  /* all 128 sequences together, then one at a time */
+    struct config cfg;
+    deck(&cfg, 6, k == 0 ? 256 : 1, 16, 1);
+    sample_batch_init(&b[k]);
+    CHECK(generate(&m, &cfg, tok, &ps, N_PROMPTS, 16, 1.0, &b[k], NULL) == 0);
+    d[k] = rollout_logprob_diff_max(&m, &b[k]);
+  }
+  double lp;
+  int bits, same = same_samples(&b[0], &b[1], &lp, &bits);
+  printf("f) quickstart shape, %d samples: max |rollout - model_forward| logprob = %.2e batched, "
+         "%.2e one at a time (tolerance %.0e); batched vs one at a time: tokens %s, logprobs %s\n",
+         b[0].n, d[0], d[1], LP_TOL_TRAINER, same ? "identical" : "DIFFER",
+         bits ? "bit-identical" : "differ");
+  CHECK(b[0].n == N_PROMPTS * 16 && d[0] <= LP_TOL_TRAINER && d[1] <= LP_TOL_TRAINER);
+  CHECK(same && bits);
+  sample_batch_free(&b[0]);
+  sample_batch_free(&b[1]);
+  model_free(&m);
+}
+
 int main(void) {
   struct model m;
   struct tokenizer tok;
@@ -337,6 +376,7 @@ int main(void) {
   test_stop(&m, &tok, &ps);
   test_bad_input(&m, &tok);
   model_free(&m);
+  test_quickstart_shape(&tok);
   tokenizer_free(&tok);
   return TEST_RESULT("test_rollout");
 }
