@@ -83,13 +83,13 @@ static int eval_parse(int n_rest, char **rest, struct eval_args *a) {
 /* A checkpoint (file, or a directory's latest) through ckpt_read's validation. */
 static int load_ckpt(const char *in, int is_dir, struct eval_model *em) {
   struct ckpt_state st;
-  char path[4096], what[400];
+  char path[4096];
   snprintf(path, sizeof path, "%s", in);
   int rc = is_dir ? ckpt_read_latest(in, &st, NULL, MPI_COMM_SELF, path, sizeof path)
                   : ckpt_read(path, &st, NULL, MPI_COMM_SELF);
   if (rc) return rc;
-  ckpt_describe(&st, what, sizeof what);
-  snprintf(em->from, sizeof em->from, "%s (checkpoint %s)", path, what);
+  snprintf(em->from, sizeof em->from, "%s (checkpoint of step %ld, weight_version %ld)", path, st.step,
+           st.weight_version);
   em->mc = st.mc;
   em->params = st.params;
   em->step = st.step;
@@ -150,11 +150,11 @@ static int setup_deck(struct run *r, struct model_config *deck_mc, char *err, si
 
 /* The model must take the tokenizer's ids and every held-out prompt the eval uses plus
  * [rollout] max_new_tokens; the task must have those held-out problems. */
-static int check_fit(const struct run *r, long n_prompts, char *err, size_t len) {
+static int check_fit(const struct run *r, const char *model, long n_prompts, char *err, size_t len) {
   const struct config *cfg = r->cfg;
   if (r->mc.vocab_size < r->tok.vocab_size) {
-    snprintf(err, len, "the model's vocabulary (%d) is smaller than the deck's tokenizer's (%d ids): "
-             "the model was not trained with this deck's tokenizer", r->mc.vocab_size, r->tok.vocab_size);
+    snprintf(err, len, "%s: the model's vocabulary (%d) is smaller than the deck's tokenizer's (%d ids): "
+             "the model was not trained with this deck's tokenizer", model, r->mc.vocab_size, r->tok.vocab_size);
     return 2;
   }
   struct sample s;
@@ -171,8 +171,9 @@ static int check_fit(const struct run *r, long n_prompts, char *err, size_t len)
       snprintf(err, len, "%s: held-out prompt '%s' does not encode with the tokenizer", r->deck_path, tp.text);
       rc = 2;
     } else if (s.n_prompt + cfg->rollout.max_new_tokens > r->mc.max_seq) {
-      snprintf(err, len, "the model's max_seq = %d is too short for held-out prompt '%s' (%d tokens) + "
-               "[rollout] max_new_tokens %ld", r->mc.max_seq, tp.text, s.n_prompt, cfg->rollout.max_new_tokens);
+      snprintf(err, len, "%s: the model's max_seq = %d is too short for held-out prompt '%s' (%d tokens) + "
+               "[rollout] max_new_tokens %ld", model, r->mc.max_seq, tp.text, s.n_prompt,
+               cfg->rollout.max_new_tokens);
       rc = 2;
     }
   }
@@ -289,6 +290,21 @@ static void teardown(struct run *r, struct eval_model *em) {
   tokenizer_free(&r->tok);
 }
 
+/* Rank 0: what is evaluated, and a note when the deck's [model] is another shape. */
+static void print_model(const struct run *r, const struct eval_model *em, const struct model_config *deck_mc,
+                        FILE *con) {
+  const struct model_config *mc = &r->mc;
+  fprintf(con, "rlpt eval %s: model %s: %zu parameters (vocab %d, dim %d, layers %d, heads %d/%d, ffn %d, "
+          "max_seq %d)\n", r->deck_path, em->from, model_param_count(mc), mc->vocab_size, mc->dim, mc->layers,
+          mc->heads, mc->kv_heads, mc->ffn_dim, mc->max_seq);
+  char *file_js = model_config_to_json(mc), *deck_js = model_config_to_json(deck_mc);
+  if (file_js && deck_js && strcmp(file_js, deck_js))
+    fprintf(con, "eval: note: the deck's [model] section describes another model; the model file's config "
+            "is used\n");
+  free(file_js);
+  free(deck_js);
+}
+
 /* Everything after the deck: model, setup, checks, the eval, the output. Collective. */
 static int eval_mpi(struct run *r, const struct eval_args *a) {
   struct eval_model em;
@@ -309,23 +325,13 @@ static int eval_mpi(struct run *r, const struct eval_args *a) {
   if (phase == PHASE_SFT && r->cfg->sft.eval_prompts > n_prompts) n_prompts = r->cfg->sft.eval_prompts;
   if (!rc) {  /* the same verdict on every rank (pure in the deck and the model) but memory */
     int lrc = setup_deck(r, &deck_mc, err, sizeof err);
-    if (!lrc) lrc = check_fit(r, n_prompts, err, sizeof err);
+    if (!lrc) lrc = check_fit(r, a->model, n_prompts, err, sizeof err);
     if (!lrc && setup_ranks(r) != 0) lrc = 1, snprintf(err, sizeof err, "out of memory");
     if (lrc && (me == 0 || lrc == 1)) fprintf(stderr, "rlpt: eval: %s\n", err);
     rc = error_agree(MPI_COMM_WORLD, lrc);
   }
   if (!rc) rc = setup_engine(r, &em);
-  if (!rc && me == 0) {
-    fprintf(con, "rlpt eval %s: model %s: %zu parameters (vocab %d, dim %d, layers %d, heads %d/%d, ffn %d, "
-            "max_seq %d)\n", r->deck_path, em.from, model_param_count(&r->mc), r->mc.vocab_size, r->mc.dim,
-            r->mc.layers, r->mc.heads, r->mc.kv_heads, r->mc.ffn_dim, r->mc.max_seq);
-    char *a_js = model_config_to_json(&r->mc), *b_js = model_config_to_json(&deck_mc);
-    if (a_js && b_js && strcmp(a_js, b_js))
-      fprintf(con, "eval: note: the deck's [model] section describes another model; the model file's "
-              "config is used\n");
-    free(a_js);
-    free(b_js);
-  }
+  if (!rc && me == 0) print_model(r, &em, &deck_mc, con);
   struct step_metrics m;
   metrics_init(&m);
   if (!rc) eval_once(r, phase, em.step, con, &m);
