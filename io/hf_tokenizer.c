@@ -258,8 +258,9 @@ static int config_token(const struct hf_tokenizer *h, const char *key, int *id, 
   if (!cJSON_IsString(v)) return 0;
   *id = find_token(&h->spec, v->valuestring);
   if (*id >= 0) return 0;
-  snprintf(err, errlen, "%s: tokenizer_config.json's %s '%.60s' is not in the vocabulary", h->path,
-           key, v->valuestring);
+  int dir = (int)(strlen(h->path) - strlen("tokenizer.json"));
+  snprintf(err, errlen, "%.*stokenizer_config.json: %s '%.60s' is not in the vocabulary of %s", dir,
+           h->path, key, v->valuestring, h->path);
   return -1;
 }
 

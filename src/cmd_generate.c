@@ -1,22 +1,27 @@
-/* cmd_generate.c: `rlpt generate --model FILE.h5 --prompt TEXT [-n G] [--temperature T]
- * [--top-p P] [--top-k K] [--max-new-tokens N] [--seed S] [--json]`.
+/* cmd_generate.c: `rlpt generate --model MODEL --prompt TEXT [--chat] [-n G]
+ * [--temperature T] [--top-p P] [--top-k K] [--max-new-tokens N] [--seed S] [--json]`.
  *
- * Samples G responses to one prompt with the rollout engine (rollout.h) on a model
- * written by `rlpt init` / `rlpt convert`, and prints each with its per-token
- * logprobs and finish reason; with --json one object per line:
- * {"prompt", "prompt_tokens", "text", "tokens", "logprobs", "finish_reason"}.
- * Model files carry no tokenizer yet, so text goes through the built-in character
- * tokenizer (the model's vocabulary must cover its 98 ids). Defaults are the deck's
- * [rollout] defaults. Bad arguments or an unreadable model: message, exit 2. No MPI. */
+ * Samples G responses to one prompt with the rollout engine (rollout.h) and
+ * prints each with its per-token logprobs and finish reason; with --json one
+ * object per line: {"prompt", "prompt_tokens", "text", "tokens", "logprobs",
+ * "finish_reason"}. MODEL is an rlpt model file (FILE.h5, written by `rlpt
+ * init` / `rlpt convert`), whose text goes through the built-in character
+ * tokenizer (the model's vocabulary must cover its 98 ids), or gguf:PATH /
+ * hf:DIR as `[model] init` takes them: the model's own BPE tokenizer, BOS when
+ * the model adds it, and with --chat the prompt as one user message in the
+ * model's chat template (model_import.h). Defaults are the deck's [rollout]
+ * defaults. Bad arguments or an unreadable model: message, exit 2. No MPI. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat.h"
 #include "config.h"
 #include "model.h"
 #include "model_h5.h"
+#include "model_import.h"
 #include "rollout.h"
 #include "tokenizer.h"
 
@@ -24,14 +29,17 @@ struct gen_args {
   const char *model, *prompt;
   long n, top_k, max_new, seed;
   double temperature, top_p;
-  int json;
+  int json, chat;
+  int imported;  /* --model gguf:PATH or hf:DIR */
 };
 
 static int gen_usage(int rc) {
   fprintf(rc ? stderr : stdout,
-          "usage: rlpt generate --model FILE.h5 --prompt TEXT [-n G] [--temperature T] [--top-p P]\n"
-          "                     [--top-k K] [--max-new-tokens N] [--seed S] [--json]\n"
-          "  G samples of one prompt (character tokenizer) with logprobs and finish reasons;\n"
+          "usage: rlpt generate --model MODEL --prompt TEXT [--chat] [-n G] [--temperature T]\n"
+          "                     [--top-p P] [--top-k K] [--max-new-tokens N] [--seed S] [--json]\n"
+          "  MODEL: FILE.h5 (character tokenizer), gguf:PATH or hf:DIR (the model's tokenizer;\n"
+          "  --chat puts the prompt in the model's chat template as a user message).\n"
+          "  G samples of one prompt with logprobs and finish reasons;\n"
           "  --json: one {\"prompt\", \"prompt_tokens\", \"text\", \"tokens\", \"logprobs\",\n"
           "  \"finish_reason\"} object per line. Temperature 0 is greedy.\n");
   return rc;
@@ -57,6 +65,7 @@ static int gen_parse(struct gen_args *a, int argc, char **argv) {
     int rc = 0;
     if (!strcmp(o, "-h") || !strcmp(o, "--help")) return gen_usage(0) - 1;
     if (!strcmp(o, "--json")) { a->json = 1; continue; }
+    if (!strcmp(o, "--chat")) { a->chat = 1; continue; }
     if (i + 1 >= argc) {
       fprintf(stderr, "rlpt: generate: unexpected argument '%s'\n", o);
       return gen_usage(2);
@@ -80,20 +89,28 @@ static int gen_parse(struct gen_args *a, int argc, char **argv) {
     fprintf(stderr, "rlpt: generate: --model and --prompt are required\n");
     return gen_usage(2);
   }
+  a->imported = !strncmp(a->model, "gguf:", 5) || !strncmp(a->model, "hf:", 3);
+  if (a->chat && !a->imported) {
+    fprintf(stderr, "rlpt: generate: --chat needs a model with a chat template (gguf:PATH or hf:DIR)\n");
+    return 2;
+  }
   return 0;
 }
 
 /* Text of tokens: the tokenizer's decoding; ids it cannot decode appear as <id>. */
 static char *tokens_text(const struct tokenizer *tok, const int32_t *t, int n) {
-  char *buf = malloc((size_t)n * 16 + 1), one[16];
-  size_t len = 0, k;
-  if (!buf) return NULL;
-  buf[0] = '\0';
-  for (int i = 0; i < n; i++) {
+  size_t cap = 64, len = 0, k;
+  char *buf = malloc(cap), one[1024];
+  for (int i = 0; buf && i < n; i++) {
     int id = t[i];
-    if (tokenizer_decode(tok, &id, 1, one, sizeof one, &k) != TOK_OK) snprintf(one, sizeof one, "<%d>", id);
-    len += (size_t)snprintf(buf + len, 16, "%s", one);
+    if (tokenizer_decode(tok, &id, 1, one, sizeof one, &k) != TOK_OK) k = (size_t)snprintf(one, sizeof one, "<%d>", id);
+    char *nb = len + k + 1 > cap ? realloc(buf, cap = 2 * (len + k + 1)) : buf;
+    if (!nb) free(buf);
+    buf = nb;
+    if (buf) memcpy(buf + len, one, k);
+    len += k;
   }
+  if (buf) buf[len] = '\0';
   return buf;
 }
 
@@ -134,25 +151,41 @@ static void print_text(const struct sample *s, const char *text) {
   printf("\n");
 }
 
-/* Model and character tokenizer; 0, or 2 (unreadable / unsuitable file), 1. */
-static int gen_load(struct model *m, const struct gen_args *a, int n_prompt) {
-  struct model_config mc;
-  int rc = model_h5_read_config(a->model, &mc);
+/* An rlpt model file's config, checked against the character tokenizer and the length. */
+static int gen_h5_config(const struct gen_args *a, int n_prompt, struct model_config *mc) {
+  int rc = model_h5_read_config(a->model, mc);
   if (rc) return rc;
-  if (mc.vocab_size < TOK_CHAR_VOCAB) {
+  if (mc->vocab_size < TOK_CHAR_VOCAB) {
     fprintf(stderr, "rlpt: %s: vocabulary %d is smaller than the character tokenizer's %d ids\n",
-            a->model, mc.vocab_size, TOK_CHAR_VOCAB);
+            a->model, mc->vocab_size, TOK_CHAR_VOCAB);
     return 2;
   }
-  if (n_prompt + a->max_new > mc.max_seq) { /* checked before sizing anything by it */
+  if (n_prompt + a->max_new > mc->max_seq) { /* checked before sizing anything by it */
     fprintf(stderr, "rlpt: %s: the prompt (%d tokens) + --max-new-tokens %ld exceeds the model's "
-            "max_seq = %d\n", a->model, n_prompt, a->max_new, mc.max_seq);
+            "max_seq = %d\n", a->model, n_prompt, a->max_new, mc->max_seq);
     return 2;
   }
+  return 0;
+}
+
+/* The model; cfg holds the gguf:/hf: init. 0, or 2 (unreadable / unsuitable file), 1. */
+static int gen_load(struct model *m, const struct gen_args *a, struct config *cfg, int n_prompt) {
+  struct model_config mc;
+  char err[1024];
+  int rc;
+  cfg->model.max_seq = n_prompt + a->max_new;  /* must fit the file's context */
+  if (a->imported && (rc = model_import_config(cfg, &mc, err, sizeof err)))
+    fprintf(stderr, "rlpt: generate: %s\n", err);
+  else if (!a->imported)
+    rc = gen_h5_config(a, n_prompt, &mc);
+  if (rc) return rc;
   /* one prefill (or a preempted sample's recompute) plus one decode row per sample */
   long budget = (long)n_prompt + a->max_new + a->n;
   if (model_create(m, &mc, (int)budget, &cpu_backend)) return 1;
-  return model_h5_read_params(a->model, &m->table, m->params);
+  if (!a->imported) return model_h5_read_params(a->model, &m->table, m->params);
+  rc = model_import_params(m, a->model, err, sizeof err);
+  if (rc) fprintf(stderr, "rlpt: generate: %s\n", err);
+  return rc;
 }
 
 static int gen_run_prompt(const struct gen_args *a, struct model *m, const struct tokenizer *tok,
@@ -192,6 +225,52 @@ static int gen_run_prompt(const struct gen_args *a, struct model *m, const struc
   return rc;
 }
 
+/* The tokenizer: the model's own for gguf:/hf: (cfg gets the init), else the
+ * character tokenizer. 0, or 2 with a message. */
+static int gen_tokenizer(const struct gen_args *a, struct config *cfg, struct tokenizer *tok) {
+  struct model_config mc;
+  char err[1024];
+  if (!a->imported) {
+    tokenizer_init_char(tok);
+    return 0;
+  }
+  snprintf(cfg->model.init, sizeof cfg->model.init, "%s", a->model);
+  cfg->model.max_seq = 1;  /* the length is checked once the prompt is encoded */
+  if (!model_import_setup(cfg, &mc, tok, err, sizeof err)) return 0;
+  fprintf(stderr, "rlpt: generate: %s\n", err);
+  return 2;
+}
+
+/* The prompt's ids, with --chat in the model's chat template; an imported
+ * model's BOS first when it adds one (an rlpt model file's prompt stays as
+ * given). NULL after a message. */
+static int *gen_prompt_ids(const struct gen_args *a, const struct tokenizer *tok, size_t *n_ids) {
+  struct chat_template ct;
+  struct chat_msg msg = {"user", a->prompt};
+  char err[1024];
+  size_t len = strlen(a->prompt), at = 0;
+  char *text = NULL;
+  if (a->chat && model_import_chat_template(a->model, &ct, err, sizeof err)) {
+    fprintf(stderr, "rlpt: generate: %s\n", err);
+    return NULL;
+  }
+  text = a->chat ? chat_format(&ct, &msg, 1, 1, &len) : strdup(a->prompt);
+  int *ids = text ? malloc(sizeof(int) * (len + 2)) : NULL, b = a->imported && tok->bos_id >= 0;
+  int rc = !ids ? TOK_ERR_SPACE : len == 0 ? TOK_ERR_UNKNOWN
+                                           : tokenizer_encode(tok, text, len, ids + b, len + 1, n_ids, &at);
+  if (!rc && b && (*n_ids == 0 || ids[1] != tok->bos_id)) ids[0] = tok->bos_id, ++*n_ids;
+  else if (!rc && b) memmove(ids, ids + 1, sizeof(int) * *n_ids);  /* the template wrote BOS */
+  if (rc && len == 0) fprintf(stderr, "rlpt: generate: --prompt is empty\n");
+  else if (rc == TOK_ERR_UNKNOWN)
+    fprintf(stderr, "rlpt: generate: --prompt: byte %zu (0x%02x) has no token in %s\n", at,
+            (unsigned char)text[at], a->imported ? "the model's vocabulary" :
+            "the character tokenizer (printable ASCII only)");
+  else if (rc) fprintf(stderr, "rlpt: generate: out of memory\n");
+  free(text);
+  if (rc) free(ids);
+  return rc ? NULL : ids;
+}
+
 int cmd_generate(int argc, char **argv) {
   struct config def;
   config_defaults(&def);
@@ -201,19 +280,11 @@ int cmd_generate(int argc, char **argv) {
   int rc = gen_parse(&a, argc, argv);
   if (rc) return rc < 0 ? 0 : rc;
   struct tokenizer tok;
-  tokenizer_init_char(&tok);
-  size_t len = strlen(a.prompt), n_ids = 0, at = 0;
-  int *ids = malloc(sizeof(int) * (len + 1));
-  if (!ids) return 1;
-  if (len == 0 || tokenizer_encode(&tok, a.prompt, len, ids, len + 1, &n_ids, &at) != TOK_OK) {
-    if (len == 0) fprintf(stderr, "rlpt: generate: --prompt is empty\n");
-    else fprintf(stderr, "rlpt: generate: --prompt: byte %zu (0x%02x) is not in the character "
-                 "tokenizer (printable ASCII only)\n", at, (unsigned char)a.prompt[at]);
-    free(ids);
-    return 2;
-  }
+  size_t n_ids = 0;
+  if (gen_tokenizer(&a, &def, &tok)) return 2;
+  int *ids = gen_prompt_ids(&a, &tok, &n_ids);
   struct model m = {0};
-  rc = gen_load(&m, &a, (int)n_ids);
+  rc = ids ? gen_load(&m, &a, &def, (int)n_ids) : 2;
   if (!rc) rc = gen_run_prompt(&a, &m, &tok, ids, (int)n_ids);
   if (m.params) model_free(&m);
   free(ids);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat.h"
 #include "gguf.h"
 #include "hf_tokenizer.h"
 #include "safetensors.h"
@@ -187,4 +188,26 @@ int model_import_params(struct model *m, const char *init, char *err, size_t err
   free(params);
   param_table_free(&table);
   return rc;
+}
+
+int model_import_chat_template(const char *init, struct chat_template *ct, char *err,
+                               size_t errlen) {
+  char msg[768] = "";
+  int rc;
+  if (!strncmp(init, "hf:", 3)) {
+    struct hf_tokenizer h;
+    rc = hf_tokenizer_open(&h, init + 3, msg, sizeof msg);
+    if (!rc && !h.spec.chat_template.p)
+      rc = snprintf(msg, sizeof msg, "%s/tokenizer_config.json has no chat_template", init + 3) > 0;
+    else if (!rc)
+      rc = chat_template_detect(ct, h.spec.chat_template.p, h.spec.chat_template.len, msg, sizeof msg);
+    if (h.json) hf_tokenizer_close(&h);
+  } else {
+    struct gguf_file f;
+    rc = gguf_open(&f, init + 5, msg, sizeof msg);
+    if (!rc) rc = chat_template_from_gguf(ct, &f, msg, sizeof msg);
+    gguf_close(&f);
+  }
+  if (rc) snprintf(err, errlen, "[model] init = %s: %s", init, msg);
+  return rc ? 2 : 0;
 }

@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 
+#include "chat.h"
 #include "config.h"
 #include "model.h"
 #include "tokenizer.h"
@@ -45,5 +46,10 @@ int model_import_gguf_setup(const struct config *cfg, struct model_config *mc,
 /* The weights of init ("gguf:PATH" or "hf:DIR") into m->params; the file's
  * tensors must be m's. Returns 0, or 2 with a message. */
 int model_import_params(struct model *m, const char *init, char *err, size_t errlen);
+
+/* The chat template (ChatML / Llama 3, chat.h) of init's model: GGUF
+ * tokenizer.chat_template, or the directory's (hf_tokenizer.h). 0, or 2. */
+int model_import_chat_template(const char *init, struct chat_template *ct, char *err,
+                               size_t errlen);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "config.h"
 #include "error.h"
+#include "model_import.h"
 #include "tokenizer.h"
 
 /* Saved activations per token per layer for the backward pass, in elements.
@@ -114,21 +115,25 @@ static void rollout_memory(struct plan *p, const struct config *cfg) {
 int plan_build(struct plan *p, const struct config *cfg, int world, char *err, size_t errlen) {
   memset(p, 0, sizeof *p);
   if (roles_resolve(cfg, world, &p->counts, err, errlen)) return 2;
-  /* vocab_size = auto: a scratch model uses the built-in character tokenizer;
-   * imported weights bring their own, which plan does not open. */
+  /* gguf:PATH / hf:DIR: the shape from the file (its header / config.json,
+   * merged with the deck as the run does); vocab_size = auto with scratch: the
+   * built-in character tokenizer. */
   int tok_vocab = 0;
-  if (cfg->model.vocab_size < 0 && !strcmp(cfg->model.init, "scratch")) {
+  if (model_import_is_file(cfg)) {
+    if (model_import_config(cfg, &p->mc, err, errlen)) return 2;
+  } else if (cfg->model.vocab_size < 0 && !strcmp(cfg->model.init, "scratch")) {
     struct tokenizer tok;
     tokenizer_init_char(&tok);
     tok_vocab = tok.vocab_size;
     tokenizer_free(&tok);
   } else if (cfg->model.vocab_size < 0) {
-    snprintf(err, errlen, "[model] vocab_size = auto with init = %s: plan does not read the "
-             "tokenizer of imported weights; set vocab_size (or override model.vocab_size=N)",
+    snprintf(err, errlen, "[model] vocab_size = auto with init = %s: plan does not open the "
+             "checkpoint; set vocab_size (or override model.vocab_size=N)",
              cfg->model.init);
     return 2;
   }
-  if (model_config_from_deck(&p->mc, cfg, tok_vocab, err, errlen)) return 2;
+  if (!model_import_is_file(cfg) && model_config_from_deck(&p->mc, cfg, tok_vocab, err, errlen))
+    return 2;
   const struct role_counts *c = &p->counts;
   if (c->train_pp > p->mc.layers) {
     snprintf(err, errlen, "[ranks] train_pp = %d exceeds [model] layers = %d: a pipeline stage "

@@ -9,6 +9,7 @@
  *    258 strings must equal tokenizers' (tests/ref/hf_tok_golden.json) and
  *    decode must give the text back; bos/eos/add_bos/chat template as the
  *    config files say;
+ *  - ignore_merges: a vocabulary token no merge path reaches (ids from tokenizers);
  *  - the synthetic GGUF vocabulary with each pre-tokenizer written as
  *    tokenizer.json and read back (both merge formats) encodes 2000 random
  *    byte strings exactly as the GGUF-loaded tokenizer;
@@ -272,26 +273,63 @@ static void check_model_import(const char *dir) {
 
 /* ---- bad input ---------------------------------------------------------------------- */
 
-/* A copy of fixture a with `edit` applied to tokenizer.json's text (old -> new). */
-static void expect_refused(const char *dir, const char *old, const char *new_, const char *want) {
-  char src[1100], path[1100], err[1024];
-  snprintf(src, sizeof src, "%s/tests/data/hf_tok_a/tokenizer.json", src_dir());
+/* DIR/tokenizer.json = fixture NAME's with the first OLD replaced by NEW. */
+static int write_edited(const char *dir, const char *name, const char *old, const char *new_) {
+  char src[1100], path[1100];
+  snprintf(src, sizeof src, "%s/tests/data/%s/tokenizer.json", src_dir(), name);
   snprintf(path, sizeof path, "%s/tokenizer.json", dir);
   char *text = read_all(src), *at = text ? strstr(text, old) : NULL;
-  CHECK_MSG(at != NULL, "fixture has '%s'", old);
-  if (!at) { free(text); return; }
+  CHECK_MSG(at != NULL, "fixture %s has '%s'", name, old);
+  if (!at) { free(text); return -1; }
   size_t n = strlen(text) + strlen(new_) + 1;
   char *out = malloc(n);
   snprintf(out, n, "%.*s%s%s", (int)(at - text), text, new_, at + strlen(old));
-  CHECK(write_all(path, out) == 0);
+  int rc = write_all(path, out);
+  CHECK(rc == 0);
+  free(out);
+  free(text);
+  return rc;
+}
+
+/* ignore_merges (fixture b, Llama 3's flag): a piece that is a vocabulary token
+ * is that token even when no merge path reaches it; without the flag (fixture a)
+ * the merges decide. Ids from Hugging Face tokenizers on the same edit. */
+static void check_ignore_merges(const char *dir) {
+  static const struct { const char *name, *edit, *text; int n, ids[4]; } cases[] = {
+    {"hf_tok_b", "\"vocab\":{\"xyzq\":600,", "xyzq", 1, {600}},
+    {"hf_tok_b", "\"vocab\":{\"xyzq\":600,", " xyzq", 4, {446, 93, 94, 85}},
+    {"hf_tok_a", "\"vocab\":{\"xyzq\":601,", "xyzq", 4, {90, 91, 92, 83}},
+  };
+  char cpath[1100];
+  snprintf(cpath, sizeof cpath, "%s/tokenizer_config.json", dir);
+  unlink(cpath);  /* the earlier checks' */
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    struct tokenizer t;
+    char err[1024];
+    int ids[16];
+    size_t n = 0;
+    if (write_edited(dir, cases[k].name, "\"vocab\":{", cases[k].edit) ||
+        hf_tokenizer_load(&t, dir, NULL, err, sizeof err)) {
+      CHECK_MSG(0, "%s", err);
+      continue;
+    }
+    int rc = tokenizer_encode(&t, cases[k].text, strlen(cases[k].text), ids, 16, &n, NULL);
+    CHECK_MSG(rc == TOK_OK && n == (size_t)cases[k].n && !memcmp(ids, cases[k].ids, n * sizeof(int)),
+              "%s '%s': %zu ids, first %d", cases[k].name, cases[k].text, n, n ? ids[0] : -1);
+    tokenizer_free(&t);
+  }
+}
+
+/* Fixture a with one edit to tokenizer.json: refused with WANT in the message. */
+static void expect_refused(const char *dir, const char *old, const char *new_, const char *want) {
+  char err[1024] = "";
   struct tokenizer t;
+  if (write_edited(dir, "hf_tok_a", old, new_)) return;
   int rc = hf_tokenizer_load(&t, dir, NULL, err, sizeof err);
   CHECK_MSG(rc == -1 && strstr(err, want) && strstr(err, "tokenizer.json"), "'%s' -> rc %d: %s", new_,
             rc, err);
   if (!rc) tokenizer_free(&t);
   printf("refused: %s\n", err);
-  free(out);
-  free(text);
 }
 
 static void check_bad(const char *dir) {
@@ -319,7 +357,9 @@ static void check_bad(const char *dir) {
         strstr(err, "tokenizer_config.json: line 2: not valid JSON"));
   printf("refused: %s\n", err);
   CHECK(write_all(cpath, "{\"eos_token\": \"<|nope|>\"}") == 0);
-  CHECK(hf_tokenizer_load(&t, dir, NULL, err, sizeof err) == -1 && strstr(err, "<|nope|>"));
+  CHECK(hf_tokenizer_load(&t, dir, NULL, err, sizeof err) == -1 && strstr(err, "<|nope|>") &&
+        strstr(err, "tokenizer_config.json: eos_token"));
+  printf("refused: %s\n", err);
   unlink(cpath);
   free(text);
 }
@@ -391,6 +431,7 @@ int main(int argc, char **argv) {
     cJSON_Delete(golden);
     check_synthetic(dir);
     check_model_import(dir);
+    check_ignore_merges(dir);
     check_bad(dir);
     rc = TEST_RESULT("test_hf_tokenizer");
   }
