@@ -42,7 +42,7 @@ const struct cfg_key cfg_schema[] = {
   LIST("sft", "target_band", "0.0, 1.0", 0, 1, "fraction", "Post-SFT pass@1 must land in [lo, hi]; the run says so clearly when it does not", sft.target_band),
 
   /* [model] */
-  STR("model", "init", "scratch", "Initial weights: scratch | gguf:PATH | hf:DIR | ckpt:PATH", model.init),
+  STR("model", "init", "scratch", "Initial weights: scratch | gguf:PATH | hf:DIR | ckpt:PATH. gguf: (GGUF file) and hf: (Hugging Face directory: config.json, *.safetensors, tokenizer.json) also give the model shape and the tokenizer", model.init),
   AUTOINT("model", "vocab_size", "auto", 1, 1e8, "tokens", "Vocabulary size (auto = from the tokenizer)", model.vocab_size),
   INT("model", "dim", "128", 1, 1e6, "", "Hidden size", model.dim),
   INT("model", "layers", "4", 1, 1e4, "", "Transformer blocks", model.layers),
