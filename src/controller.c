@@ -23,7 +23,7 @@ int run_prompt_tokens(const struct run *r, const struct task_prompt *p, struct s
   return sample_set_prompt(s, ids, (int32_t)n + b);
 }
 
-void controller_send_prompts(struct run *r, long step) {
+void controller_send_prompts(struct run *r, long step, int round) {
   long P = r->cfg->algo.prompts_per_step;
   int R = r->comms.counts.rollout_instances;
   struct sample_batch b;
@@ -31,7 +31,7 @@ void controller_send_prompts(struct run *r, long step) {
   for (int i = 0; i < R; i++) {
     for (long g = run_slice_lo(P, R, i); g < run_slice_lo(P, R, i + 1); g++) {
       struct task_prompt tp;
-      uint64_t id = (uint64_t)(step - 1) * (uint64_t)P + (uint64_t)g;
+      uint64_t id = dynsamp_prompt_id(step, round, g, P, r->cfg->algo.max_resample_rounds);
       struct sample *s = sample_batch_add(&b);
       if (!s) die_local("out of memory for the prompts of step %ld", step);
       if (task_prompt(&r->task, id, TASK_TRAIN, &tp) != 0)
@@ -127,6 +127,46 @@ void controller_collect(struct run *r, const char *expect, const char *phase, lo
   free(got);
 }
 
+/* Append the kept group numbers in msg (len bytes) to out[1..], checking them. */
+static void kept_append(long P, const void *msg, size_t len, int from, int32_t *out) {
+  size_t n = len / sizeof(int32_t);
+  const int32_t *g = msg;
+  if (len % sizeof(int32_t) || (long)(out[0] + n) > P)
+    die_local("dynamic sampling: a kept-groups message of %zu bytes from rank %d", len, from);
+  for (size_t k = 0; k < n; k++) {
+    if (g[k] < 0 || g[k] >= P) die_local("dynamic sampling: rank %d kept group %d of 0..%ld", from, g[k], P - 1);
+    out[1 + out[0]++] = g[k];
+  }
+}
+
+void controller_gather_kept(struct run *r, long step, const int32_t *mine, int n_mine, int32_t *out) {
+  long P = r->cfg->algo.prompts_per_step;
+  int W = r->comms.world_size, R = r->comms.counts.rollout_instances;
+  char *expect = calloc((size_t)W, 1), *got = calloc((size_t)W, 1);
+  if (!expect || !got) die_local("out of memory");
+  for (int i = 0; i < R; i++)  /* the reward ranks that scored a slice this round */
+    if (run_slice_lo(P, R, i) < run_slice_lo(P, R, i + 1)) expect[r->reward_world[run_instance_reward(r, i)]] = 1;
+  out[0] = 0;
+  if (expect[0]) kept_append(P, mine, sizeof(int32_t) * (size_t)n_mine, 0, out);
+  double deadline = wait_now() + r->cfg->run.phase_timeout_s;
+  for (int w = 1; w < W; w++) {
+    if (!expect[w]) continue;
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    double remain = deadline - wait_now();
+    int rc = remain > 0 ? xfer_recv_bytes(&buf, &len, w, XFER_TAG_REWARDS, r->comms.world, remain, NULL)
+                        : XFER_TIMEOUT;
+    if (rc == XFER_TIMEOUT) watchdog_fire(r, expect, got, "rl", step);
+    if (rc != XFER_OK) die_local("receiving the kept groups of rank %d failed: %s", w, xfer_strerror(rc));
+    kept_append(P, buf, len, w, out);
+    got[w] = 1;
+    free(buf);
+  }
+  dynsamp_sort_groups(out + 1, out[0]);
+  free(expect);
+  free(got);
+}
+
 /* The reward statistics of a merged RL partial into m. */
 static void log_rewards(const struct run *r, const double *q, struct step_metrics *m) {
   double n = q[PS_N];
@@ -167,11 +207,14 @@ void controller_log_step(struct run *r, const double *q, enum metrics_phase phas
   if (phase == PHASE_RL) {
     log_rewards(r, q, &m);
     if (!isfinite(m.logprob_diff_max)) m.logprob_diff_max = q[PS_LPDIFF_ROLLOUT];
-    if (q[PS_N] > 0) {
-      m.lag_mean = q[PS_LAG_SUM] / q[PS_N];
+    if (q[PS_TRAINED] > 0) {
+      m.lag_mean = q[PS_LAG_SUM] / q[PS_TRAINED];
       m.lag_max = q[PS_LAG_MAX];
-      m.drop_ratio = 0;  /* sync mode trains every sample it generated */
+      m.drop_ratio = 0;  /* sync mode trains on the weights that generated (no sample is stale) */
     }
+    m.groups_filtered = q[PS_FILTERED];
+    m.gen_rounds = q[PS_ROUNDS];
+    m.groups_trained = q[PS_SELECTED];
   }
   if (metrics_log_step(&r->mlog, &m, stdout) != 0)
     die_local("writing the metrics file %s failed", r->cfg->log.metrics_path);

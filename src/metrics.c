@@ -32,6 +32,8 @@ const struct metric_field metric_fields[] = {
     F(drop_ratio, "fraction of samples dropped as too stale"),
     F(tis_clipfrac, "fraction of truncated-importance-sampling weights clipped"),
     F(groups_filtered, "groups filtered out (e.g. equal rewards)"),
+    F(gen_rounds, "generation rounds of the step (dynamic sampling resamples)"),
+    F(groups_trained, "groups in the update (prompts_per_step unless dynamic sampling fell short)"),
     F(skipped_nonfinite, "optimizer steps skipped for a non-finite gradient"),
     F(reward_nonfinite, "NaN/Inf rewards replaced by 0"),
     F(reward_parts_const_frac, "fraction of (group, reward part) pairs constant over the group"),

@@ -1,8 +1,10 @@
 /* roles.c: one sync RL step as each role does it (run.h): rollout generates
- * its instance's groups, reward scores them and hands each group whole to its
- * train DP rank, train updates, and the weight broadcast brings the new
- * version to the rollout ranks. Each rank reports its metrics partial to the
- * controller as soon as its last data-carrying role is done. */
+ * its instance's groups, reward scores them and keeps them (with dynamic
+ * sampling, rounds repeat until enough groups with a reward spread are kept:
+ * dynsamp.h), then hands each trained group whole to its train DP rank, train
+ * updates, and the weight broadcast brings the new version to the rollout
+ * ranks. Each rank reports its metrics partial to the controller as soon as its
+ * last data-carrying role is done. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +39,7 @@ static void rollout_part(struct run *r, long step) {
   int rc = rollout_generate(r->engine, rp, prompts.n, (int)r->cfg->algo.group_size, step, r->weight_version,
                             &out, NULL, err, sizeof err);
   if (rc) die_local("step %ld: generation failed: %s", step, err);
-  r->part[PS_T_GEN] = wait_now() - t0;
+  r->part[PS_T_GEN] = (isnan(r->part[PS_T_GEN]) ? 0.0 : r->part[PS_T_GEN]) + wait_now() - t0;  /* all rounds */
   r->part[PS_GEN_TOK] += (double)sample_batch_resp_tokens(&out);
   /* The trainer measures logprob_diff_max on its old-logprob pass; with old_logprobs =
    * rollout it has none, so the rollout rank measures it (a model_forward over the batch).
@@ -115,29 +117,92 @@ static void reward_score(struct run *r, struct sample_batch *b) {
   free(text);
 }
 
-static void reward_role_part(struct run *r) {
+/* One round: score the samples of this rank's rollout instances, move the groups the round
+ * keeps into *held and their numbers into groups[] (room for P). Returns how many it
+ * kept, or -1 when this rank scored nothing this round. */
+static int reward_round(struct run *r, const struct dynsamp *ds, struct sample_batch *held, int32_t *groups) {
   long P = r->cfg->algo.prompts_per_step;
   int R = r->comms.counts.rollout_instances, j = r->comms.place.role_rank[ROLE_REWARD];
-  struct sample_batch b, out;
+  struct sample_batch b;
   sample_batch_init(&b);
-  sample_batch_init(&out);
   for (int i = 0; i < R; i++)
     if (run_instance_reward(r, i) == j && run_slice_lo(P, R, i) < run_slice_lo(P, R, i + 1))
       run_recv(r, &b, r->rollout_world[i], BOX_SAMPLES, XFER_TAG_SAMPLES);
-  if (b.n == 0) return;
+  if (b.n == 0) return -1;
   double t0 = wait_now();
   reward_score(r, &b);
-  r->part[PS_T_REWARD] = wait_now() - t0;
-  /* whole groups to their DP rank, in DP order (receivers take reward ranks in order) */
-  for (int d = 0; d < r->comms.counts.train_dp; d++) {
-    for (int k = 0; k < b.n; k++)  /* a pushed sample is left zeroed: n_prompt 0 marks it taken */
-      if (b.s[k].n_prompt && run_group_dp(r, b.s[k].group) == d) {
-        if (sample_batch_push(&out, &b.s[k]) != 0) die_local("out of memory");
-      }
-    if (out.n) run_send(r, &out, r->train_world[d], BOX_REWARDS, XFER_TAG_REWARDS);
-  }
+  int n = dynsamp_round_groups(ds, &b, groups);
+  if (n < 0) die_local("out of memory filtering %d samples", b.n);
+  r->part[PS_T_REWARD] = (isnan(r->part[PS_T_REWARD]) ? 0.0 : r->part[PS_T_REWARD]) + wait_now() - t0;
+  for (int k = 0; k < b.n; k++)
+    if (dynsamp_has_group(groups, n, b.s[k].group) && sample_batch_push(held, &b.s[k]) != 0)
+      die_local("out of memory");
   sample_batch_free(&b);
+  return n;
+}
+
+/* Every rank: the round's kept groups into ds. Without dynamic sampling every group is
+ * kept and nothing moves; with it the reward ranks that scored send theirs (mine, n_mine)
+ * to the controller, which broadcasts them all. */
+static void round_agree(struct run *r, struct dynsamp *ds, long step, const int32_t *mine, int n_mine) {
+  long P = ds->P;
+  int32_t *all = malloc(sizeof(int32_t) * (size_t)(P + 1));
+  if (!all) die_local("out of memory");
+  all[0] = (int32_t)P;
+  for (long g = 0; g < P; g++) all[1 + g] = (int32_t)g;
+  if (ds->on) {
+    if (n_mine >= 0 && r->comms.world_rank != 0) {
+      int rc = xfer_send_bytes(mine, sizeof(int32_t) * (size_t)n_mine, 0, XFER_TAG_REWARDS, r->comms.world);
+      if (rc != XFER_OK) die_local("sending the kept groups to the controller failed: %s", xfer_strerror(rc));
+    }
+    if (r->is_ctl) controller_gather_kept(r, step, mine, n_mine > 0 ? n_mine : 0, all);
+    wait_bcast(all, (int)(P + 1), MPI_INT32_T, 0, r->comms.world);
+  }
+  dynsamp_add_round(ds, all + 1, all[0]);
+  free(all);
+}
+
+/* Reward rank: the held samples of the trained groups of DP rank d, renumbered to their
+ * slots, into out (a pushed sample is left zeroed: n_prompt 0 marks it taken). */
+static void reward_take_dp(struct run *r, const struct dynsamp *ds, struct sample_batch *held, int d,
+                           struct sample_batch *out) {
+  long n_sel = dynsamp_selected(ds);
+  for (int round = 0; round < ds->rounds; round++)
+    for (int k = 0; k < held[round].n; k++) {
+      struct sample *s = &held[round].s[k];
+      long slot = s->n_prompt ? dynsamp_slot(ds, round, s->group) : -1;
+      if (slot < 0 || run_slot_dp(r, n_sel, slot) != d) continue;
+      s->group = (int32_t)slot;
+      if (sample_batch_push(out, s) != 0) die_local("out of memory");
+    }
+}
+
+/* After the last round, reward -> train: the trained groups (the first min(P, kept)), each
+ * whole to the DP rank of its slot; a train rank's batch into *in. Every (DP rank d, reward
+ * rank j) pair moves at most one batch, and every rank takes its pairs in (d, j) order:
+ * with kept groups at shifted slots a rank that is both (colocated layout) may send to a
+ * rank that sends to it, and this order never leaves both waiting on their sends. */
+static void run_to_train(struct run *r, const struct dynsamp *ds, struct sample_batch *held,
+                         struct sample_batch *in) {
+  long n_sel = dynsamp_selected(ds);
+  int D = r->comms.counts.train_dp, W = r->comms.counts.reward;
+  int me = r->is_reward ? r->comms.place.role_rank[ROLE_REWARD] : -1, dp = r->is_train ? r->comms.place.dp : -1;
+  char *from = calloc((size_t)W, 1);  /* the reward ranks that send to this train rank */
+  struct sample_batch out;
+  sample_batch_init(&out);
+  if (!from) die_local("out of memory");
+  for (long j = run_slice_lo(n_sel, D, dp); dp >= 0 && j < run_slice_lo(n_sel, D, dp + 1); j++)
+    from[run_instance_reward(r, run_group_instance(r, ds->kept[j] % ds->P))] = 1;
+  for (int d = 0; d < D; d++) {
+    if (me >= 0) reward_take_dp(r, ds, held, d, &out);
+    for (int j = 0; j < W; j++) {
+      if (j == me && out.n) run_send(r, &out, r->train_world[d], BOX_REWARDS, XFER_TAG_REWARDS);
+      if (d == dp && from[j]) run_recv(r, in, r->reward_world[j], BOX_REWARDS, XFER_TAG_REWARDS);
+    }
+  }
+  for (int round = 0; held && round < ds->rounds; round++) sample_batch_free(&held[round]);
   sample_batch_free(&out);
+  free(from);
 }
 
 /* ---- train ------------------------------------------------------------------- */
@@ -155,18 +220,11 @@ static void train_report_fields(struct run *r, struct step_metrics *m) {
   r->part[PS_HAS_TRAIN] = 1;
 }
 
-static void train_part(struct run *r) {
-  long P = r->cfg->algo.prompts_per_step;
-  int D = r->comms.counts.train_dp, d = r->comms.place.dp, W = r->comms.counts.reward;
-  struct sample_batch b;
-  sample_batch_init(&b);
-  char *from = calloc((size_t)W, 1);
-  if (!from) die_local("out of memory");
-  for (long g = run_slice_lo(P, D, d); g < run_slice_lo(P, D, d + 1); g++)
-    from[run_instance_reward(r, run_group_instance(r, g))] = 1;
-  for (int j = 0; j < W; j++)
-    if (from[j]) run_recv(r, &b, r->reward_world[j], BOX_REWARDS, XFER_TAG_REWARDS);
-  free(from);
+/* Train the batch b (this DP rank's share of the step's trained groups; emptied). */
+static void train_part(struct run *r, const struct dynsamp *ds, struct sample_batch *b_in) {
+  long n_sel = dynsamp_selected(ds);
+  struct sample_batch b = *b_in;
+  sample_batch_init(b_in);
   qsort(b.s, (size_t)b.n, sizeof *b.s, cmp_sample);
   int64_t v = r->trainer->weight_version;
   for (int k = 0; k < b.n; k++) {
@@ -174,9 +232,12 @@ static void train_part(struct run *r) {
     r->part[PS_LAG_SUM] += lag;
     r->part[PS_LAG_MAX] = fmax(r->part[PS_LAG_MAX], lag);
   }
+  r->part[PS_TRAINED] += b.n;
   struct step_metrics m;
   metrics_init(&m);
-  if (trainer_rl_step(r->trainer, &b, &m) != 0) die_local("the RL train step failed");
+  /* no group kept on any rank (every train rank knows n_sel): no update, the trainer's
+   * metrics stay null */
+  if (n_sel > 0 && trainer_rl_step(r->trainer, &b, &m) != 0) die_local("the RL train step failed");
   if (b.n > 0) samples_log_write(r, &b, (long)b.s[0].step);
   train_report_fields(r, &m);
   metrics_free(&m);
@@ -215,13 +276,50 @@ static void rl_expect(const struct run *r, char *expect) {
   }
 }
 
+/* Controller: say once per run that dynamic sampling fell short of a full batch. */
+static void warn_short(struct run *r, const struct dynsamp *ds, long step) {
+  if (!ds->on || ds->n_kept >= ds->P || r->ds_warned) return;
+  r->ds_warned = 1;
+  printf("rlpt: WARNING: step %ld: dynamic sampling kept %ld of %ld groups after %d generation rounds "
+         "([algo] max_resample_rounds = %ld); %s (said once; groups_trained and gen_rounds in the "
+         "metrics show each step)\n", step, ds->n_kept, ds->P, ds->rounds, r->cfg->algo.max_resample_rounds,
+         ds->n_kept ? "training on those" : "no update this step");
+  fflush(stdout);
+}
+
+/* The generation rounds of a step (one without dynamic sampling), then the trained groups
+ * to the train ranks (into *in); returns with ds holding what every rank agreed. */
+static void run_rounds(struct run *r, long step, struct dynsamp *ds, struct sample_batch *in) {
+  struct sample_batch *held = NULL;  /* [round]: the kept groups this reward rank holds */
+  int32_t *mine = malloc(sizeof(int32_t) * (size_t)(ds->P + 1));
+  if (!mine) die_local("out of memory");
+  while (!dynsamp_done(ds)) {
+    int n_mine = -1;
+    held = realloc(held, sizeof *held * (size_t)(ds->rounds + 1));
+    if (!held) die_local("out of memory");
+    sample_batch_init(&held[ds->rounds]);
+    if (r->is_ctl) controller_send_prompts(r, step, ds->rounds);
+    if (r->is_rollout) rollout_part(r, step);
+    if (r->is_reward) n_mine = reward_round(r, ds, &held[ds->rounds], mine);
+    round_agree(r, ds, step, mine, n_mine);
+  }
+  if (r->is_reward || r->is_train) run_to_train(r, ds, held, in);
+  free(held);
+  free(mine);
+}
+
 void run_rl_step(struct run *r, long step) {
   double t0 = wait_now();
   run_part_reset(r, step, PK_RL);
-  if (r->is_ctl) controller_send_prompts(r, step);
-  if (r->is_rollout) rollout_part(r, step);
-  if (r->is_reward) reward_role_part(r);
-  if (r->is_train) train_part(r);
+  struct dynsamp ds;
+  if (dynsamp_init(&ds, r->cfg->algo.prompts_per_step, r->cfg->algo.dynamic_sampling,
+                   r->cfg->algo.max_resample_rounds) != 0)
+    die_local("out of memory");
+  struct sample_batch in;
+  sample_batch_init(&in);
+  run_rounds(r, step, &ds, &in);
+  if (r->is_train) train_part(r, &ds, &in);
+  sample_batch_free(&in);
   if (r->is_train && run_ckpt_due(r, step)) run_checkpoint(r, step);
   int worker = r->is_rollout || r->is_reward || r->is_train;
   if (worker && !r->is_train) run_part_report(r);
@@ -233,8 +331,13 @@ void run_rl_step(struct run *r, long step) {
     if (!expect || !q) die_local("out of memory");
     rl_expect(r, expect);
     controller_collect(r, expect, "rl", step, q);
+    q[PS_ROUNDS] = ds.rounds;
+    q[PS_FILTERED] = (double)ds.n_filtered;
+    q[PS_SELECTED] = (double)dynsamp_selected(&ds);
+    warn_short(r, &ds, step);
     controller_log_step(r, q, PHASE_RL, step, wait_now() - t0);
     free(expect);
     free(q);
   }
+  dynsamp_free(&ds);
 }

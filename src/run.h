@@ -6,10 +6,15 @@
  *   controller  prompts k*P .. k*P+P-1 of the train split, split into
  *               contiguous slices, one per rollout engine instance  -> rollout
  *   rollout     G samples per prompt (rollout_generate)             -> reward
- *               (instance i sends to reward rank i % reward ranks), then its
- *               metrics partial to the controller, then the weight sync
- *   reward      reward_score_batch; each group goes whole to train DP rank
- *               group / (P / train_dp)                               -> train
+ *               (instance i sends to reward rank i % reward ranks)
+ *   reward      reward_score_batch; keeps the round's groups (all of them, or
+ *               with [algo] dynamic_sampling those with a reward spread)
+ *   (dynamic sampling: each reward rank sends its kept group numbers to the
+ *   controller, which broadcasts them to every rank; while fewer than P are kept
+ *   and rounds are left, all of the above runs again on P new prompts: dynsamp.h)
+ *   rollout     its metrics partial to the controller, then the weight sync
+ *   reward      the first min(P, kept) groups, renumbered to their slots 0..n-1,
+ *               each whole to train DP rank run_slot_dp(n, slot)     -> train
  *               then its metrics partial
  *   train       trainer_rl_step (DP all-reduce inside), weight broadcast over
  *               weight_comm from its rank 0 (train dp 0), metrics partial
@@ -32,6 +37,7 @@
 
 #include "comm.h"
 #include "config.h"
+#include "dynsamp.h"
 #include "experience.h"
 #include "metrics.h"
 #include "params.h"
@@ -57,9 +63,10 @@ enum run_box { BOX_PROMPTS, BOX_SAMPLES, BOX_REWARDS, BOX_COUNT };
  * PS_TRAIN_BEGIN (metric_fields order) is the trainer's, taken from train dp 0. */
 enum part_slot {
   PS_STEP, PS_RANK, PS_KIND,   /* header (not merged) */
+  PS_ROUNDS, PS_FILTERED, PS_SELECTED,  /* dynamic sampling: set by the controller on the merged partial */
   PS_N, PS_R_SUM, PS_R2_SUM, PS_CORRECT, PS_LEN_SUM, PS_TRUNC, PS_NONFINITE,
   PS_PART_SUM, PS_PART_CONST = PS_PART_SUM + REWARD_NPARTS, PS_GROUPS = PS_PART_CONST + REWARD_NPARTS,
-  PS_GEN_TOK, PS_LAG_SUM,
+  PS_GEN_TOK, PS_LAG_SUM, PS_TRAINED,
   /* eval */
   PS_EV_GREEDY_N, PS_EV_GREEDY_OK, PS_EV_BAND_N, PS_EV_BAND_OK, PS_EV_N, PS_EV_PASS1, PS_EV_PASSK,
   PS_MAX_BEGIN,
@@ -96,6 +103,7 @@ struct run {
   struct metrics_log mlog;
   double t_start;
   double sft_pass1, rl_pass1;       /* greedy pass@1 after SFT and at the end (NaN: not run) */
+  int ds_warned;                    /* dynamic sampling fell short once (warned on the console) */
 };
 
 /* Append the first groups of this rank's trained samples to [log] samples_path every
@@ -105,11 +113,13 @@ void samples_log_write(const struct run *r, const struct sample_batch *b, long s
 /* ---- routing (run_route.c) ------------------------------------------------------- */
 /* Slice [lo, hi) of n items for part i of parts (contiguous, sizes differ by at most 1). */
 long run_slice_lo(long n, int parts, int i);
-/* Rollout instance that generates group g of a step; reward rank that scores instance i;
- * train DP rank that trains group g. */
+/* The part i (0..parts-1) of run_slice_lo whose slice holds item j of n. */
+int run_slice_of(long n, int parts, long j);
+/* Rollout instance that generates group g of a round; reward rank that scores instance i;
+ * train DP rank that trains slot j of a trained batch of n groups. */
 int run_group_instance(const struct run *r, long g);
 int run_instance_reward(const struct run *r, int instance);
-int run_group_dp(const struct run *r, long g);
+int run_slot_dp(const struct run *r, long n, long j);
 /* Send batch b (emptied) to world rank dest: MPI, or the local inbox when dest is this rank. */
 void run_send(struct run *r, struct sample_batch *b, int dest, enum run_box box, int tag);
 /* Receive one batch from world rank src (local inbox when src is this rank) and append it
@@ -140,8 +150,13 @@ int run_loop(struct run *r);
 /* [BOS] prompt as the prompt tokens of s. 0, or -1 (unencodable or no memory). */
 int run_prompt_tokens(const struct run *r, const struct task_prompt *p, struct sample *s);
 
-/* Controller: the step's prompts to the rollout engines. */
-void controller_send_prompts(struct run *r, long step);
+/* Controller: the prompts of generation round `round` of the step to the rollout engines. */
+void controller_send_prompts(struct run *r, long step, int round);
+/* Controller, dynamic sampling: the kept groups of this round from every reward rank that
+ * scored some (mine, n_mine: the controller's own when it is one) within [run]
+ * phase_timeout_s (else the watchdog names the missing rank), ascending into
+ * out[1..], their count into out[0]. */
+void controller_gather_kept(struct run *r, long step, const int32_t *mine, int n_mine, int32_t *out);
 /* Controller (world rank 0): collect the partials of one phase from `expect` (world-rank
  * mask as a char array, 1 = expected) within [run] phase_timeout_s, merging into merged
  * (PS_LEN doubles). On timeout it names the stalled rank and aborts. */

@@ -11,22 +11,25 @@
 
 long run_slice_lo(long n, int parts, int i) { return n * (long)i / parts; }
 
-int run_group_instance(const struct run *r, long g) {
-  long P = r->cfg->algo.prompts_per_step;
-  int R = r->comms.counts.rollout_instances;
-  /* the instance i with slice_lo(i) <= g < slice_lo(i + 1) */
-  int i = (int)((g * R) / P);
-  while (i + 1 < R && run_slice_lo(P, R, i + 1) <= g) i++;
-  while (i > 0 && run_slice_lo(P, R, i) > g) i--;
+int run_slice_of(long n, int parts, long j) {
+  /* the part i with slice_lo(i) <= j < slice_lo(i + 1) (an empty slice is skipped) */
+  int i = (int)((j * parts) / n);
+  while (i + 1 < parts && run_slice_lo(n, parts, i + 1) <= j) i++;
+  while (i > 0 && run_slice_lo(n, parts, i) > j) i--;
   return i;
+}
+
+int run_group_instance(const struct run *r, long g) {
+  return run_slice_of(r->cfg->algo.prompts_per_step, r->comms.counts.rollout_instances, g);
 }
 
 int run_instance_reward(const struct run *r, int instance) {
   return instance % r->comms.counts.reward;
 }
 
-int run_group_dp(const struct run *r, long g) {
-  return (int)(g / (r->cfg->algo.prompts_per_step / r->comms.counts.train_dp));
+int run_slot_dp(const struct run *r, long n, long j) {
+  /* contiguous slices: with n = prompts_per_step (divisible by train_dp) this is j / (n / dp) */
+  return run_slice_of(n, r->comms.counts.train_dp, j);
 }
 
 void run_send(struct run *r, struct sample_batch *b, int dest, enum run_box box, int tag) {
