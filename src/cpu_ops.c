@@ -1,9 +1,11 @@
 /* cpu_ops.c: the CPU backend of backend.h.
  *
- * The readable reference path: GEMMs go to OpenBLAS, everything else is a
- * plain loop over rows. Attention runs per (sequence, head) with BLAS GEMMs on
- * the score matrix and recomputes the probabilities from the saved
- * log-sum-exp in the backward (no T^2 storage).
+ * The readable reference path: the forward products A B^T are row-invariant
+ * dot products (below: a token's result never depends on the batch it is in,
+ * so rollout and trainer logprobs agree to the bit), the other GEMMs go to
+ * OpenBLAS, everything else is a plain loop over rows. Attention runs one query
+ * row at a time in the forward (contiguous or paged keys) and recomputes the
+ * probabilities from the saved log-sum-exp in the backward (no T^2 storage).
  *
  * Threads: the row loops of the larger elementwise ops are split over as many
  * threads as OpenBLAS has (the rank's thread budget), by fork-join with
@@ -80,6 +82,11 @@ static void par_for(size_t n, size_t cost, void (*fn)(void *, size_t, size_t), v
 
 #define RD_MR 4
 #define RD_NR 3
+
+
+/* A thread only for >= 4 x PAR_MIN_WORK multiply-adds (1 MiB of weights in a GEMV):
+ * starting one costs 20-100 us, more than a smaller product takes. */
+#define RD_PAR_DIV 4
 #define RD_PANEL_BYTES (256 * 1024) /* B panel per thread: half of a 512 KiB L2 */
 
 struct rd_args {
@@ -229,7 +236,7 @@ static void rowdot_gemm(int M, int N, int K, float alpha, const float *A, int ld
   int panel = RD_PANEL_BYTES / (int)(sizeof(float) * (K > 0 ? K : 1));
   panel = panel < RD_NR ? RD_NR : panel - panel % RD_NR;
   struct rd_args g = {M, N, K, lda, ldb, ldc, panel, alpha, beta, A, B, C};
-  par_for((size_t)N, (size_t)M * (size_t)K + 64, rd_cols, &g);
+  par_for((size_t)N, ((size_t)M * (size_t)K + 64) / RD_PAR_DIV, rd_cols, &g);
 }
 
 static void cpu_matmul(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,

@@ -1,6 +1,9 @@
 # Rollout engine on the real transformer (rollout.c): greedy vs from-scratch argmax,
 # logprobs vs model_forward, batch-composition invariance with preemption.
 add_unit_test(test_rollout SOURCES test_rollout.c)
+# The CPU forward ops give a row the same bits in any batch (GEMV vs GEMM, decode step
+# vs full attention, paged vs contiguous keys, 1 vs 2 threads).
+add_unit_test(test_rowinv SOURCES test_rowinv.c)
 
 # rlpt init writes a tiny model (fixture), rlpt generate samples from it: one JSON
 # object per sample with every field, and the same samples again for the same seed.
