@@ -86,6 +86,7 @@ struct config {
     long vocab_size, dim, layers, heads, kv_heads, ffn_dim, max_seq;
     double rope_theta, norm_eps, init_std;
     int tie_embeddings, qkv_bias, value_head, dtype;
+    int unknown_bytes;  /* 0 error, 1 drop (tokenizer_bpe_drop_unknown) */
   } model;
   struct {
     double lr, weight_decay, beta1, beta2, eps, grad_clip, min_lr_ratio;

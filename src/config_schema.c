@@ -57,6 +57,7 @@ const struct cfg_key cfg_schema[] = {
   BOOL("model", "qkv_bias", "false", "q/k/v projections carry a bias (Qwen2)", model.qkv_bias),
   BOOL("model", "value_head", "false", "Add a scalar value head score.weight (critic, reward model)", model.value_head),
   ENUM("model", "dtype", "fp32", "fp32|bf16", "Compute precision (bf16 on GPU only)", model.dtype),
+  ENUM("model", "unknown_bytes", "error", "error|drop", "gguf:/hf: models: text bytes the BPE vocabulary has no token for (SmolLM2 lacks 21, e.g. 0x04, 0xff): error = refuse the text naming the byte; drop = leave them out of their piece as Hugging Face tokenizers does", model.unknown_bytes),
 
   /* [optim] */
   FLT("optim", "lr", "3e-5", 0, 10, "", "Peak learning rate of the RL phase", optim.lr),

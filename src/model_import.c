@@ -150,7 +150,9 @@ int model_import_setup(const struct config *cfg, struct model_config *mc, struct
     snprintf(err, errlen, "[model] init = %s: tokenizer: %s", init, msg);
     return 2;
   }
-  return tokenizer_fits(tok, add_bos, mc, init, err, errlen);
+  rc = tokenizer_fits(tok, add_bos, mc, init, err, errlen);
+  if (!rc) tokenizer_bpe_drop_unknown(tok, cfg->model.unknown_bytes == 1);  /* "error|drop" */
+  return rc;
 }
 
 int model_import_gguf_setup(const struct config *cfg, struct model_config *mc,

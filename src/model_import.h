@@ -33,7 +33,8 @@ int model_import_config(const struct config *cfg, struct model_config *mc, char 
  * gguf:PATH (its tokenizer.ggml.* metadata) or hf:DIR (tokenizer.json and the
  * config files, io/hf_tokenizer.h). When the file says prompts start without
  * BOS (GGUF add_bos_token = false: SmolLM2, Qwen2; HF: see hf_tokenizer.h) the
- * tokenizer's bos_id is set to -1. The tokenizer must have an EOS and no more
+ * tokenizer's bos_id is set to -1; [model] unknown_bytes = drop sets
+ * tokenizer_bpe_drop_unknown. The tokenizer must have an EOS and no more
  * tokens than the model's vocabulary. Returns 0, or 2 with a message naming
  * the file or the key. */
 int model_import_setup(const struct config *cfg, struct model_config *mc, struct tokenizer *tok,

@@ -61,6 +61,7 @@ struct bpe {
   uint8_t special_first[256]; /* 1 when some special token starts with this byte */
   char pre[32];
   int split_digits, ignore_merges;
+  int drop_unknown;        /* bytes without a token are left out (tokenizer_bpe_drop_unknown) */
   pcre2_code *re_word, *re_digit;
 };
 
@@ -207,6 +208,10 @@ static int piece_in_vocab(const struct bpe *b, const uint8_t *s, size_t n) {
   if (!u) return -2;
   size_t w = 0;
   for (size_t i = 0; i < n; i++) {
+    if (b->byte_id[s[i]] < 0) {  /* drop_unknown: a byte without a token */
+      free(u);
+      return -1;
+    }
     const char *c = b->str[b->byte_id[s[i]]];
     size_t k = strlen(c);
     memcpy(u + w, c, k);
@@ -236,9 +241,11 @@ static int bpe_piece(const struct bpe *b, const uint8_t *s, size_t n, struct emi
     return -1;
   }
   int *sym = ints, *prev = ints + n, *next = ints + 2 * n;
-  size_t nh = 0;
+  size_t nh = 0, m = 0;
+  for (size_t i = 0; i < n; i++)  /* bytes without a token only get here with drop_unknown */
+    if (b->byte_id[s[i]] >= 0) sym[m++] = b->byte_id[s[i]];
+  n = m;
   for (size_t i = 0; i < n; i++) {
-    sym[i] = b->byte_id[s[i]];
     prev[i] = (int)i - 1;
     next[i] = i + 1 < n ? (int)i + 1 : -1;
   }
@@ -345,7 +352,7 @@ static int bpe_encode(const struct tokenizer *t, const char *text, size_t len, i
   int rc = 0;
   while (i < len && !rc) {
     int sp = special_at(b, s + i, len - i);
-    if (sp < 0 && b->byte_id[s[i]] < 0) {  /* no token can hold this byte */
+    if (sp < 0 && b->byte_id[s[i]] < 0 && !b->drop_unknown) {  /* no token can hold this byte */
       pcre2_match_data_free(md);
       if (err_at) *err_at = i;
       return TOK_ERR_UNKNOWN;
@@ -434,6 +441,10 @@ int tokenizer_bpe_find(const struct tokenizer *t, const char *s) {
 
 int tokenizer_bpe_byte_id(const struct tokenizer *t, unsigned char byte) {
   return t->kind == TOK_BPE ? ((const struct bpe *)t->impl)->byte_id[byte] : -1;
+}
+
+void tokenizer_bpe_drop_unknown(struct tokenizer *t, int drop) {
+  if (t->kind == TOK_BPE) ((struct bpe *)t->impl)->drop_unknown = drop != 0;
 }
 
 const char *tokenizer_bpe_pre(const struct tokenizer *t) {

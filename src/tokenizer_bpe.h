@@ -10,9 +10,17 @@
  * through the GPT-2 byte-to-unicode table and merged by merge rank. Any byte
  * string whose bytes all have a byte token encodes, and decode gives the bytes
  * back exactly (control tokens are skipped by decode, as tokenizer.h says). A
- * byte with no token (SmolLM2's vocabulary lacks 21, e.g. 0xff, 0xc0, 0x04)
- * makes encode return TOK_ERR_UNKNOWN with its offset, never a silent drop
- * (Hugging Face drops it). */
+ * byte with no token (SmolLM2's vocabulary lacks 21: 0x04 0x06 0x13 0x14 0x16
+ * 0x1d 0xc0 0xc1 0xf1 0xf2 0xf5..0xff) makes encode return TOK_ERR_UNKNOWN with
+ * its offset, never a silent drop, unless tokenizer_bpe_drop_unknown is set.
+ *
+ * Hugging Face `tokenizers` (BPE without unk_token, as SmolLM2's tokenizer.json
+ * has) leaves such a byte out of its pre-token and merges the rest of that
+ * pre-token as if it were not there ("\x04" gives no ids, "!!\x04!!" the one
+ * token "!!!!"); decode then cannot give the text back. Invalid
+ * UTF-8 cannot reach `tokenizers` at all (it takes str), so for 0xc0, 0xc1 and
+ * 0xf5..0xff it defines nothing. drop_unknown does the same leaving-out for
+ * every such byte. */
 #ifndef RLPT_TOKENIZER_BPE_H
 #define RLPT_TOKENIZER_BPE_H
 
@@ -70,6 +78,9 @@ int tokenizer_bpe_load(struct tokenizer *t, const char *gguf_path, char *err, si
 int tokenizer_bpe_find(const struct tokenizer *t, const char *s);
 /* Token of a single byte, or -1 when the vocabulary has none. */
 int tokenizer_bpe_byte_id(const struct tokenizer *t, unsigned char byte);
+/* drop != 0: bytes the vocabulary has no token for are left out of their piece,
+ * as Hugging Face tokenizers does (see above); 0 (the default): refused. */
+void tokenizer_bpe_drop_unknown(struct tokenizer *t, int drop);
 /* Name of the pre-tokenizer in use ("smollm", "gpt2"). */
 const char *tokenizer_bpe_pre(const struct tokenizer *t);
 

@@ -10,6 +10,8 @@
  *    decode must give the text back; bos/eos/add_bos/chat template as the
  *    config files say;
  *  - ignore_merges: a vocabulary token no merge path reaches (ids from tokenizers);
+ *  - a byte without a token: refused, or with drop_unknown ([model] unknown_bytes =
+ *    drop through model_import_setup) left out as tokenizers does;
  *  - the synthetic GGUF vocabulary with each pre-tokenizer written as
  *    tokenizer.json and read back (both merge formats) encodes 2000 random
  *    byte strings exactly as the GGUF-loaded tokenizer;
@@ -20,7 +22,9 @@
  * `test_hf_tokenizer model` (label model): SmolLM2's GGUF tokenizer written as
  * tokenizer.json and read back gives the Hugging Face ids of
  * tests/ref/bpe_golden.json (and bpe_golden_pre.json through the Llama 3 and
- * Qwen2 Split regexes as their tokenizer.json spell them). */
+ * Qwen2 Split regexes as their tokenizer.json spell them), and with
+ * drop_unknown the ids tokenizers gives for text with bytes SmolLM2 has no
+ * token for (tests/ref/bpe_golden_drop.json). */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +38,7 @@
 #include "../src/config.h"
 #include "../src/model.h"
 #include "../src/model_import.h"
+#include "../src/params.h"
 #include "gguf_testutil.h"
 #include "testutil.h"
 
@@ -320,6 +325,78 @@ static void check_ignore_merges(const char *dir) {
   }
 }
 
+/* A byte without a token (fixture a with 0x04's token renamed): refused by
+ * default at its offset; with tokenizer_bpe_drop_unknown left out of its piece,
+ * the rest merged, as Hugging Face tokenizers does (ids from tokenizers on the
+ * same edit). */
+static void check_drop_unknown(const char *dir) {
+  static const struct { const char *text; int n, ids[4]; } cases[] = {
+    {"a\x04" "b", 2, {67, 68}}, {"!!\x04!!", 2, {448, 448}}, {"\x04", 0, {0}},
+    {"x \x04 y", 3, {90, 223, 372}}, {"12\x04" "34", 4, {19, 20, 21, 22}},
+  };
+  struct tokenizer t;
+  char err[1024];
+  int ids[16];
+  size_t n = 0, at = 0;
+  if (write_edited(dir, "hf_tok_a", "\"\xc4\x84\":", "\"\xc4\x84x\":") ||
+      hf_tokenizer_load(&t, dir, NULL, err, sizeof err)) {
+    CHECK_MSG(0, "%s", err);
+    return;
+  }
+  CHECK(tokenizer_bpe_byte_id(&t, 0x04) < 0);
+  CHECK(tokenizer_encode(&t, "ab\x04", 3, ids, 16, &n, &at) == TOK_ERR_UNKNOWN && at == 2);
+  tokenizer_bpe_drop_unknown(&t, 1);
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    int rc = tokenizer_encode(&t, cases[k].text, strlen(cases[k].text), ids, 16, &n, NULL);
+    CHECK_MSG(rc == TOK_OK && n == (size_t)cases[k].n && !memcmp(ids, cases[k].ids, n * sizeof(int)),
+              "drop '%s': rc %d, %zu ids", cases[k].text, rc, n);
+  }
+  tokenizer_free(&t);
+}
+
+/* [model] unknown_bytes through model_import_setup: a zero model of vocabulary
+ * 608 saved as DIR with fixture a's tokenizer (0x04's token renamed). */
+static void check_unknown_bytes_key(const char *dir) {
+  struct model_config mc = {.vocab_size = 608, .dim = 8, .layers = 1, .heads = 2, .kv_heads = 1,
+                            .ffn_dim = 16, .max_seq = 32, .rope_theta = 10000, .norm_eps = 1e-5,
+                            .init_std = 0.02, .head_dim = 4};
+  struct param_table pt;
+  struct st_save_opts o = {.dtype = ST_F32, .bos_id = -1, .eos_id = -1};
+  char err[1024], src[1100], cpath[1100];
+  param_table_build(&pt, &mc);
+  float *zeros = calloc(pt.total, sizeof(float));
+  snprintf(src, sizeof src, "%s/tests/data/hf_tok_a/tokenizer_config.json", src_dir());
+  snprintf(cpath, sizeof cpath, "%s/tokenizer_config.json", dir);
+  char *cfg_text = read_all(src);
+  CHECK_MSG(st_dir_save(dir, &mc, zeros, &o, NULL, err, sizeof err) == 0, "%s", err);
+  CHECK(cfg_text && write_all(cpath, cfg_text) == 0 &&
+        write_edited(dir, "hf_tok_a", "\"\xc4\x84\":", "\"\xc4\x84x\":") == 0);
+  struct config cfg;
+  config_defaults(&cfg);
+  cfg.model.max_seq = 32;
+  snprintf(cfg.model.init, sizeof cfg.model.init, "hf:%.400s", dir);
+  for (int drop = 0; drop < 2; drop++) {
+    struct tokenizer t;
+    struct model_config got;
+    int ids[8];
+    size_t n = 0;
+    cfg.model.unknown_bytes = drop;
+    if (model_import_setup(&cfg, &got, &t, err, sizeof err)) {
+      CHECK_MSG(0, "%s", err);
+      continue;
+    }
+    int rc = tokenizer_encode(&t, "!!\x04!!", 5, ids, 8, &n, NULL);
+    CHECK_MSG(drop ? rc == TOK_OK && n == 2 && ids[0] == 448 && ids[1] == 448 : rc == TOK_ERR_UNKNOWN,
+              "unknown_bytes = %s: rc %d", drop ? "drop" : "error", rc);
+    CHECK(got.vocab_size == 608 && t.eos_id == tokenizer_bpe_find(&t, "<|im_end|>") && t.bos_id == -1);
+    tokenizer_free(&t);
+  }
+  unlink(cpath);
+  free(cfg_text);
+  free(zeros);
+  param_table_free(&pt);
+}
+
 /* Fixture a with one edit to tokenizer.json: refused with WANT in the message. */
 static void expect_refused(const char *dir, const char *old, const char *new_, const char *want) {
   char err[1024] = "";
@@ -376,6 +453,42 @@ static cJSON *load_json(const char *rel) {
   return o;
 }
 
+/* SmolLM2 with drop_unknown against tokenizers (tests/ref/bpe_golden_drop.json). */
+static void check_drop_smollm2(struct bpe_spec *s, const char *dir) {
+  struct tokenizer t;
+  char err[1024];
+  cJSON *drop = load_json("tests/ref/bpe_golden_drop.json"), *it;
+  snprintf(s->pre, sizeof s->pre, "smollm");
+  if (!drop || hf_tokenizer_save(dir, s, err, sizeof err) ||
+      hf_tokenizer_load(&t, dir, NULL, err, sizeof err)) {
+    CHECK_MSG(0, "%s", drop ? err : "no golden");
+    cJSON_Delete(drop);
+    return;
+  }
+  tokenizer_bpe_drop_unknown(&t, 1);
+  int n_str = 0, bad = 0;
+  cJSON_ArrayForEach(it, drop) {
+    const char *hex = cJSON_GetObjectItem(it, "hex")->valuestring;
+    const cJSON *want = cJSON_GetObjectItem(it, "ids");
+    size_t n = strlen(hex) / 2, nid = 0;
+    char text[256];
+    int ids[256];
+    for (size_t i = 0; i < n && i < sizeof text; i++)
+      text[i] = (char)(hexval(hex[2 * i]) << 4 | hexval(hex[2 * i + 1]));
+    int same = n < sizeof text && tokenizer_encode(&t, text, n, ids, 256, &nid, NULL) == TOK_OK &&
+               nid == (size_t)cJSON_GetArraySize(want);
+    for (size_t i = 0; same && i < nid; i++) same = ids[i] == cJSON_GetArrayItem(want, (int)i)->valueint;
+    if (!same) fprintf(stderr, "drop_unknown: ids differ for hex %s\n", hex);
+    bad += !same;
+    n_str++;
+  }
+  printf("SmolLM2 drop_unknown: %d strings with bytes without a token, %d differ from tokenizers\n",
+         n_str, bad);
+  CHECK(n_str >= 10 && bad == 0);
+  tokenizer_free(&t);
+  cJSON_Delete(drop);
+}
+
 static int run_model(const char *dir) {
   char pbuf[1024], err[1024];
   const char *p = getenv("RLPT_SMOLLM2_GGUF"), *cache = getenv("RLPT_CACHE"), *home = getenv("HOME");
@@ -409,6 +522,7 @@ static int run_model(const char *dir) {
     tokenizer_free(&a);
     tokenizer_free(&b);
   }
+  check_drop_smollm2(&s, dir);
   cJSON_Delete(golden);
   cJSON_Delete(pre);
   tokenizer_bpe_spec_free(&s);
@@ -432,6 +546,8 @@ int main(int argc, char **argv) {
     check_synthetic(dir);
     check_model_import(dir);
     check_ignore_merges(dir);
+    check_drop_unknown(dir);
+    check_unknown_bytes_key(dir);
     check_bad(dir);
     rc = TEST_RESULT("test_hf_tokenizer");
   }
