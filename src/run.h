@@ -3,8 +3,9 @@
  *
  * Sync mode, per RL step k (every rank runs run_rl_step; each does the parts
  * its roles own, in this order):
- *   controller  prompts k*P .. k*P+P-1 of the train split, split into
- *               contiguous slices, one per rollout engine instance  -> rollout
+ *   controller  prompts (k-1)*P .. k*P-1 of the train split (later rounds:
+ *               dynsamp_prompt_id), split into contiguous slices, one per
+ *               rollout engine instance                              -> rollout
  *   rollout     G samples per prompt (rollout_generate)             -> reward
  *               (instance i sends to reward rank i % reward ranks)
  *   reward      reward_score_batch; keeps the round's groups (all of them, or
@@ -18,8 +19,10 @@
  *               then its metrics partial
  *   train       trainer_rl_step (DP all-reduce inside), weight broadcast over
  *               weight_comm from its rank 0 (train dp 0), metrics partial
- * Who sends what to whom is a pure function of the layout, so every receiver
- * knows its senders; a message whose sender and receiver are the same rank
+ * Who sends what to whom is a pure function of the layout (and of the kept
+ * groups every rank was told), so every receiver knows its senders; the
+ * reward -> train batches move in (DP rank, reward rank) order, which cannot
+ * deadlock when a rank is both. A message whose sender and receiver are the same rank
  * (colocated layout, or a rank with several roles) moves through the local
  * inbox instead of MPI, so one code path serves both layouts.
  *
@@ -27,7 +30,9 @@
  * step, or eval) with a deadline of [run] phase_timeout_s. Ranks report as soon
  * as their part of the step is done (rollout before the weight sync), so the
  * earliest pipeline stage that has not reported is the stalled one; the
- * controller names it (role, rank, phase) and aborts the job. */
+ * controller names it (role, rank, phase) and aborts the job. With dynamic
+ * sampling the controller also waits, with the same deadline, for the kept
+ * groups of each round, naming the reward rank that did not send them. */
 #ifndef RLPT_RUN_H
 #define RLPT_RUN_H
 
