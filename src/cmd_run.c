@@ -107,6 +107,7 @@ static int setup_common(struct run *r, char *err, size_t len) {
   }
   if (!rc) rc = task_init(&r->task, r->cfg, err, len);
   if (!rc) rc = reward_init(&r->rcfg, r->cfg, err, len);
+  if (!rc) rc = run_reward_model_check(r, err, len);  /* rank 0: [reward] rm_path fits the policy */
   if (!rc) rc = check_lengths(r, err, len);
   if (!rc && build_maps(r) != 0) {
     snprintf(err, len, "out of memory");

@@ -87,23 +87,44 @@ static int alloc_buffers(struct reward_model *rm) {
   return rm->tokens && rm->cu && rm->val ? 0 : 1;
 }
 
-int reward_model_load(struct reward_model *rm, const char *path, int vocab, int need_seq, int budget,
-                      char *err, size_t errlen) {
-  memset(rm, 0, sizeof *rm);
-  int rc = resolve_file(path, rm->path, sizeof rm->path, err, errlen);
+/* rm_path's file (into file[flen]) open in *f, with its value-head model's config and group
+ * checked against the policy. 0 (f open), or 2 with a message (nothing open). */
+static int open_checked(const char *path, int vocab, int need_seq, char *file, size_t flen, hid_t *f,
+                        struct model_config *mc, const char **group, char *err, size_t errlen) {
+  int rc = resolve_file(path, file, flen, err, errlen);
   if (rc) return rc;
   struct h5_quiet q;
   h5_quiet_begin(&q);
-  hid_t f = H5Fopen(rm->path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  *f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
   h5_quiet_end(&q);
-  if (f < 0) {
-    snprintf(err, errlen, "[reward] rm_path: cannot open '%s' as an HDF5 model file", rm->path);
+  if (*f < 0) {
+    snprintf(err, errlen, "[reward] rm_path: cannot open '%s' as an HDF5 model file", file);
     return 2;
   }
+  rc = pick_model(*f, file, vocab, need_seq, mc, group, err, errlen);
+  if (rc) H5Fclose(*f);
+  return rc;
+}
+
+int reward_model_check(const char *path, int vocab, int need_seq, char *err, size_t errlen) {
+  char file[4200];
+  hid_t f;
   struct model_config mc;
-  rc = pick_model(f, rm->path, vocab, need_seq, &mc, &rm->group, err, errlen);
+  const char *group;
+  int rc = open_checked(path, vocab, need_seq, file, sizeof file, &f, &mc, &group, err, errlen);
+  if (!rc) H5Fclose(f);
+  return rc;
+}
+
+int reward_model_load(struct reward_model *rm, const char *path, int vocab, int need_seq, int budget,
+                      char *err, size_t errlen) {
+  memset(rm, 0, sizeof *rm);
+  hid_t f;
+  struct model_config mc;
+  int rc = open_checked(path, vocab, need_seq, rm->path, sizeof rm->path, &f, &mc, &rm->group, err, errlen);
+  if (rc) return rc;
   rm->budget = budget > need_seq ? budget : need_seq;
-  if (!rc && model_create(&rm->m, &mc, rm->budget, &cpu_backend) != 0) {
+  if (model_create(&rm->m, &mc, rm->budget, &cpu_backend) != 0) {
     snprintf(err, errlen, "[reward] rm_path: out of memory for the reward model (%zu parameters, "
              "[reward] rm_batch_tokens = %d)", model_param_count(&mc), rm->budget);
     rc = 1;
@@ -174,6 +195,11 @@ int reward_model_score(struct reward_model *rm, const struct rm_seq *seqs, int n
 
 /* ---- rlpt run ------------------------------------------------------------------------ */
 
+int run_reward_model_check(const struct run *r, char *err, size_t errlen) {
+  if (r->comms.world_rank != 0 || !r->cfg->reward.rm_path[0]) return 0;
+  return reward_model_check(r->cfg->reward.rm_path, r->mc.vocab_size, r->mc.max_seq, err, errlen);
+}
+
 int run_reward_model_setup(struct run *r, char *err, size_t errlen) {
   r->rm = NULL;
   if (!r->is_reward || !r->cfg->reward.rm_path[0]) return 0;
@@ -189,6 +215,12 @@ int run_reward_model_setup(struct run *r, char *err, size_t errlen) {
     return rc;
   }
   r->rm = rm;
+  if (r->comms.place.role_rank[ROLE_REWARD] == 0) {
+    printf("reward model: %s (/%s, %zu parameters) on %d reward rank(s); reward = %g * rule + %g * rm\n",
+           rm->path, rm->group, rm->m.table.total, r->comms.counts.reward, r->cfg->reward.rm_alpha,
+           1.0 - r->cfg->reward.rm_alpha);
+    fflush(stdout);
+  }
   return 0;
 }
 

@@ -44,6 +44,8 @@ struct rm_seq {
 int reward_model_load(struct reward_model *rm, const char *path, int vocab, int need_seq, int budget,
                       char *err, size_t errlen);
 void reward_model_free(struct reward_model *rm);
+/* The same checks without the weights (only the file's metadata is read): 0 or 2. */
+int reward_model_check(const char *path, int vocab, int need_seq, char *err, size_t errlen);
 
 /* out[i] = the value head at the last token of seqs[i], for n sequences, in forwards of
  * at most rm->budget tokens. Non-finite scores are returned as they are (the reward
@@ -52,9 +54,12 @@ void reward_model_free(struct reward_model *rm);
 int reward_model_score(struct reward_model *rm, const struct rm_seq *seqs, int n, double *out, char *err,
                        size_t errlen);
 
-/* ---- rlpt run (reward ranks) ------------------------------------------------------- */
+/* ---- rlpt run --------------------------------------------------------------------- */
 struct run;
 struct sample_batch;
+/* World rank 0 checks [reward] rm_path against the policy (r->mc) at setup, so a bad reward
+ * model is one message from rank 0 before anything runs: 0 or 2 (every other rank: 0). */
+int run_reward_model_check(const struct run *r, char *err, size_t errlen);
 /* r->rm from [reward] rm_path on a reward rank (NULL when unset or not a reward rank).
  * 0, or 2/1 with a message in err. */
 int run_reward_model_setup(struct run *r, char *err, size_t errlen);

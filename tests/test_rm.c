@@ -10,7 +10,8 @@
  *   ckpt      a checkpoint directory whose /model has no value head: its PPO /critic is used
  *             (via `latest`), scores equal a forward of the critic's weights within 1e-5
  *   errors    missing file, not HDF5, no value head, other vocabulary, max_seq too short,
- *             an over-long sequence: 2 (or -1) with a message naming rm_path
+ *             an over-long sequence: 2 (or -1) with a message naming rm_path; the same from
+ *             the metadata-only reward_model_check
  *   mixing    r = alpha * rule + (1 - alpha) * rm on hand-computed numbers (alpha 0.25, 1, 0),
  *             a NaN score zeroed and counted, batch statistics of the rm part (exact to 1e-12)
  *   metrics   `test_rm --metrics FILE ALPHA` (the MPI run test) checks every RL line of a
@@ -199,6 +200,10 @@ static void test_errors(void) {
   CHECK(reward_model_load(&rm, "rm_test_init.h5", 30, 41, 64, err, sizeof err) == 2 &&
         strstr(err, "rm_path") && strstr(err, "max_seq 40"));
   CHECK(reward_model_load(&rm, ".", 30, 40, 64, err, sizeof err) == 2 && strstr(err, "no readable checkpoint"));
+  /* the metadata-only check (rank 0 at rlpt run setup) agrees */
+  CHECK(reward_model_check("rm_test_init.h5", 30, 40, err, sizeof err) == 0);
+  CHECK(reward_model_check("rm_test_novalue.h5", 30, 40, err, sizeof err) == 2 && strstr(err, "no value head"));
+  CHECK(reward_model_check("rm_test_init.h5", 30, 41, err, sizeof err) == 2 && strstr(err, "max_seq 40"));
   printf("  e.g. %s\n", err);
 }
 

@@ -5,6 +5,7 @@
 #                      run of tests/decks/rm_tiny.ini (2 GRPO steps) with rm_alpha = 0.5; every RL
 #                      line of its metrics JSONL has reward_parts.rm and reward_mean =
 #                      0.5 * reward_parts.correct + 0.5 * reward_parts.rm (test_rm --metrics)
+#   rm_run_ckpt_4      the same with a PPO checkpoint directory (fixture rm_ppo_ckpt) as rm_path: its critic
 #   rm_reward_check    rlpt reward-check loads the RM and prints its score rows
 #   rm_bad_*           rm_alpha < 1 without rm_path, a missing rm_path (rlpt check or reward-check,
 #                      and rlpt run),
@@ -32,7 +33,7 @@ add_test(NAME rm_run_4
           $<TARGET_FILE:rlpt> ${RLPT_RM_DECK} $<TARGET_FILE:test_rm>
   WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(rm_run_4 PROPERTIES LABELS mpi FIXTURES_REQUIRED rm_models PROCESSORS 4 TIMEOUT 120
-  ENVIRONMENT "${RLPT_TEST_ENV}" PASS_REGULAR_EXPRESSION "test_rm --metrics: all checks passed"
+  ENVIRONMENT "${RLPT_TEST_ENV}" PASS_REGULAR_EXPRESSION "reward model: rm_tiny_rm.h5 \\(/model, [0-9]+ parameters\\) on 1 reward rank\\(s\\); reward = 0.5 \\* rule \\+ 0.5 \\* rm.*test_rm --metrics: all checks passed"
   FAIL_REGULAR_EXPRESSION "CHECK failed|CHECK_NEAR failed")
 
 # rm_check_bad(NAME CMD REGEX ARGS...): `rlpt CMD rm_tiny.ini ARGS...` exits 2 printing REGEX.
@@ -66,11 +67,11 @@ rm_run_bad(alpha_run "rlpt: run: \\[reward\\] rm_alpha = 0.5 mixes in a reward m
   reward.rm_alpha=0.5)
 rm_run_bad(missing_run "\\[reward\\] rm_path: cannot read the reward model 'rm_nope.h5'.*RLPT_MESSAGES=1"
   reward.rm_path=rm_nope.h5)
-rm_run_bad(novalue "rank 1: \\[reward\\] rm_path: the model in 'rm_tiny_novalue.h5' has no value head.*RLPT_MESSAGES=1"
+rm_run_bad(novalue "rlpt: run: \\[reward\\] rm_path: the model in 'rm_tiny_novalue.h5' has no value head.*RLPT_MESSAGES=1"
   reward.rm_path=rm_tiny_novalue.h5 reward.rm_alpha=0.5)
-rm_run_bad(vocab "\\[reward\\] rm_path: the reward model in 'rm_tiny_vocab.h5' has vocab_size 300, the policy [0-9]+: it must share the policy's tokenizer"
+rm_run_bad(vocab "rlpt: run: \\[reward\\] rm_path: the reward model in 'rm_tiny_vocab.h5' has vocab_size 300, the policy [0-9]+: it must share the policy's tokenizer.*RLPT_MESSAGES=1"
   reward.rm_path=rm_tiny_vocab.h5 reward.rm_alpha=0.5)
-rm_run_bad(max_seq "\\[reward\\] rm_path: the reward model in 'rm_tiny_short.h5' has max_seq 8, shorter than the policy's \\[model\\] max_seq = 12"
+rm_run_bad(max_seq "rlpt: run: \\[reward\\] rm_path: the reward model in 'rm_tiny_short.h5' has max_seq 8, shorter than the policy's \\[model\\] max_seq = 12.*RLPT_MESSAGES=1"
   reward.rm_path=rm_tiny_short.h5)
 
 # rlpt reward-check with a reward model: it is loaded and its scores of the reference and the
@@ -82,3 +83,22 @@ add_test(NAME rm_reward_check
 set_tests_properties(rm_reward_check PROPERTIES LABELS unit FIXTURES_REQUIRED rm_models ENVIRONMENT "${RLPT_TEST_ENV}"
   PASS_REGULAR_EXPRESSION "reward model rm_tiny_rm.h5 \\(/model, [0-9]+ parameters\\), rm_alpha 0.5.*reference +rm +-?[0-9.]+ .*garbage +rm +-?[0-9.]+ .*reward-check: ok"
   FAIL_REGULAR_EXPRESSION "WRONG_EXIT")
+
+# A PPO checkpoint directory as the reward model: its /model has no value head, so the critic
+# (/critic) of the checkpoint `latest` names scores (fixture: a 2-step PPO run of the deck).
+add_test(NAME rm_ppo_ckpt
+  COMMAND sh -c "rm -rf rm_ppo_ckpt; ${RLPT_RM_MPI} \"$0\" run \"$1\" algo.name=ppo checkpoint.dir=rm_ppo_ckpt \
+                 log.metrics_path=rm_ppo_metrics.jsonl"
+          $<TARGET_FILE:rlpt> ${RLPT_RM_DECK}
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(rm_ppo_ckpt PROPERTIES LABELS mpi FIXTURES_SETUP rm_ppo PROCESSORS 4 TIMEOUT 120
+  ENVIRONMENT "${RLPT_TEST_ENV}")
+add_test(NAME rm_run_ckpt_4
+  COMMAND sh -c "${RLPT_RM_MPI} \"$0\" run \"$1\" reward.rm_path=rm_ppo_ckpt reward.rm_alpha=0.5 \
+                 log.metrics_path=rm_ckpt_metrics.jsonl checkpoint.dir=rm_ckpt_run_ckpt && \"$2\" --metrics rm_ckpt_metrics.jsonl 0.5"
+          $<TARGET_FILE:rlpt> ${RLPT_RM_DECK} $<TARGET_FILE:test_rm>
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(rm_run_ckpt_4 PROPERTIES LABELS mpi FIXTURES_REQUIRED rm_ppo PROCESSORS 4 TIMEOUT 120
+  ENVIRONMENT "${RLPT_TEST_ENV}"
+  PASS_REGULAR_EXPRESSION "reward model: rm_ppo_ckpt/step_00000002.h5 \\(/critic, [0-9]+ parameters\\).*test_rm --metrics: all checks passed"
+  FAIL_REGULAR_EXPRESSION "CHECK failed|CHECK_NEAR failed")
