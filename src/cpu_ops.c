@@ -88,6 +88,8 @@ static void par_for(size_t n, size_t cost, void (*fn)(void *, size_t, size_t), v
  * starting one costs 20-100 us, more than a smaller product takes. */
 #define RD_PAR_DIV 4
 #define RD_PANEL_BYTES (256 * 1024) /* B panel per thread: half of a 512 KiB L2 */
+#define RD_SMALL_A (128 * 1024)     /* A up to this size: panels of RD_SMALL_PANEL columns */
+#define RD_SMALL_PANEL 12           /* a multiple of RD_NR and of the GEMV tile's 4 */
 
 struct rd_args {
   int M, N, K, lda, ldb, ldc, panel;
@@ -111,6 +113,28 @@ RD_AVX2 static inline float rd_hsum(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
 }
 
+/* rd_hsum of four vectors at once (lane i of the result is the sum of v[i]), in the
+ * same order: l_i + l_i+4 per vector, a 4 x 4 transpose, then (x0 + x2) + (x1 + x3). */
+RD_AVX2 static inline __m128 rd_hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
+#define RD_HALF(v) _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1))
+  __m128 x0 = RD_HALF(a), x1 = RD_HALF(b), x2 = RD_HALF(c), x3 = RD_HALF(d);
+#undef RD_HALF
+  _MM_TRANSPOSE4_PS(x0, x1, x2, x3);
+  return _mm_add_ps(_mm_add_ps(x0, x2), _mm_add_ps(x1, x3));
+}
+
+/* Four elements of column j, rows i0..i0+3, from their accumulators. */
+RD_AVX2 static inline void rd_finish4(const struct rd_args *g, int i0, int j, __m256 a, __m256 b,
+                                      __m256 c, __m256 d) {
+  float s[4];
+  _mm_storeu_ps(s, rd_hsum4(a, b, c, d));
+  for (int r = 0; r < 4; r++) {
+    const float *ar = g->A + (size_t)(i0 + r) * g->lda, *bj = g->B + (size_t)j * g->ldb;
+    for (int k = g->K & ~7; k < g->K; k++) s[r] = fmaf(ar[k], bj[k], s[r]);
+    rd_store(g, i0 + r, j, s[r]);
+  }
+}
+
 /* The tail k = K8 .. K-1 of one element, in order, then the store. */
 RD_AVX2 static inline void rd_finish(const struct rd_args *g, int i, int j, __m256 acc) {
   const float *a = g->A + (size_t)i * g->lda, *b = g->B + (size_t)j * g->ldb;
@@ -123,22 +147,25 @@ RD_AVX2 static inline void rd_finish(const struct rd_args *g, int i, int j, __m2
 #define RD_FMA(c, x, y) c = _mm256_fmadd_ps(x, y, c)
 
 /* 4 rows x 3 columns: 12 accumulators, 3 B vectors, 1 A vector = the 16 registers. */
-RD_AVX2 static void rd_tile_4x3(const struct rd_args *g, int i0, int j0) {
+/* pf: when not NULL, the same three rows of B one panel ahead, fetched into L1 while
+ * this tile computes (the first row block of a panel reads B from memory). */
+RD_AVX2 static void rd_tile_4x3(const struct rd_args *g, int i0, int j0, const float *pf) {
   const float *A = g->A + (size_t)i0 * g->lda, *B = g->B + (size_t)j0 * g->ldb;
   size_t ldA = (size_t)g->lda, ldB = (size_t)g->ldb;
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c02 = c00, c10 = c00, c11 = c00, c12 = c00;
   __m256 c20 = c00, c21 = c00, c22 = c00, c30 = c00, c31 = c00, c32 = c00;
   for (int k = 0; k < (g->K & ~7); k += 8) {
+    if (pf && !(k & 15))
+      for (int c = 0; c < RD_NR; c++) _mm_prefetch((const char *)(pf + c * ldB + k), _MM_HINT_T0);
     __m256 b0 = RD_LD(B, 0), b1 = RD_LD(B, 1), b2 = RD_LD(B, 2), a;
     a = RD_LD(A, 0); RD_FMA(c00, a, b0); RD_FMA(c01, a, b1); RD_FMA(c02, a, b2);
     a = RD_LD(A, 1); RD_FMA(c10, a, b0); RD_FMA(c11, a, b1); RD_FMA(c12, a, b2);
     a = RD_LD(A, 2); RD_FMA(c20, a, b0); RD_FMA(c21, a, b1); RD_FMA(c22, a, b2);
     a = RD_LD(A, 3); RD_FMA(c30, a, b0); RD_FMA(c31, a, b1); RD_FMA(c32, a, b2);
   }
-  rd_finish(g, i0, j0, c00); rd_finish(g, i0, j0 + 1, c01); rd_finish(g, i0, j0 + 2, c02);
-  rd_finish(g, i0 + 1, j0, c10); rd_finish(g, i0 + 1, j0 + 1, c11); rd_finish(g, i0 + 1, j0 + 2, c12);
-  rd_finish(g, i0 + 2, j0, c20); rd_finish(g, i0 + 2, j0 + 1, c21); rd_finish(g, i0 + 2, j0 + 2, c22);
-  rd_finish(g, i0 + 3, j0, c30); rd_finish(g, i0 + 3, j0 + 1, c31); rd_finish(g, i0 + 3, j0 + 2, c32);
+  rd_finish4(g, i0, j0, c00, c10, c20, c30);
+  rd_finish4(g, i0, j0 + 1, c01, c11, c21, c31);
+  rd_finish4(g, i0, j0 + 2, c02, c12, c22, c32);
 }
 
 /* 1 row x 4 columns: a decode step's GEMV, four independent streams of B. */
@@ -175,7 +202,10 @@ RD_AVX2 static void rd_cols_avx2(const struct rd_args *g, int j0, int j1) {
     int p1 = p0 + g->panel < j1 ? p0 + g->panel : j1, jn = p1 - (p1 - p0) % RD_NR;
     int i = 0;
     for (; i + RD_MR <= g->M; i += RD_MR) {
-      for (int j = p0; j < jn; j += RD_NR) rd_tile_4x3(g, i, j);
+      for (int j = p0; j < jn; j += RD_NR) {
+        int ahead = i == 0 && j + g->panel + RD_NR <= j1;
+        rd_tile_4x3(g, i, j, ahead ? g->B + (size_t)(j + g->panel) * g->ldb : NULL);
+      }
       for (int j = jn; j < p1; j++)
         for (int r = 0; r < RD_MR; r++) rd_tile_1x1(g, i + r, j);
     }
@@ -235,6 +265,9 @@ static void rowdot_gemm(int M, int N, int K, float alpha, const float *A, int ld
                         int ldb, float beta, float *C, int ldc) {
   int panel = RD_PANEL_BYTES / (int)(sizeof(float) * (K > 0 ? K : 1));
   panel = panel < RD_NR ? RD_NR : panel - panel % RD_NR;
+  /* A small A (a decode step's rows) stays in L2 anyway: then every row passes over
+   * a few columns of B right after they arrive from memory, while they sit in L1 */
+  if ((size_t)M * K * sizeof(float) <= RD_SMALL_A) panel = RD_SMALL_PANEL;
   struct rd_args g = {M, N, K, lda, ldb, ldc, panel, alpha, beta, A, B, C};
   par_for((size_t)N, ((size_t)M * (size_t)K + 64) / RD_PAR_DIV, rd_cols, &g);
 }
