@@ -14,7 +14,7 @@
 # Times are wall seconds of the training steps (evals excluded); on a shared
 # machine they are noisy, so (b)'s extra seconds are printed beside (a)'s.
 # Usage: jobscripts/pool-compare.sh [POOL [SFT_STEPS]]   (defaults 300, 275)
-#        RLPT_BUILD=DIR picks the build folder holding rlpt; runs in DIR/pool-compare-POOL.
+#        RLPT_BUILD=DIR picks the build folder holding rlpt; runs in DIR/pool-compare-POOL-SFT_STEPS.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 pool="${1:-300}"
@@ -22,7 +22,7 @@ sft_steps="${2:-275}"
 rlpt="$RLPT_BUILD/rlpt"
 deck="$RLPT_ROOT/inputs/quickstart.ini"
 [ -x "$rlpt" ] || { echo "pool-compare: $rlpt not found (build first, or set RLPT_BUILD)" >&2; exit 2; }
-work="$RLPT_BUILD/pool-compare-$pool"
+work="$RLPT_BUILD/pool-compare-$pool-$sft_steps"
 mkdir -p "$work"
 cd "$work"
 
