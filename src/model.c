@@ -445,6 +445,7 @@ static void head_forward(struct model *m) {
                    V);
     m->ops->logprob_fwd(m->lp_out + r0, m->ent_out + r0, m->lse_out + r0, m->logits,
                         m->targets + r0, n, V);
+    m->logits_held = 1 + r0;
   }
   m->head_done = 1;
 }
@@ -462,6 +463,7 @@ int model_forward(struct model *m, const int *tokens, const int *cu_seqlens, int
     to_host(m, value_out, v, sizeof(float) * T);
   }
   m->head_done = 0;
+  m->logits_held = 0;
   if (logprob_out || entropy_out) head_forward(m);
   if (logprob_out) to_host(m, logprob_out, m->lp_out, sizeof(float) * T);
   if (entropy_out) to_host(m, entropy_out, m->ent_out, sizeof(float) * T);
@@ -546,10 +548,13 @@ static void head_backward(struct model *m, const float *dlogprob, const float *d
   dmem_zero(m, m->dxn, sizeof(float) * T * C);
   if (dlogprob || dentropy) {
     if (!m->head_done) head_forward(m); /* the forward skipped the logits (value only) */
-    for (int r0 = 0; r0 < T; r0 += R) {
-      int n = T - r0 < R ? T - r0 : R;
+    /* last chunk first: the forward left its logits in the buffer, so it is not recomputed */
+    for (int c = (T + R - 1) / R - 1; c >= 0; c--) {
+      int r0 = c * R, n = T - r0 < R ? T - r0 : R;
       const float *x = m->xf + (size_t)r0 * C;
-      m->ops->matmul(0, 1, n, V, C, 1.0f, x, C, lm_head(m), C, 0.0f, m->logits, V);
+      if (m->logits_held != 1 + r0)
+        m->ops->matmul(0, 1, n, V, C, 1.0f, x, C, lm_head(m), C, 0.0f, m->logits, V);
+      m->logits_held = 0; /* logprob_bwd turns the buffer into dL/dlogits */
       m->ops->logprob_bwd(m->logits, m->lse_out + r0, m->ent_out + r0, m->targets + r0,
                           dlogprob ? dlogprob + r0 : NULL, dentropy ? dentropy + r0 : NULL, n, V);
       linear_bwd(m, m->dxn + (size_t)r0 * C, dhead, NULL, m->logits, x, lm_head(m), n, V, C, 0.0f);

@@ -71,6 +71,8 @@ struct model {
   float *lse_out, *ent_out, *lp_out; /* [T] logits log-sum-exp, entropy, logprob */
   float *val_out, *dlp_in, *dent_in, *dval_in; /* [T] staging of a device backend */
   int head_done;                 /* the last forward computed the logits' statistics */
+  int logits_held;               /* 1 + first row of the forward's last logits chunk, still in
+                                  * `logits` for the backward; 0: none */
   /* scratch, reused by every layer */
   float *xn, *h, *dres, *dxn, *datt, *dq, *dk, *dv, *dgate, *dup, *logits, *attn_scratch;
 };

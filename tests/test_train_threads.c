@@ -1,5 +1,6 @@
 /* test_train_threads.c: the training step's threaded parts give the same bits
- * with 1 and 3 threads.
+ * with 1 and 3 threads, and the backward's reuse of the forward's last logits
+ * chunk is safe.
  *
  * attention_bwd splits (sequence, kv head) units over the threads, each unit
  * owning its dK/dV columns: a unit split wrongly (two threads adding into the
@@ -7,12 +8,19 @@
  * buffer in slices: a slice boundary off by one leaves parameters unupdated or
  * updated twice. Both must match bitwise (every element takes the same
  * operations whatever the split); the AdamW result is also checked against
- * the scalar formula (1e-6 relative: same fp32 ops, compiler contraction aside). */
+ * the scalar formula (1e-6 relative: same fp32 ops, compiler contraction aside).
+ *
+ * The backward takes the forward's last logits chunk from the buffer instead of
+ * recomputing it, and its first use overwrites it with dL/dlogits: a second
+ * backward after one forward must recompute it and accumulate the same
+ * gradient again (2g within 1e-5 relative of the largest entry; reusing the
+ * overwritten buffer gives a different lm_head/embedding gradient). */
 #include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
+#include "model.h"
 #include "optim.h"
 #include "rng.h"
 #include "testutil.h"
@@ -106,11 +114,41 @@ static void test_adamw_threads(const struct rng_seq *s) {
   free(one); free(three); free(p0); free(g);
 }
 
+static void test_backward_twice(void) {
+  struct model_config mc = {.vocab_size = 37, .dim = 16, .layers = 1, .heads = 2, .kv_heads = 1,
+                            .ffn_dim = 24, .max_seq = 32, .rope_theta = 10000.0,
+                            .norm_eps = 1e-5, .init_std = 0.2, .tie_embeddings = 1};
+  enum { NT = 20 };
+  const int cu2[] = {0, 13, NT};
+  int tok[NT];
+  float lp[NT], dlp[NT];
+  struct model m;
+  CHECK(model_create(&m, &mc, NT, &cpu_backend) == 0);
+  model_init_params(&m, 5);
+  m.logit_chunk = 6; /* chunks at rows 0, 6, 12, 18: the held one is the short last chunk */
+  for (int t = 0; t < NT; t++) tok[t] = (t * 11 + 3) % mc.vocab_size, dlp[t] = 0.1f * (t % 7) - 0.3f;
+  size_t n = m.table.total;
+  float *once = malloc(sizeof(float) * n);
+  CHECK(model_forward(&m, tok, cu2, 2, lp, NULL, NULL) == 0);
+  model_zero_grad(&m);
+  model_backward(&m, dlp, NULL, NULL);
+  memcpy(once, m.grads, sizeof(float) * n);
+  model_backward(&m, dlp, NULL, NULL);
+  double big = 0, worst = 0;
+  for (size_t i = 0; i < n; i++) big = fmax(big, fabs(once[i]));
+  for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs(m.grads[i] - 2.0 * once[i]));
+  CHECK_MSG(big > 0 && worst <= 1e-5 * big, "second backward: max |g2 - 2 g1| %.3g of %.3g", worst,
+            big);
+  free(once);
+  model_free(&m);
+}
+
 int main(void) {
   struct rng_seq s;
   rng_seq_init(&s, 11, RNG_STREAM_TEST, 0, 0);
   test_attention_bwd_threads(&s);
   test_adamw_threads(&s);
   openblas_set_num_threads(1);
+  test_backward_twice();
   return TEST_RESULT("test_train_threads");
 }

@@ -3,7 +3,8 @@
 add_unit_test(test_ops SOURCES test_ops.c)
 add_unit_test(test_model_fd SOURCES test_model_fd.c)
 add_unit_test(test_model_golden SOURCES test_model_golden.c LABELS unit golden)
-# attention backward and AdamW: the same bits with 1 and 3 threads
+# attention backward and AdamW: the same bits with 1 and 3 threads; a second backward
+# after one forward recomputes the logits chunk the first one consumed
 add_unit_test(test_train_threads SOURCES test_train_threads.c)
 
 # rlpt init + rlpt score on a tiny deck: the output has n-1 logprobs per line.
