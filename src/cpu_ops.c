@@ -415,13 +415,78 @@ static inline size_t attn_off(const struct attn_src *s, int j) {
          (size_t)(j % s->block_size) * s->ks;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+/* S[j] = scale * dot(q, k_j) for j = 0..last: rd_dot_avx2's order, four keys reduced at once. */
+RD_AVX2 static void attn_scores_avx2(float *S, const float *q, const struct attn_src *s, int last,
+                                     int D, float scale) {
+  int j = 0;
+  for (; j + 4 <= last + 1; j += 4) {
+    const float *k0 = s->k + attn_off(s, j), *k1 = s->k + attn_off(s, j + 1);
+    const float *k2 = s->k + attn_off(s, j + 2), *k3 = s->k + attn_off(s, j + 3);
+    __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
+    for (int k = 0; k < (D & ~7); k += 8) {
+      __m256 qv = _mm256_loadu_ps(q + k);
+      c0 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k0 + k), c0);
+      c1 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k1 + k), c1);
+      c2 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k2 + k), c2);
+      c3 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k3 + k), c3);
+    }
+    float t[4];
+    const float *kr[4] = {k0, k1, k2, k3};
+    _mm_storeu_ps(t, rd_hsum4(c0, c1, c2, c3));
+    for (int r = 0; r < 4; r++) {
+      for (int k = D & ~7; k < D; k++) t[r] = fmaf(q[k], kr[r][k], t[r]);
+      S[j + r] = scale * t[r];
+    }
+  }
+  for (; j <= last; j++) S[j] = scale * rd_dot_avx2(q, s->k + attn_off(s, j), D);
+}
+
+/* out[d] = sum_j p_j v_j[d], j ascending from 0 + p_0 v_0, as the plain loop below
+ * computes it (multiply, then add); p_j = S[j] * inv. Columns 32 or 8 at a time. */
+RD_AVX2 static void attn_pv_avx2(float *out, const float *S, float inv,
+                                 const struct attn_src *s, int last, int D) {
+  int d = 0;
+  for (; d + 32 <= D; d += 32) {
+    __m256 o0 = _mm256_setzero_ps(), o1 = o0, o2 = o0, o3 = o0;
+    for (int j = 0; j <= last; j++) {
+      const float *v = s->v + attn_off(s, j) + d;
+      __m256 p = _mm256_set1_ps(S[j] * inv);
+      o0 = _mm256_add_ps(o0, _mm256_mul_ps(p, _mm256_loadu_ps(v)));
+      o1 = _mm256_add_ps(o1, _mm256_mul_ps(p, _mm256_loadu_ps(v + 8)));
+      o2 = _mm256_add_ps(o2, _mm256_mul_ps(p, _mm256_loadu_ps(v + 16)));
+      o3 = _mm256_add_ps(o3, _mm256_mul_ps(p, _mm256_loadu_ps(v + 24)));
+    }
+    _mm256_storeu_ps(out + d, o0);
+    _mm256_storeu_ps(out + d + 8, o1);
+    _mm256_storeu_ps(out + d + 16, o2);
+    _mm256_storeu_ps(out + d + 24, o3);
+  }
+  for (; d + 8 <= D; d += 8) {
+    __m256 o = _mm256_setzero_ps();
+    for (int j = 0; j <= last; j++)
+      o = _mm256_add_ps(o, _mm256_mul_ps(_mm256_set1_ps(S[j] * inv),
+                                         _mm256_loadu_ps(s->v + attn_off(s, j) + d)));
+    _mm256_storeu_ps(out + d, o);
+  }
+  for (; d < D; d++) {
+    float o = 0.0f;
+    for (int j = 0; j <= last; j++) o += S[j] * inv * s->v[attn_off(s, j) + d];
+    out[d] = o;
+  }
+}
+#endif
+
 /* One query at position `last` against keys 0..last: out[D] written, returns the
  * log-sum-exp of the scaled scores. S: last + 1 floats of scratch. */
 static float attn_row_fwd(float *out, const float *q, const struct attn_src *s, int last, int D,
                           float scale, float *S, int avx2) {
   float mx = -INFINITY;
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (avx2) attn_scores_avx2(S, q, s, last, D, scale);
+#endif
   for (int j = 0; j <= last; j++) {
-    S[j] = scale * rd_dot(q, s->k + attn_off(s, j), D, avx2);
+    if (!avx2) S[j] = scale * rd_dot(q, s->k + attn_off(s, j), D, 0);
     mx = S[j] > mx ? S[j] : mx;
   }
   float sum = 0.0f;
@@ -430,6 +495,12 @@ static float attn_row_fwd(float *out, const float *q, const struct attn_src *s, 
     sum += S[j];
   }
   float inv = 1.0f / sum;
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (avx2) {
+    attn_pv_avx2(out, S, inv, s, last, D);
+    return mx + logf(sum);
+  }
+#endif
   memset(out, 0, sizeof(float) * D);
   for (int j = 0; j <= last; j++) {
     const float *vj = s->v + attn_off(s, j);
