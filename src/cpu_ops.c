@@ -82,8 +82,6 @@ static void par_for(size_t n, size_t cost, void (*fn)(void *, size_t, size_t), v
 
 #define RD_MR 4
 #define RD_NR 3
-
-
 /* A thread only for >= 4 x PAR_MIN_WORK multiply-adds (1 MiB of weights in a GEMV):
  * starting one costs 20-100 us, more than a smaller product takes. */
 #define RD_PAR_DIV 4
