@@ -51,6 +51,13 @@ struct backend_ops {
    * trans_X. Leading dimensions are row strides of the stored matrices. */
   void (*matmul)(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
                  int lda, const float *B, int ldb, float beta, float *C, int ldc);
+  /* C[M,N] = alpha * A[M,K] * B[N,K]^T + beta * C where every row of C has the same
+   * bits whatever M is and whichever rows share the call (one fixed summation order
+   * per element). Rollout decode steps, the trainer's scoring passes and its fused
+   * old-logprob pass use it so rollout and trainer logprobs agree to the bit; plain
+   * training passes use the faster matmul. Optional (NULL: matmul). */
+  void (*matmul_rowinv)(int M, int N, int K, float alpha, const float *A, int lda,
+                        const float *B, int ldb, float beta, float *C, int ldc);
 
   /* out[T,C] = x * rsqrt(mean(x^2) + eps) * w; rstd[T] keeps the rsqrt. */
   void (*rmsnorm_fwd)(float *out, float *rstd, const float *x, const float *w, int T, int C,

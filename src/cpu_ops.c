@@ -272,10 +272,6 @@ static void rowdot_gemm(int M, int N, int K, float alpha, const float *A, int ld
 
 static void cpu_matmul(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                        const float *B, int ldb, float beta, float *C, int ldc) {
-  if (!ta && tb) {
-    rowdot_gemm(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-    return;
-  }
   if (M == 1) {
     /* C[1,N] = a[1,K] op(B): a GEMV on B; a's stride is lda when A is stored [K,1]. */
     int inca = ta ? lda : 1;
@@ -803,6 +799,7 @@ static void cpu_logprob_bwd(float *logits, const float *lse, const float *entrop
 const struct backend_ops cpu_backend = {
   .name = "cpu",
   .matmul = cpu_matmul,
+  .matmul_rowinv = rowdot_gemm,
   .rmsnorm_fwd = cpu_rmsnorm_fwd,
   .rmsnorm_bwd = cpu_rmsnorm_bwd,
   .rope = cpu_rope,

@@ -177,6 +177,7 @@ int model_create(struct model *m, const struct model_config *mc, int max_tokens,
   m->cfg.head_dim = mc->dim / mc->heads;
   m->ops = ops;
   m->on_device = ops->upload != NULL;
+  m->exact = 1;
   m->max_tokens = max_tokens;
   m->logit_chunk = MODEL_LOGIT_CHUNK;
   param_table_build(&m->table, &m->cfg);
@@ -316,10 +317,20 @@ static int batch_set(struct model *m, const int *tokens, const int *cu, int nseq
   return 0;
 }
 
+/* C[M,N] = A[M,K] B[N,K]^T + beta C: the row-invariant product when m->exact asks
+ * for it and the backend has one (backend.h), else the backend's matmul. */
+static void matmul_abt(const struct model *m, int M, int N, int K, const float *A, int lda,
+                       const float *B, int ldb, float beta, float *C, int ldc) {
+  if (m->exact && m->ops->matmul_rowinv)
+    m->ops->matmul_rowinv(M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+  else
+    m->ops->matmul(0, 1, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+}
+
 /* y[T, out] = x[T, in] W^T (+ b): a linear layer with W [out, in]. */
 static void linear_fwd(const struct model *m, float *y, const float *x, const float *w,
                        const float *b, int T, int out, int in, float beta) {
-  m->ops->matmul(0, 1, T, out, in, 1.0f, x, in, w, in, beta, y, out);
+  matmul_abt(m, T, out, in, x, in, w, in, beta, y, out);
   if (b) m->ops->bias_add(y, b, T, out);
 }
 
@@ -441,7 +452,7 @@ static void head_forward(struct model *m) {
   for (int r0 = 0; r0 < T; r0 += R) {
     int n = T - r0 < R ? T - r0 : R;
     /* logits[n, V] = xf[r0 .. r0+n) lm_head^T */
-    m->ops->matmul(0, 1, n, V, C, 1.0f, m->xf + (size_t)r0 * C, C, lm_head(m), C, 0.0f, m->logits,
+    matmul_abt(m, n, V, C, m->xf + (size_t)r0 * C, C, lm_head(m), C, 0.0f, m->logits,
                    V);
     m->ops->logprob_fwd(m->lp_out + r0, m->ent_out + r0, m->lse_out + r0, m->logits,
                         m->targets + r0, n, V);
@@ -459,7 +470,7 @@ int model_forward(struct model *m, const int *tokens, const int *cu_seqlens, int
   trunk_forward(m, NULL);
   if (value_out && mc->value_head) {
     float *v = m->on_device ? m->val_out : value_out;
-    m->ops->matmul(0, 1, T, 1, C, 1.0f, m->xf, C, W(m, P_SCORE, -1), C, 0.0f, v, 1);
+    matmul_abt(m, T, 1, C, m->xf, C, W(m, P_SCORE, -1), C, 0.0f, v, 1);
     to_host(m, value_out, v, sizeof(float) * T);
   }
   m->head_done = 0;
@@ -524,11 +535,11 @@ int model_forward_kv(struct model *m, const int *tokens, const int *cu_new, cons
     x = m->xn;
   }
   if (!m->on_device) {
-    m->ops->matmul(0, 1, rows, V, C, 1.0f, x, C, lm_head(m), C, 0.0f, logits, V);
+    matmul_abt(m, rows, V, C, x, C, lm_head(m), C, 0.0f, logits, V);
   } else { /* device logits a chunk at a time (the scratch holds MODEL_LOGIT_CHUNK rows) */
     for (int r0 = 0; r0 < rows; r0 += MODEL_LOGIT_CHUNK) {
       int n = rows - r0 < MODEL_LOGIT_CHUNK ? rows - r0 : MODEL_LOGIT_CHUNK;
-      m->ops->matmul(0, 1, n, V, C, 1.0f, x + (size_t)r0 * C, C, lm_head(m), C, 0.0f, m->logits,
+      matmul_abt(m, n, V, C, x + (size_t)r0 * C, C, lm_head(m), C, 0.0f, m->logits,
                      V);
       to_host(m, logits + (size_t)r0 * V, m->logits, sizeof(float) * n * V);
     }
@@ -553,7 +564,7 @@ static void head_backward(struct model *m, const float *dlogprob, const float *d
       int r0 = c * R, n = T - r0 < R ? T - r0 : R;
       const float *x = m->xf + (size_t)r0 * C;
       if (m->logits_held != 1 + r0)
-        m->ops->matmul(0, 1, n, V, C, 1.0f, x, C, lm_head(m), C, 0.0f, m->logits, V);
+        matmul_abt(m, n, V, C, x, C, lm_head(m), C, 0.0f, m->logits, V);
       m->logits_held = 0; /* logprob_bwd turns the buffer into dL/dlogits */
       m->ops->logprob_bwd(m->logits, m->lse_out + r0, m->ent_out + r0, m->targets + r0,
                           dlogprob ? dlogprob + r0 : NULL, dentropy ? dentropy + r0 : NULL, n, V);

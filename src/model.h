@@ -48,6 +48,12 @@ struct model {
   float *params, *grads;  /* table.total floats each */
   float *dparams, *dgrads;
   int on_device;          /* ops work on their own memory (ops->upload set) */
+  int exact;              /* 1 (model_create's default): A B^T products through the backend's
+                             row-invariant matmul, so a row's logprob does not depend on the
+                             batch it shares a forward with (the rollout's and the trainer's
+                             agree to the bit); 0: the faster matmul (a pass whose logprobs
+                             nothing compares, e.g. SFT). Set it before a forward and keep it
+                             until that forward's backward. */
   int max_tokens;         /* token budget of one packed batch */
   int logit_chunk;        /* rows of logits at a time (tests may lower it) */
 

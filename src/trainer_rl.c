@@ -351,6 +351,10 @@ static int rl_update(struct rl_ctx *x, int a, int e) {
                            x->tis != TIS_OFF ? d->w_is : NULL, d->ent};
   for (int s0 = a; s0 < e && !rc;) {
     int s1 = trainer_micro_end(t, d->cu, s0, e), o = d->cu[s0], T = d->cu[s1] - o;
+    /* The fused pass's logprobs are the old ones, compared with the rollout's
+     * (logprob_diff_max): row-invariant products. Otherwise the old ones came from
+     * rl_forward_all and this pass may take the faster ones (model.h, exact). */
+    t->policy.exact = x->mode == OLD_FUSED;
     rc = trainer_forward_micro(t, &t->policy, d->tokens, d->cu, s0, s1, d->lp + o, d->ent + o,
                                NULL) != 0;
     if (rc) break;
@@ -361,6 +365,7 @@ static int rl_update(struct rl_ctx *x, int a, int e) {
     x->sum.tok_trained += T;
     s0 = s1;
   }
+  t->policy.exact = 1;
   if (error_agree(t->dp, rc)) return 1;
   int applied = trainer_apply_update(t, x->lr, &x->norm);
   if (t->has_critic && critic_update(x, a, e, &c)) return 1;

@@ -2,7 +2,7 @@
  * batch it is computed in (cpu_ops.c), which is what makes rollout logprobs equal
  * the trainer's.
  *
- * (a) matmul C = A B^T: each row of an M-row product equals, bit for bit, the same
+ * (a) matmul_rowinv C = A B^T: each row of an M-row product equals, bit for bit, the same
  *     row computed alone (M = 1, the GEMV of a decode step) and inside products of
  *     every M in 1..70, for K a multiple of 8 and not; with 1 and 2 threads; and it
  *     agrees with a double-precision reference within 1e-5 relative (a summation
@@ -35,10 +35,10 @@ static void test_matmul(int K, int threads) {
   fill(A, (size_t)MMAX * K, 1u + (unsigned)K);
   fill(B, (size_t)N * K, 7u + (unsigned)K);
   for (int i = 0; i < MMAX; i++) /* each row alone: the reference bits */
-    cpu_backend.matmul(0, 1, 1, N, K, 0.5f, A + (size_t)i * K, K, B, K, 0.0f, row + (size_t)i * N, N);
+    cpu_backend.matmul_rowinv(1, N, K, 0.5f, A + (size_t)i * K, K, B, K, 0.0f, row + (size_t)i * N, N);
   int bad = 0;
   for (int M = 1; M <= MMAX; M++) {
-    cpu_backend.matmul(0, 1, M, N, K, 0.5f, A, K, B, K, 0.0f, C, N);
+    cpu_backend.matmul_rowinv(M, N, K, 0.5f, A, K, B, K, 0.0f, C, N);
     bad += memcmp(C, row, sizeof(float) * (size_t)M * N) != 0;
   }
   double rel = 0;
@@ -54,7 +54,7 @@ static void test_matmul(int K, int threads) {
     }
   /* beta = 1: C += A B^T */
   for (int j = 0; j < N; j++) C[j] = 1.0f;
-  cpu_backend.matmul(0, 1, 1, N, K, 0.5f, A, K, B, K, 1.0f, C, N);
+  cpu_backend.matmul_rowinv(1, N, K, 0.5f, A, K, B, K, 1.0f, C, N);
   double acc = 0;
   for (int j = 0; j < N; j++) acc = fmax(acc, fabs(C[j] - (row[j] + 1.0f)));
   printf("a) matmul K=%d, %d thread(s): %d of %d row counts differ from one-row results; "

@@ -164,12 +164,15 @@ static void prof_print(int iters) {
          100 * (fb - ops) / step);
 }
 
-/* One warm-up step, then iters timed steps; returns tokens/s. */
-static double bench_c(const struct shape *s, int iters, int profile) {
+/* One warm-up step, then iters timed steps; returns tokens/s. exact: the model's
+ * row-invariant products (model.h; the RL step's fused old-logprob pass) or the
+ * faster ones (SFT, and RL updates whose old logprobs came from their own pass). */
+static double bench_c(const struct shape *s, int iters, int profile, int exact) {
   int T = s->batch * s->seq;
   struct model m;
   if (model_create(&m, &s->mc, T, profile ? &prof_backend : &cpu_backend)) return -1;
   model_init_params(&m, 1);
+  m.exact = exact;
   struct adamw opt;
   struct adamw_hparams hp = {.lr = 1e-4, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8,
                              .weight_decay = 0.0};
@@ -247,10 +250,14 @@ int main(int argc, char **argv) {
     if (strcmp(which, "all") && strcmp(which, names[k])) continue;
     struct shape s = shape_get(names[k]);
     int n = iters > 0 ? iters : s.iters;
-    double c = bench_c(&s, n, profile);
+    double c = bench_c(&s, n, profile, 0);
     if (c < 0) return 1;
     printf("bench_train %s: rlpt %d x %d tokens, %d threads: %.0f tok/s (fwd+bwd+adamw)\n",
            s.name, s.batch, s.seq, threads, c);
+    double cx = bench_c(&s, n, 0, 1);
+    if (cx < 0) return 1;
+    printf("bench_train %s: rlpt with row-invariant forward products (RL fused pass): %.0f tok/s "
+           "(%.2f of the above)\n", s.name, cx, cx / c);
     double t = ref ? bench_ref(s.name, threads, n) : -1;
     if (t > 0)
       printf("bench_train %s: torch %.0f tok/s; rlpt / torch = %.2f\n", s.name, t, c / t);
