@@ -20,6 +20,8 @@ int run_prompt_tokens(const struct run *r, const struct task_prompt *p, struct s
   ids[0] = r->tok.bos_id;
   if (tokenizer_encode(&r->tok, p->text, strlen(p->text), ids + b, TASK_TEXT_MAX, &n, &at) != TOK_OK)
     return -1;
+  /* a chat template that writes BOS itself (Llama 3's "{{ bos_token }}"): keep one */
+  if (b && n > 0 && ids[1] == r->tok.bos_id) return sample_set_prompt(s, ids + 1, (int32_t)n);
   return sample_set_prompt(s, ids, (int32_t)n + b);
 }
 

@@ -18,3 +18,5 @@ set_tests_properties(hf_cli PROPERTIES LABELS mpi ENVIRONMENT "${RLPT_TEST_ENV}"
 add_test(NAME hf_generate_smollm2 COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/hf_generate.sh $<TARGET_FILE:rlpt>)
 set_tests_properties(hf_generate_smollm2 PROPERTIES LABELS model ENVIRONMENT "${RLPT_TEST_ENV}"
   SKIP_RETURN_CODE 77 TIMEOUT 600 PASS_REGULAR_EXPRESSION "same greedy tokens and logprobs")
+# One BOS per prompt, also when a chat template writes it itself (Llama 3 fixture).
+add_unit_test(test_prompt_bos SOURCES test_prompt_bos.c LABELS unit)
