@@ -212,12 +212,9 @@ int trainer_apply_update(struct trainer *t, double lr, double *grad_norm) {
 /* ---- SFT step ---------------------------------------------------------------- */
 
 /* Forward + backward of one micro-batch; adds -sum m lp / n_glob and sum m H. */
-static int sft_micro(struct trainer *t, const int *tokens, const int *cu, const float *mask,
-                     int s0, int s1, double n_glob, double sums[2]) {
-  t->policy.exact = 0; /* no other logprob is compared with SFT's: the faster products */
-  int rc = trainer_forward_micro(t, &t->policy, tokens, cu, s0, s1, t->lp, t->ent, NULL);
-  t->policy.exact = 1;
-  if (rc) return 1;
+static int sft_micro_pass(struct trainer *t, const int *tokens, const int *cu, const float *mask,
+                          int s0, int s1, double n_glob, double sums[2]) {
+  if (trainer_forward_micro(t, &t->policy, tokens, cu, s0, s1, t->lp, t->ent, NULL)) return 1;
   int T = cu[s1] - cu[s0];
   const float *mk = mask + cu[s0];
   float inv = (float)(1.0 / n_glob);
@@ -226,10 +223,18 @@ static int sft_micro(struct trainer *t, const int *tokens, const int *cu, const 
     sums[0] -= (double)mk[i] * t->lp[i] / n_glob;
     sums[1] += (double)mk[i] * t->ent[i];
   }
-  t->policy.exact = 0; /* the backward recomputes logits chunks as its forward did */
   model_backward(&t->policy, t->dlp, NULL, NULL);
-  t->policy.exact = 1;
   return 0;
+}
+
+/* No other logprob is compared with SFT's: its forward and backward take the faster
+ * products (model.h, exact). */
+static int sft_micro(struct trainer *t, const int *tokens, const int *cu, const float *mask,
+                     int s0, int s1, double n_glob, double sums[2]) {
+  t->policy.exact = 0;
+  int rc = sft_micro_pass(t, tokens, cu, mask, s0, s1, n_glob, sums);
+  t->policy.exact = 1;
+  return rc;
 }
 
 int trainer_sft_step(struct trainer *t, const int *tokens, const int *cu_seqlens,
