@@ -132,17 +132,11 @@ static void bcast_model(struct eval_model *em, int rank) {
     wait_bcast(em->params + o, (int)(n - o < chunk ? n - o : chunk), MPI_FLOAT, 0, MPI_COMM_WORLD);
 }
 
-/* The deck's tokenizer (a GGUF's for init = gguf:PATH, else the character one), task and
- * reward; the deck's own model config into deck_mc (for the "differs" note). */
+/* The deck's tokenizer (the model's for init = gguf:PATH | hf:DIR, else the character
+ * one, as rlpt run), task and reward; the deck's own model config into deck_mc (for the
+ * "differs" note). */
 static int setup_deck(struct run *r, struct model_config *deck_mc, char *err, size_t len) {
-  int rc = 0;
-  if (model_import_is_gguf(r->cfg)) {
-    rc = model_import_gguf_setup(r->cfg, deck_mc, &r->tok, err, len);
-    if (rc) tokenizer_init_char(&r->tok);
-  } else {
-    tokenizer_init_char(&r->tok);
-    if (model_config_from_deck(deck_mc, r->cfg, r->tok.vocab_size, err, len) != 0) rc = 2;
-  }
+  int rc = model_import_or_deck(r->cfg, deck_mc, &r->tok, err, len);
   if (!rc) rc = task_init(&r->task, r->cfg, err, len);
   if (!rc) rc = reward_init(&r->rcfg, r->cfg, err, len);
   return rc;

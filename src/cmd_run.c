@@ -98,13 +98,8 @@ static int setup_common(struct run *r, char *err, size_t len) {
   int rc = run_supported(r->cfg, &r->comms.counts, err, len);
   if (!rc) rc = threads_setup(r->cfg, MPI_COMM_WORLD, &r->threads, err, len);
   /* init = gguf:PATH | hf:DIR: the model's own tokenizer and config (model_import.h) on every rank */
-  if (model_import_is_file(r->cfg)) {
-    if (!rc) rc = model_import_setup(r->cfg, &r->mc, &r->tok, err, len);
-    if (rc) tokenizer_init_char(&r->tok);
-  } else {
-    tokenizer_init_char(&r->tok);
-    if (!rc && model_config_from_deck(&r->mc, r->cfg, r->tok.vocab_size, err, len) != 0) rc = 2;
-  }
+  if (!rc) rc = model_import_or_deck(r->cfg, &r->mc, &r->tok, err, len);
+  else tokenizer_init_char(&r->tok);
   if (!rc) rc = task_init(&r->task, r->cfg, err, len);
   if (!rc) rc = reward_init(&r->rcfg, r->cfg, err, len);
   if (!rc) rc = run_reward_model_check(r, err, len);  /* rank 0: [reward] rm_path fits the policy */

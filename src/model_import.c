@@ -155,9 +155,15 @@ int model_import_setup(const struct config *cfg, struct model_config *mc, struct
   return rc;
 }
 
-int model_import_gguf_setup(const struct config *cfg, struct model_config *mc,
-                            struct tokenizer *tok, char *err, size_t errlen) {
-  return model_import_setup(cfg, mc, tok, err, errlen);
+int model_import_or_deck(const struct config *cfg, struct model_config *mc, struct tokenizer *tok,
+                         char *err, size_t errlen) {
+  if (model_import_is_file(cfg)) {
+    int rc = model_import_setup(cfg, mc, tok, err, errlen);
+    if (rc) tokenizer_init_char(tok);
+    return rc;
+  }
+  tokenizer_init_char(tok);
+  return model_config_from_deck(mc, cfg, tok->vocab_size, err, errlen) != 0 ? 2 : 0;
 }
 
 /* The loaded tensors into m->params when their table is m's. */

@@ -40,9 +40,11 @@ int model_import_config(const struct config *cfg, struct model_config *mc, char 
 int model_import_setup(const struct config *cfg, struct model_config *mc, struct tokenizer *tok,
                        char *err, size_t errlen);
 
-/* The same (its name from before hf:DIR; callers that test model_import_is_gguf use it). */
-int model_import_gguf_setup(const struct config *cfg, struct model_config *mc,
-                            struct tokenizer *tok, char *err, size_t errlen);
+/* The tokenizer and model config a deck describes: model_import_setup for gguf:/hf:,
+ * else the built-in character tokenizer and the [model] keys. On error tok is still
+ * a valid (character) tokenizer to free. 0, or 2 with a message. */
+int model_import_or_deck(const struct config *cfg, struct model_config *mc, struct tokenizer *tok,
+                         char *err, size_t errlen);
 
 /* The weights of init ("gguf:PATH" or "hf:DIR") into m->params; the file's
  * tensors must be m's. Returns 0, or 2 with a message. */
