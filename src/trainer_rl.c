@@ -128,11 +128,11 @@ static int rl_forward_all(struct trainer *t, const struct rl_data *d, float *lp,
   return 0;
 }
 
-/* Critic values of sequences [s0, s1) into val at their packed positions
- * (its logprobs land in the dlp scratch, unused). 0 or -1. */
+/* Critic values of sequences [s0, s1) into val at their packed positions (value only:
+ * no vocabulary GEMM). 0 or -1. */
 static int critic_forward(struct trainer *t, const struct rl_data *d, int s0, int s1, float *val) {
   int o = d->cu[s0];
-  return trainer_forward_micro(t, &t->critic, d->tokens, d->cu, s0, s1, d->dlp + o, NULL, val + o);
+  return trainer_forward_micro(t, &t->critic, d->tokens, d->cu, s0, s1, NULL, NULL, val + o);
 }
 
 /* v_old: the critic's values of every sequence before the step's updates. */
