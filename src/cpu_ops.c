@@ -241,14 +241,6 @@ static int rd_have_avx2(void) {
 #endif
 }
 
-/* dot(a, b) exactly as rowdot_gemm computes an element. */
-static float rd_dot(const float *a, const float *b, int K, int avx2) {
-#if defined(__x86_64__) && defined(__GNUC__)
-  if (avx2) return rd_dot_avx2(a, b, K);
-#endif
-  (void)avx2;
-  return rd_dot_plain(a, b, K);
-}
 
 static void rd_cols(void *p, size_t j0, size_t j1) {
   const struct rd_args *g = p;
@@ -480,7 +472,7 @@ static float attn_row_fwd(float *out, const float *q, const struct attn_src *s, 
   if (avx2) attn_scores_avx2(S, q, s, last, D, scale);
 #endif
   for (int j = 0; j <= last; j++) {
-    if (!avx2) S[j] = scale * rd_dot(q, s->k + attn_off(s, j), D, 0);
+    if (!avx2) S[j] = scale * rd_dot_plain(q, s->k + attn_off(s, j), D);
     mx = S[j] > mx ? S[j] : mx;
   }
   float sum = 0.0f;
