@@ -23,8 +23,7 @@
  * usual broadcast). The run then skips SFT and the post-SFT eval and continues with RL
  * step `step + 1`; the controller cuts the metrics JSONL back to the lines of
  * steps <= `step` (a run killed after its last checkpoint logged more) and appends.
- * Not restored: the PPO critic's AdamW moments (the format has no place for
- * them; they restart from zero, with a warning). */
+ * The PPO critic and its AdamW moments (/critic, /critic_optim) are restored too. */
 #ifndef RLPT_RESTART_H
 #define RLPT_RESTART_H
 

@@ -5,8 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "wait.h"
+#include "allreduce.h"
 
 static volatile sig_atomic_t got_signal;
 
@@ -31,13 +30,9 @@ void signals_install(void) {
   sigaction(SIGUSR1, &sa, NULL);
 }
 
-int signals_pending(void) { return (int)got_signal; }
-
 int signals_agree(MPI_Comm comm) {
-  int mine = (int)got_signal, all = 0;
-  MPI_Request req;
-  MPI_CHECK(MPI_Iallreduce(&mine, &all, 1, MPI_INT, MPI_MAX, comm, &req));
-  wait_request(&req, MPI_STATUS_IGNORE);
+  int all = (int)got_signal;
+  allreduce_polite(&all, 1, MPI_INT, MPI_MAX, comm);
   return all;
 }
 

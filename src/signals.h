@@ -21,10 +21,8 @@
 /* Install the SIGTERM and SIGUSR1 handlers (every rank, once, after MPI_Init:
  * Open MPI installs its own handlers for other signals). */
 void signals_install(void);
-/* The signal this process received (0 = none). */
-int signals_pending(void);
 /* Collective over comm: the largest signal number any rank received (0 = none),
- * agreed with a polite all-reduce (mpi/wait.h). */
+ * agreed with a polite all-reduce (mpi/allreduce.h). */
 int signals_agree(MPI_Comm comm);
 /* "SIGTERM", "SIGUSR1", ... */
 const char *signals_name(int sig);
