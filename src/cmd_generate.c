@@ -255,11 +255,11 @@ static int *gen_prompt_ids(const struct gen_args *a, const struct tokenizer *tok
     return NULL;
   }
   text = a->chat ? chat_format(&ct, &msg, 1, 1, &len) : strdup(a->prompt);
-  int *ids = text ? malloc(sizeof(int) * (len + 2)) : NULL, b = a->imported && tok->bos_id >= 0;
+  int *ids = text ? malloc(sizeof(int) * (len + 2)) : NULL;
+  /* an imported model's prompts start with its BOS (one, whatever the template wrote) */
   int rc = !ids ? TOK_ERR_SPACE : len == 0 ? TOK_ERR_UNKNOWN
-                                           : tokenizer_encode(tok, text, len, ids + b, len + 1, n_ids, &at);
-  if (!rc && b && (*n_ids == 0 || ids[1] != tok->bos_id)) ids[0] = tok->bos_id, ++*n_ids;
-  else if (!rc && b) memmove(ids, ids + 1, sizeof(int) * *n_ids);  /* the template wrote BOS */
+           : a->imported ? tokenizer_encode_prompt(tok, text, len, ids, len + 2, n_ids, &at)
+                         : tokenizer_encode(tok, text, len, ids, len + 1, n_ids, &at);
   if (rc && len == 0) fprintf(stderr, "rlpt: generate: --prompt is empty\n");
   else if (rc == TOK_ERR_UNKNOWN)
     fprintf(stderr, "rlpt: generate: --prompt: byte %zu (0x%02x) has no token in %s\n", at,

@@ -69,15 +69,15 @@ static int rm_answer_scores(struct reward_model *rm, const struct tokenizer *tok
   int *ids = malloc(sizeof(int) * (TASK_TEXT_MAX + 2 + NKINDS * (ANSWER_MAX + 1)));
   struct rm_seq seqs[NKINDS];
   char err[512] = "out of memory";
-  int b = tok->bos_id >= 0, e = tok->eos_id >= 0, rc = ids ? 0 : 1;
+  int e = tok->eos_id >= 0, rc = ids ? 0 : 1;
   size_t np = 0, n = 0, at = 0;
-  if (!rc) ids[0] = tok->bos_id;
-  if (!rc && tokenizer_encode(tok, p->text, strlen(p->text), ids + b, TASK_TEXT_MAX, &np, &at) != TOK_OK) {
+  if (!rc && tokenizer_encode_prompt(tok, p->text, strlen(p->text), ids, TASK_TEXT_MAX + 1, &np, &at) !=
+                 TOK_OK) {
     snprintf(err, sizeof err, "the %s tokenizer cannot encode byte %zu of the prompt \"%s\"",
              tokenizer_kind_name(tok->kind), at, p->text);
     rc = 2;
   }
-  int *a = ids + np + b;
+  int *a = ids + np;
   for (int k = 0; !rc && k < NKINDS; k++, a += n + e) {
     if (tokenizer_encode(tok, text[k], strlen(text[k]), a, ANSWER_MAX, &n, &at) != TOK_OK) {
       snprintf(err, sizeof err, "the %s tokenizer cannot encode byte %zu of \"%s\"",
@@ -86,7 +86,7 @@ static int rm_answer_scores(struct reward_model *rm, const struct tokenizer *tok
     }
     a[n] = tok->eos_id;
     long nb = (long)n + e < max_new ? (long)n + e : max_new;
-    seqs[k] = (struct rm_seq){.a = ids, .na = (int)np + b, .b = a, .nb = (int)nb};
+    seqs[k] = (struct rm_seq){.a = ids, .na = (int)np, .b = a, .nb = (int)nb};
   }
   if (!rc && reward_model_score(rm, seqs, NKINDS, out, err, sizeof err) != 0) rc = 2;
   if (rc) fprintf(stderr, "rlpt: reward-check: %s\n", err);

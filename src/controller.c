@@ -16,13 +16,10 @@
 int run_prompt_tokens(const struct run *r, const struct task_prompt *p, struct sample *s) {
   int ids[TASK_TEXT_MAX + 2];
   size_t n = 0, at = 0;
-  int b = r->tok.bos_id >= 0;  /* bos_id -1: the model's prompts carry no BOS (model_import.h) */
-  ids[0] = r->tok.bos_id;
-  if (tokenizer_encode(&r->tok, p->text, strlen(p->text), ids + b, TASK_TEXT_MAX, &n, &at) != TOK_OK)
+  if (tokenizer_encode_prompt(&r->tok, p->text, strlen(p->text), ids, TASK_TEXT_MAX + 1, &n, &at) !=
+      TOK_OK)
     return -1;
-  /* a chat template that writes BOS itself (Llama 3's "{{ bos_token }}"): keep one */
-  if (b && n > 0 && ids[1] == r->tok.bos_id) return sample_set_prompt(s, ids + 1, (int32_t)n);
-  return sample_set_prompt(s, ids, (int32_t)n + b);
+  return sample_set_prompt(s, ids, (int32_t)n);
 }
 
 void controller_send_prompts(struct run *r, long step, int round) {

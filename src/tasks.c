@@ -278,15 +278,15 @@ double task_verify(const struct task *t, const struct task_prompt *p, const char
 
 int task_sft_tokens(const struct tokenizer *tok, const struct task_prompt *p, int *ids, size_t cap,
                     size_t *n_prompt, size_t *n_total) {
-  size_t n = 0, m = 0, bad = 0, b = tok->bos_id >= 0;  /* bos_id -1: no BOS */
+  size_t n = 0, m = 0, bad = 0;
   if (cap < 2) return TOK_ERR_SPACE;
-  ids[0] = tok->bos_id;
-  int rc = tokenizer_encode(tok, p->text, strlen(p->text), ids + b, cap - 2, &n, &bad);
+  /* [BOS] prompt (the rollout's prompt ids), answer, EOS (the last slot kept for it) */
+  int rc = tokenizer_encode_prompt(tok, p->text, strlen(p->text), ids, cap - 1, &n, &bad);
   if (rc) return rc;
-  rc = tokenizer_encode(tok, p->answer, strlen(p->answer), ids + b + n, cap - 2 - n, &m, &bad);
+  rc = tokenizer_encode(tok, p->answer, strlen(p->answer), ids + n, cap - 1 - n, &m, &bad);
   if (rc) return rc;
-  ids[b + n + m] = tok->eos_id;
-  *n_prompt = b + n;
-  *n_total = 1 + b + n + m;
+  ids[n + m] = tok->eos_id;
+  *n_prompt = n;
+  *n_total = n + m + 1;
   return 0;
 }

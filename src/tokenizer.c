@@ -100,6 +100,18 @@ int tokenizer_encode(const struct tokenizer *t, const char *text, size_t len, in
   return t->ops->encode(t, text, len, ids, cap, n_ids, err_at);
 }
 
+int tokenizer_encode_prompt(const struct tokenizer *t, const char *text, size_t len, int *ids,
+                            size_t cap, size_t *n_ids, size_t *err_at) {
+  size_t b = t->bos_id >= 0;
+  if (cap < b) return TOK_ERR_SPACE;
+  if (b) ids[0] = t->bos_id;
+  int rc = tokenizer_encode(t, text, len, ids + b, cap - b, n_ids, err_at);
+  if (rc) return rc;
+  if (b && *n_ids > 0 && ids[1] == t->bos_id) memmove(ids, ids + 1, sizeof(int) * *n_ids);
+  else *n_ids += b;
+  return TOK_OK;
+}
+
 int tokenizer_decode(const struct tokenizer *t, const int *ids, size_t n, char *out, size_t out_cap,
                      size_t *len_out) {
   return t->ops->decode(t, ids, n, out, out_cap, len_out);

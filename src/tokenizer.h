@@ -58,6 +58,12 @@ const char *tokenizer_kind_name(enum tok_kind kind);
 
 int tokenizer_encode(const struct tokenizer *t, const char *text, size_t len, int *ids, size_t cap,
                      size_t *n_ids, size_t *err_at);
+/* A prompt's ids: BOS (when the tokenizer has one, bos_id >= 0) then text's tokens,
+ * with one BOS when the text already starts with it (a chat template that writes
+ * BOS itself, as Llama 3's "{{ bos_token }}"). cap counts the BOS slot; *n_ids
+ * includes it. Returns as tokenizer_encode. */
+int tokenizer_encode_prompt(const struct tokenizer *t, const char *text, size_t len, int *ids,
+                            size_t cap, size_t *n_ids, size_t *err_at);
 int tokenizer_decode(const struct tokenizer *t, const int *ids, size_t n, char *out, size_t out_cap,
                      size_t *len_out);
 const char *tokenizer_token_str(const struct tokenizer *t, int id);

@@ -1,7 +1,8 @@
 /* test_prompt_bos.c: run_prompt_tokens (controller.c) starts a prompt with exactly
  * one BOS: it prepends the tokenizer's BOS, unless the prompt text already begins
  * with it, as a Llama 3 chat template's "{{ bos_token }}" writes (the fixture
- * tests/data/hf_tok_b is a Llama 3 style tokenizer.json with <|begin_of_text|>). */
+ * tests/data/hf_tok_b is a Llama 3 style tokenizer.json with <|begin_of_text|>); the
+ * SFT pairs of task_sft_tokens (tasks.c) too, through the same tokenizer_encode_prompt. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,15 @@ int main(void) {
   /* text that starts with the BOS token itself: still one BOS, the same ids after it */
   CHECK(first_tokens(&r, "<|begin_of_text|>12+3=", &s) == 0);
   CHECK(s.n_prompt == plain && s.prompt[0] == bos && s.prompt[1] != bos);
+  /* SFT pairs start the same way: one BOS, then the prompt, the answer and EOS */
+  struct task_prompt tp;
+  memset(&tp, 0, sizeof tp);
+  snprintf(tp.text, sizeof tp.text, "<|begin_of_text|>12+3=");
+  snprintf(tp.answer, sizeof tp.answer, "15");
+  int ids[64];
+  size_t np = 0, nt = 0;
+  CHECK(task_sft_tokens(&r.tok, &tp, ids, 64, &np, &nt) == 0);
+  CHECK((int)np == plain && ids[0] == bos && ids[1] != bos && ids[nt - 1] == r.tok.eos_id);
   /* no BOS configured (bos_id -1): nothing prepended */
   r.tok.bos_id = -1;
   CHECK(first_tokens(&r, "12+3=", &s) == 0);
