@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ckpt.h"
+#include "device.h"
 #include "error.h"
 #include "evaluate.h"
 #include "model.h"
@@ -128,9 +129,13 @@ static int setup_roles(struct run *r) {
     if (rc && r->trainer && !r->trainer->cfg) { free(r->trainer); r->trainer = NULL; }
   }
   if (!rc && r->is_rollout) {
-    r->rmodel = calloc(1, sizeof *r->rmodel);
+    /* the rollout model runs on [run] device like the trainer (device.h): NULL = refused */
+    const struct backend_ops *ops = device_backend(r->cfg->run.device, err, sizeof err);
+    r->rmodel = ops ? calloc(1, sizeof *r->rmodel) : NULL;
     int max_tokens = (int)r->cfg->rollout.max_batch_tokens;
-    if (!r->rmodel || model_create(r->rmodel, &r->mc, max_tokens, &cpu_backend) != 0) {
+    if (!ops) {
+      rc = 2;
+    } else if (!r->rmodel || model_create(r->rmodel, &r->mc, max_tokens, ops) != 0) {
       free(r->rmodel);
       r->rmodel = NULL;
       rc = 1;
@@ -186,14 +191,18 @@ static void print_banner(struct run *r) {
   }
 }
 
-/* After RL step `step` (0: the SFT -> RL boundary), every rank: stop when a rank got
- * SIGTERM/SIGUSR1 or [run] stop_after says so, with a checkpoint of this step
- * (unless the cadence just wrote it). 1 = stop. */
+/* After RL step `step` (0: the SFT -> RL boundary) and its eval, every rank: the
+ * [checkpoint] every cadence, then stop when a rank got SIGTERM/SIGUSR1 or [run]
+ * stop_after says so, with a checkpoint of this step. The checkpoint comes after
+ * signals_agree, a world collective the controller enters only once it has logged the
+ * step: a crash can then never leave a checkpoint whose step has no metrics line.
+ * 1 = stop. */
 static int run_stop_check(struct run *r, long step) {
   int sig = signals_agree(MPI_COMM_WORLD);
   int stop = sig || (step > 0 && step == r->cfg->run.stop_after);
+  int due = step > 0 && run_ckpt_due(r, step);
+  if (r->is_train && (due || (stop && step != r->cfg->run.steps))) run_checkpoint(r, step);
   if (!stop || step == r->cfg->run.steps) return 0;
-  if (r->is_train && !(step > 0 && run_ckpt_due(r, step))) run_checkpoint(r, step);
   if (r->is_ctl) {
     char path[4200];
     ckpt_step_path(r->cfg->checkpoint.dir, step, path, sizeof path);

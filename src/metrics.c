@@ -42,7 +42,7 @@ const struct metric_field metric_fields[] = {
     F(t_ref, "reference logprob time (s)"),
     F(t_train, "training time (s)"),
     F(t_sync, "weight broadcast time (s)"),
-    F(t_ckpt, "checkpoint time (s)"),
+    F(t_ckpt, "time of the checkpoint written after the previous step (s)"),
     F(gen_tok_per_s, "generated tokens per second (tokens/s)"),
     F(train_tok_per_s, "trained tokens per second (tokens/s)"),
     F(sync_gbps, "weight broadcast bandwidth (GB/s)"),

@@ -49,7 +49,7 @@ void run_checkpoint(struct run *r, long step) {
   struct ckpt_write_opts o = { .keep_last = (int)r->cfg->checkpoint.keep_last };
   double t0 = wait_now();
   int rc = ckpt_write(r->cfg->checkpoint.dir, &st, &o, r->comms.role_comm[ROLE_TRAIN]);
-  if (r->comms.place.dp == 0) r->part[PS_TRAIN_BEGIN + run_metric_index("t_ckpt")] = wait_now() - t0;
+  r->t_ckpt_last = wait_now() - t0;
   free(st.deck);
   free(st.used_keys);
   if (rc != CKPT_OK && r->cfg->checkpoint.on_error == CKPT_ON_ERROR_ABORT)

@@ -217,6 +217,8 @@ static int cmp_sample(const void *a, const void *b) {
 static void train_report_fields(struct run *r, struct step_metrics *m) {
   if (r->comms.place.dp != 0) return;
   for (int i = 0; i < metric_fields_len; i++) r->part[PS_TRAIN_BEGIN + i] = *metrics_field(m, i);
+  r->part[PS_TRAIN_BEGIN + run_metric_index("t_ckpt")] = r->t_ckpt_last;
+  r->t_ckpt_last = 0;
   r->part[PS_HAS_TRAIN] = 1;
 }
 
@@ -320,7 +322,6 @@ void run_rl_step(struct run *r, long step) {
   run_rounds(r, step, &ds, &in);
   if (r->is_train) train_part(r, &ds, &in);
   sample_batch_free(&in);
-  if (r->is_train && run_ckpt_due(r, step)) run_checkpoint(r, step);
   int worker = r->is_rollout || r->is_reward || r->is_train;
   if (worker && !r->is_train) run_part_report(r);
   run_sync_weights(r);

@@ -109,6 +109,8 @@ struct run {
   double t_start;
   double sft_pass1, rl_pass1;       /* greedy pass@1 after SFT and at the end (NaN: not run) */
   int ds_warned;                    /* dynamic sampling fell short once (warned on the console) */
+  double t_ckpt_last;               /* train dp 0: seconds of the last checkpoint, reported in
+                                       the next RL step's line (it is written after the log) */
 };
 
 /* Append the first groups of this rank's trained samples to [log] samples_path every
