@@ -225,11 +225,7 @@ double controller_log_eval(struct run *r, const double *q, enum metrics_phase ph
   struct step_metrics m;
   metrics_init(&m);
   evaluate_metrics(r, q, phase, step, eval_s, &m);
-  long total = r->mlog.total_steps;
-  r->mlog.total_steps = 0;  /* an eval line is not a step: no "/total" and no ETA on it */
-  int rc = metrics_log_step(&r->mlog, &m, stdout);
-  r->mlog.total_steps = total;
-  if (rc != 0) die_local("writing the metrics file %s failed", r->cfg->log.metrics_path);
+  if (metrics_log_step(&r->mlog, &m, stdout) != 0) die_local("writing the metrics file %s failed", r->cfg->log.metrics_path);
   printf("eval (%s, step %ld): greedy pass@1 %.3f on %.0f held-out prompts; sampled pass@1 %.3f, "
          "pass@%ld %.3f (n = %ld, T = %g)\n", metrics_phase_name(phase), step, m.eval_pass1,
          q[PS_EV_GREEDY_N], m.acc, r->cfg->eval.k, m.eval_passk, r->cfg->eval.samples,

@@ -319,7 +319,8 @@ int metrics_log_step(struct metrics_log *log, const struct step_metrics *m, FILE
   if (console) {
     char line[512];
     double mean = log->n_timed ? log->sum_step_s / (double)log->n_timed : -1;
-    metrics_format_console(m, log->total_steps, mean, line, sizeof line);
+    /* an eval line is not a step: no "/total" and no ETA on it */
+    metrics_format_console(m, m->has_eval ? 0 : log->total_steps, mean, line, sizeof line);
     fprintf(console, "%s\n", line);
     fflush(console);
   }

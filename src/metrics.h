@@ -85,7 +85,8 @@ struct metrics_log {
  * (naming the path) in err. */
 int metrics_log_open(struct metrics_log *log, const char *jsonl_path, const char *prom_path,
                      long total_steps, int append, char *err, size_t errlen);
-/* Write one step everywhere; the console line goes to console when not NULL.
+/* Write one step (or eval) line everywhere; the console line goes to console when
+ * not NULL (an eval line, has_eval, is not a step: no "/total" and no ETA on it).
  * Returns 0, or -1 when a file write failed. */
 int metrics_log_step(struct metrics_log *log, const struct step_metrics *m, FILE *console);
 void metrics_log_close(struct metrics_log *log);

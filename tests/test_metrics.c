@@ -155,6 +155,20 @@ static void test_log(const char *dir) {
   for (char *p = t; p && *p; p++) lines += *p == '\n';
   CHECK(lines == 3);
   free(t);
+  CHECK(metrics_log_open(&log, NULL, NULL, 10, 0, err, sizeof err) == 0);
+  char *con = NULL;
+  size_t con_len = 0;
+  FILE *cf = open_memstream(&con, &con_len);
+  CHECK(cf && metrics_log_step(&log, &m, cf) == 0);  /* a step line: step/total and ETA */
+  m.has_eval = 1, m.eval_k = 8, m.eval_pass1 = 0.5, m.eval_passk = 0.75;
+  CHECK(cf && metrics_log_step(&log, &m, cf) == 0);  /* an eval line: neither */
+  if (cf) fclose(cf);
+  char *nl = con ? strchr(con, '\n') : NULL;
+  CHECK_MSG(nl && strstr(con, "step 4/10 rl") && strstr(con, "ETA") && strstr(con, "ETA") < nl, "%s", con ? con : "");
+  CHECK_MSG(nl && strstr(nl, "step 4 rl") && !strstr(nl, "/10") && !strstr(nl, "ETA"), "%s", con ? con : "");
+  CHECK(log.total_steps == 10);
+  free(con);
+  metrics_log_close(&log);
   CHECK(metrics_log_open(&log, "/nonexistent-dir/m.jsonl", NULL, 10, 0, err, sizeof err) == -1);
   CHECK(strstr(err, "/nonexistent-dir/m.jsonl") != NULL);
   metrics_free(&m);
