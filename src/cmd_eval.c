@@ -235,17 +235,12 @@ static void eval_once(struct run *r, enum metrics_phase phase, long step, FILE *
   evaluate_sampled_share(r, step);
   run_part_report(r);
   if (!r->is_ctl) return;
-  char *expect = malloc((size_t)W);
-  double *q = malloc(sizeof(double) * (size_t)r->part_len);
-  if (!expect || !q) die_local("out of memory");
-  memset(expect, 1, (size_t)W);
-  controller_collect(r, expect, "eval", step, q);
+  double *q = evaluate_collect(r, step);
   evaluate_metrics(r, q, phase, step, wait_now() - t0, m);
   fprintf(con, "eval: %s: greedy pass@1 %.3f (%.0f of %.0f held-out prompts); sampled pass@1 %.3f, pass@%ld "
           "%.3f (n = %ld, T = %g); phase %s, step %ld; %.1f s on %d rank(s)\n", r->deck_path, m->eval_pass1,
           q[PS_EV_GREEDY_OK], q[PS_EV_GREEDY_N], m->acc, cfg->eval.k, m->eval_passk, cfg->eval.samples,
           cfg->rollout.temperature, metrics_phase_name(phase), step, m->t_gen, W);
-  free(expect);
   free(q);
 }
 

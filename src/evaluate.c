@@ -120,6 +120,16 @@ void evaluate_metrics(const struct run *r, const double *q, enum metrics_phase p
   if (q[PS_T_GEN] > 0) m->gen_tok_per_s = q[PS_GEN_TOK] / q[PS_T_GEN];
 }
 
+double *evaluate_collect(struct run *r, long step) {
+  char *expect = calloc((size_t)r->comms.world_size, 1);
+  double *q = malloc(sizeof(double) * (size_t)r->part_len);
+  if (!expect || !q) die_local("out of memory");
+  for (int j = 0; j < r->comms.counts.rollout; j++) expect[r->rollout_world[j]] = 1;
+  controller_collect(r, expect, "eval", step, q);
+  free(expect);
+  return q;
+}
+
 double run_eval(struct run *r, enum metrics_phase phase, long step) {
   double t0 = wait_now(), pass1 = NAN;
   run_part_reset(r, step, PK_EVAL);
@@ -128,14 +138,9 @@ double run_eval(struct run *r, enum metrics_phase phase, long step) {
     run_part_report(r);
   }
   if (r->is_ctl) {
-    char *expect = calloc((size_t)r->comms.world_size, 1);
-    double *q = malloc(sizeof(double) * (size_t)r->part_len);
-    if (!expect || !q) die_local("out of memory");
-    for (int j = 0; j < r->comms.counts.rollout; j++) expect[r->rollout_world[j]] = 1;
-    controller_collect(r, expect, "eval", step, q);
+    double *q = evaluate_collect(r, step);
     pass1 = controller_log_eval(r, q, phase, step, wait_now() - t0);
     if (phase == PHASE_SFT) controller_band_check(r, q);
-    free(expect);
     free(q);
   }
   return pass1;

@@ -32,6 +32,9 @@ void evaluate_share(struct run *r, enum metrics_phase phase, long step);
  * eval_pass@1 (greedy), acc (sampled pass@1), eval_pass@k, t_gen = eval_s. */
 void evaluate_metrics(const struct run *r, const double *merged, enum metrics_phase phase, long step,
                       double eval_s, struct step_metrics *m);
+/* Controller: the eval partials of every rollout rank (r->rollout_world), merged into a
+ * malloc'd array of r->part_len doubles. */
+double *evaluate_collect(struct run *r, long step);
 /* Every rank: one eval. Rollout ranks evaluate and report; the controller logs an eval
  * line (and after SFT the target_band verdict) and returns greedy pass@1 (NaN elsewhere). */
 double run_eval(struct run *r, enum metrics_phase phase, long step);
