@@ -7,59 +7,30 @@
  * row at a time in the forward (contiguous or paged keys) and recomputes the
  * probabilities from the saved log-sum-exp in the backward (no T^2 storage).
  *
- * Threads: the row loops of the larger elementwise ops are split over as many
- * threads as OpenBLAS has (the rank's thread budget), by fork-join with
- * pthreads created per call: nothing persists and nothing spins between calls,
- * so no second pool competes with BLAS's. Every output element is computed by
- * the same operations in the same order whatever the thread count, so results
- * do not depend on it. */
+ * Threads: the row loops of the larger ops are split over as many threads as
+ * OpenBLAS has (the rank's thread budget) on the rank's persistent pool
+ * (thread_pool.h), whose idle workers sleep rather than spin against BLAS's.
+ * Every output element is computed by the same operations in the same order
+ * whatever the thread count, so results do not depend on it. */
 #include <cblas.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
+#include "thread_pool.h"
 
-/* ---- fork-join over rows -------------------------------------------------- */
+/* ---- parallel loops over rows --------------------------------------------- */
 
-#define PAR_MIN_WORK 65536 /* (rows x cost) per thread below which a thread is not worth starting */
+#define PAR_MIN_WORK 65536 /* (rows x cost) per thread below which a thread is not worth waking */
 
-struct par_task {
-  void (*fn)(void *arg, size_t lo, size_t hi);
-  void *arg;
-  size_t lo, hi;
-};
-
-static void *par_run(void *p) {
-  struct par_task *t = p;
-  t->fn(t->arg, t->lo, t->hi);
-  return NULL;
-}
-
-/* fn(arg, lo, hi) over [0, n) in contiguous slices, one per thread, at most nt threads. */
+/* fn(arg, lo, hi) over [0, n) in contiguous slices, one per thread, at most nt
+ * threads of the rank's pool (thread_pool.h: the slices depend on n and nt only). */
 static void par_for_nt(int nt, size_t n, size_t cost, void (*fn)(void *, size_t, size_t),
                        void *arg) {
-  enum { MAXT = 64 };
   size_t by_work = n * cost / PAR_MIN_WORK; /* each thread gets at least PAR_MIN_WORK */
-  if (nt > MAXT) nt = MAXT;
-  if ((size_t)nt > n) nt = (int)n;
   if ((size_t)nt > by_work) nt = (int)by_work;
-  if (nt <= 1) {
-    fn(arg, 0, n);
-    return;
-  }
-  struct par_task task[MAXT];
-  pthread_t tid[MAXT];
-  int started[MAXT] = {0};
-  for (int i = 0; i < nt; i++)
-    task[i] = (struct par_task){fn, arg, n * i / nt, n * (i + 1) / nt};
-  for (int i = 1; i < nt; i++) started[i] = pthread_create(&tid[i], NULL, par_run, &task[i]) == 0;
-  par_run(&task[0]);
-  for (int i = 1; i < nt; i++) {
-    if (started[i]) pthread_join(tid[i], NULL);
-    else par_run(&task[i]); /* no thread to be had: do its slice here */
-  }
+  thread_pool_par_for(nt, n, fn, arg);
 }
 
 /* par_for_nt over the BLAS thread count (the rank's thread budget). */

@@ -4,17 +4,17 @@
  * is a branch to GCC); scalars (bias corrections, step sizes) are computed in double.
  *
  * AdamW is memory-bound (7 floats of traffic per parameter), so its one pass is
- * split in contiguous slices over the rank's BLAS thread count by fork-join
- * (threads created per step, none left spinning next to BLAS's pool). Each
- * element gets the same operations whatever the slicing: bitwise thread-invariant. */
+ * split in contiguous slices over the rank's BLAS thread count on the rank's
+ * thread pool (thread_pool.h), the same one the CPU ops use. Each element gets
+ * the same operations whatever the slicing: bitwise thread-invariant. */
 #include "optim.h"
 
 #include <cblas.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 
 #include "config.h"
+#include "thread_pool.h"
 
 int adamw_init(struct adamw *o, long n) {
   o->n = n;
@@ -49,24 +49,20 @@ static void adamw_kernel(long n, float *restrict p, const float *restrict g, flo
   }
 }
 
-/* One slice [lo, hi) of the update; the scalars are shared by every slice. */
-struct adamw_slice {
+/* The update's scalars, shared by every slice. */
+struct adamw_job {
   float *p, *m, *v;
   const float *g;
-  long lo, hi;
   float decay, b1, c1, b2, c2, step_size, inv_sqrt_bc2, eps;
 };
 
-static void *adamw_slice_run(void *arg) {
-  struct adamw_slice *s = arg;
-  long lo = s->lo;
-  adamw_kernel(s->hi - lo, s->p + lo, s->g + lo, s->m + lo, s->v + lo, s->decay, s->b1, s->c1,
-               s->b2, s->c2, s->step_size, s->inv_sqrt_bc2, s->eps);
-  return NULL;
+static void adamw_slice(void *arg, size_t lo, size_t hi) {
+  const struct adamw_job *s = arg;
+  adamw_kernel((long)(hi - lo), s->p + lo, s->g + lo, s->m + lo, s->v + lo, s->decay, s->b1,
+               s->c1, s->b2, s->c2, s->step_size, s->inv_sqrt_bc2, s->eps);
 }
 
-#define ADAMW_MAX_THREADS 64
-#define ADAMW_MIN_SLICE (1L << 18) /* parameters per thread below which one is not worth starting */
+#define ADAMW_MIN_SLICE (1L << 18) /* parameters per thread below which one is not worth waking */
 
 void adamw_step(struct adamw *o, float *p, const float *g, const struct adamw_hparams *h) {
   o->t++;
@@ -74,32 +70,13 @@ void adamw_step(struct adamw *o, float *p, const float *g, const struct adamw_hp
   double bc2 = 1.0 - pow(h->beta2, (double)o->t);
   /* torch applies the decay first, then the Adam update, to the decayed p. 1 - beta is
    * formed in double as torch does: (1.0f - 0.999f) is off by 1e-5 relative. */
-  struct adamw_slice base = {p, o->m, o->v, g, 0, o->n, (float)(1.0 - h->lr * h->weight_decay),
-                             (float)h->beta1, (float)(1.0 - h->beta1), (float)h->beta2,
-                             (float)(1.0 - h->beta2), (float)(h->lr / bc1),
-                             (float)(1.0 / sqrt(bc2)), (float)h->eps};
+  struct adamw_job job = {p, o->m, o->v, g, (float)(1.0 - h->lr * h->weight_decay),
+                          (float)h->beta1, (float)(1.0 - h->beta1), (float)h->beta2,
+                          (float)(1.0 - h->beta2), (float)(h->lr / bc1),
+                          (float)(1.0 / sqrt(bc2)), (float)h->eps};
   long nt = openblas_get_num_threads();
   if (nt > o->n / ADAMW_MIN_SLICE) nt = o->n / ADAMW_MIN_SLICE;
-  if (nt > ADAMW_MAX_THREADS) nt = ADAMW_MAX_THREADS;
-  if (nt <= 1) {
-    adamw_slice_run(&base);
-    return;
-  }
-  struct adamw_slice sl[ADAMW_MAX_THREADS];
-  pthread_t tid[ADAMW_MAX_THREADS];
-  int started[ADAMW_MAX_THREADS] = {0};
-  for (long i = 0; i < nt; i++) {
-    sl[i] = base;
-    sl[i].lo = o->n * i / nt;
-    sl[i].hi = o->n * (i + 1) / nt;
-  }
-  for (long i = 1; i < nt; i++)
-    started[i] = pthread_create(&tid[i], NULL, adamw_slice_run, &sl[i]) == 0;
-  adamw_slice_run(&sl[0]);
-  for (long i = 1; i < nt; i++) {
-    if (started[i]) pthread_join(tid[i], NULL);
-    else adamw_slice_run(&sl[i]); /* no thread to be had: its slice here */
-  }
+  thread_pool_par_for((int)nt, (size_t)(o->n > 0 ? o->n : 0), adamw_slice, &job);
 }
 
 /* Eight partial sums, one per lane of x[i .. i+8): the loop vectorises and is
