@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "utf8.h"
+
 int jsonl_open(struct jsonl_reader *r, const char *path, char *err, size_t errlen) {
   memset(r, 0, sizeof *r);
   r->path = path;
@@ -24,29 +26,6 @@ void jsonl_close(struct jsonl_reader *r) {
   memset(r, 0, sizeof *r);
 }
 
-int jsonl_utf8_valid(const char *str, size_t len, size_t *bad_at) {
-  const unsigned char *s = (const unsigned char *)str;
-  size_t i = 0;
-  while (i < len) {
-    unsigned c = s[i];
-    size_t n;
-    uint32_t cp, min;
-    if (c < 0x80) { i++; continue; }
-    if ((c & 0xE0) == 0xC0) { n = 1; cp = c & 0x1F; min = 0x80; }
-    else if ((c & 0xF0) == 0xE0) { n = 2; cp = c & 0x0F; min = 0x800; }
-    else if ((c & 0xF8) == 0xF0) { n = 3; cp = c & 0x07; min = 0x10000; }
-    else { *bad_at = i; return 0; }
-    if (i + n >= len) { *bad_at = i; return 0; }  /* truncated sequence */
-    for (size_t k = 1; k <= n; k++) {
-      if ((s[i + k] & 0xC0) != 0x80) { *bad_at = i; return 0; }
-      cp = (cp << 6) | (s[i + k] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) { *bad_at = i; return 0; }
-    i += n + 1;
-  }
-  return 1;
-}
-
 static int is_blank(const char *s, size_t n) {
   for (size_t i = 0; i < n; i++)
     if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n') return 0;
@@ -61,7 +40,7 @@ static int parse_line(const struct jsonl_reader *r, char *s, size_t n, cJSON **o
     snprintf(msg, msglen, "%s:%ld: NUL byte at column %zu", r->path, r->line, (size_t)(nul - s) + 1);
     return JSONL_BAD;
   }
-  if (!jsonl_utf8_valid(s, n, &bad)) {
+  if (!utf8_valid(s, n, &bad)) {
     snprintf(msg, msglen, "%s:%ld: invalid UTF-8 (byte 0x%02x at column %zu)", r->path, r->line,
              (unsigned)(unsigned char)s[bad], bad + 1);
     return JSONL_BAD;

@@ -41,10 +41,6 @@ int jsonl_open(struct jsonl_reader *r, const char *path, char *err, size_t errle
 int jsonl_next(struct jsonl_reader *r, cJSON **out, long *line, char *msg, size_t msglen);
 void jsonl_close(struct jsonl_reader *r);
 
-/* 1 when s[0..len) is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF);
- * else 0 and *bad_at = offset of the first bad byte. */
-int jsonl_utf8_valid(const char *s, size_t len, size_t *bad_at);
-
 /* A field of a row as text: a JSON string as is, a number printed exactly as
  * integer or shortest round-trip decimal. Returns 0 and sets *out (borrowed for a
  * string, else written into numbuf of numlen bytes), or 2 with "FILE:LINE: key 'K'

@@ -19,6 +19,8 @@
 #endif
 #include <pcre2.h>
 
+#include "utf8.h"
+
 #define GPT2_REGEX "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"
 /* Llama 3 and Qwen2: case-insensitive contractions, a letter run with one leading
  * non-letter, digits in groups of up to 3 (Llama 3) or 1 (Qwen2), newlines kept apart. */
@@ -81,29 +83,6 @@ static size_t utf8_put(int cp, char *out) {
   out[0] = (char)(0xc0 | (cp >> 6));
   out[1] = (char)(0x80 | (cp & 0x3f));
   return 2;  /* the map only uses code points < 0x800 */
-}
-
-/* Length of the valid UTF-8 character at s[0..n) (strict: no overlongs, no
- * surrogates, <= U+10FFFF), or 0 when s does not start one. */
-static size_t utf8_valid(const uint8_t *s, size_t n) {
-  uint8_t c = s[0];
-  if (c < 0x80) return 1;
-  size_t len;
-  uint8_t lo = 0x80, hi = 0xbf;
-  if (c >= 0xc2 && c <= 0xdf) len = 2;
-  else if (c >= 0xe0 && c <= 0xef) {
-    len = 3;
-    if (c == 0xe0) lo = 0xa0;
-    if (c == 0xed) hi = 0x9f;
-  } else if (c >= 0xf0 && c <= 0xf4) {
-    len = 4;
-    if (c == 0xf0) lo = 0x90;
-    if (c == 0xf4) hi = 0x8f;
-  } else return 0;
-  if (n < len || s[1] < lo || s[1] > hi) return 0;
-  for (size_t i = 2; i < len; i++)
-    if ((s[i] & 0xc0) != 0x80) return 0;
-  return len;
 }
 
 /* Decodes one code point of a valid UTF-8 string; returns its length. */
@@ -319,8 +298,8 @@ static int encode_plain(const struct bpe *b, const uint8_t *s, size_t n, pcre2_m
   size_t i = 0;
   while (i < n) {
     size_t j = i, len;
-    int valid = utf8_valid(s + i, n - i) != 0;
-    while (j < n && ((len = utf8_valid(s + j, n - j)) != 0) == valid) j += valid ? len : 1;
+    int valid = utf8_char_len(s + i, n - i) != 0;
+    while (j < n && ((len = utf8_char_len(s + j, n - j)) != 0) == valid) j += valid ? len : 1;
     int rc = valid ? encode_valid(b, s + i, j - i, md, e) : bpe_piece(b, s + i, j - i, e);
     if (rc) return -1;
     i = j;
@@ -506,7 +485,7 @@ static int load_bytes(struct bpe *b, const char *path, char *err, size_t errlen)
     b->bytes_off[i] = w;
     int literal = b->type[i] == TT_CONTROL || b->type[i] == TT_USER;
     for (size_t k = 0; k < n;) {
-      size_t len = utf8_valid(s + k, n - k);
+      size_t len = utf8_char_len(s + k, n - k);
       int cp = -1;
       if (len) utf8_get(s + k, &cp);
       if (literal) {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "../io/jsonl.h"
+#include "../src/utf8.h"
 #include "testutil.h"
 
 static char g_dir[] = "/tmp/rlpt_test_jsonl_XXXXXX";
@@ -121,12 +122,12 @@ static void test_broken(void) {
 
 static void test_utf8(void) {
   size_t bad = 0;
-  CHECK(jsonl_utf8_valid("caf\xC3\xA9 \xF0\x9F\x98\x80", 10, &bad) == 1);
-  CHECK(jsonl_utf8_valid("ab\xFF", 3, &bad) == 0 && bad == 2);
-  CHECK(jsonl_utf8_valid("\xC0\x80", 2, &bad) == 0 && bad == 0);          /* overlong NUL */
-  CHECK(jsonl_utf8_valid("x\xED\xA0\x80", 4, &bad) == 0 && bad == 1);     /* surrogate */
-  CHECK(jsonl_utf8_valid("x\xE2\x82", 3, &bad) == 0 && bad == 1);         /* truncated */
-  CHECK(jsonl_utf8_valid("\xF4\x90\x80\x80", 4, &bad) == 0);              /* > U+10FFFF */
+  CHECK(utf8_valid("caf\xC3\xA9 \xF0\x9F\x98\x80", 10, &bad) == 1);
+  CHECK(utf8_valid("ab\xFF", 3, &bad) == 0 && bad == 2);
+  CHECK(utf8_valid("\xC0\x80", 2, &bad) == 0 && bad == 0);          /* overlong NUL */
+  CHECK(utf8_valid("x\xED\xA0\x80", 4, &bad) == 0 && bad == 1);     /* surrogate */
+  CHECK(utf8_valid("x\xE2\x82", 3, &bad) == 0 && bad == 1);         /* truncated */
+  CHECK(utf8_valid("\xF4\x90\x80\x80", 4, &bad) == 0);              /* > U+10FFFF */
   const char text[] = "{\"a\": \"caf\xC3\xA9\"}\n{\"a\": \"\xFF\"}\n";
   const char *path = write_file("utf8.jsonl", text, sizeof text - 1);
   struct seen s;
