@@ -371,18 +371,21 @@ static int write_text(const char *dir, const char *file, const char *text, char 
 
 /* bos/eos ids from a tokenizer directory's generation_config.json, else its
  * config.json (an eos list gives its first id). */
-static void token_ids_from(const char *dir, int *bos, int *eos) {
-  static const char *files[] = {"generation_config.json", "config.json"};
+void hf_token_ids(const char *dir, int n_vocab, int *bos, int *eos) {
+  static const char *files[] = {"config.json", "generation_config.json"};
   for (int f = 0; f < 2; f++) {
-    char path[1024];
+    char path[1100];
     snprintf(path, sizeof path, "%s/%s", dir, files[f]);
-    char *text = hf_read_text(path, NULL);
+    char *text = hf_read_text(path, NULL);  /* absent or bad: the ids stay unknown (-1) */
     cJSON *o = text ? cJSON_Parse(text) : NULL;
-    const cJSON *b = cJSON_GetObjectItemCaseSensitive(o, "bos_token_id");
-    const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "eos_token_id");
-    if (cJSON_IsArray(e)) e = cJSON_GetArrayItem(e, 0);
-    if (*bos < 0 && cJSON_IsNumber(b)) *bos = (int)b->valuedouble;
-    if (*eos < 0 && cJSON_IsNumber(e)) *eos = (int)e->valuedouble;
+    const cJSON *v[2] = {cJSON_GetObjectItemCaseSensitive(o, "bos_token_id"),
+                         cJSON_GetObjectItemCaseSensitive(o, "eos_token_id")};
+    int *ids[2] = {bos, eos};
+    for (int k = 0; k < 2; k++) {
+      const cJSON *x = cJSON_IsArray(v[k]) ? v[k]->child : v[k];
+      if (*ids[k] < 0 && cJSON_IsNumber(x) && x->valuedouble >= 0 && x->valuedouble < n_vocab)
+        *ids[k] = (int)x->valuedouble;
+    }
     cJSON_Delete(o);
     free(text);
   }
@@ -474,7 +477,7 @@ int st_dir_save(const char *dir, const struct model_config *mc, const float *par
     return -1;
   }
   int bos = o->bos_id, eos = o->eos_id, ntok = 0;
-  if (o->tokenizer_dir) token_ids_from(o->tokenizer_dir, &bos, &eos);
+  if (o->tokenizer_dir) hf_token_ids(o->tokenizer_dir, INT_MAX, &bos, &eos);
   struct param_table t;
   param_table_build(&t, mc);
   int rc = write_weights(dir, &t, params, o, err, errlen);

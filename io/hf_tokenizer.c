@@ -264,26 +264,6 @@ static int config_token(const struct hf_tokenizer *h, const char *key, int *id, 
   return -1;
 }
 
-/* bos/eos ids still unset from DIR/config.json, then generation_config.json. */
-static void ids_from_configs(struct bpe_spec *s, const char *dir) {
-  static const char *files[] = {"config.json", "generation_config.json"};
-  static const char *keys[] = {"bos_token_id", "eos_token_id"};
-  int *ids[] = {&s->bos_id, &s->eos_id};
-  for (int f = 0; f < 2; f++) {
-    char path[1100], e[8];
-    int missing;
-    snprintf(path, sizeof path, "%s/%s", dir, files[f]);
-    cJSON *o = read_json(path, &missing, e, sizeof e);  /* a bad file is st_dir_load's to report */
-    for (int k = 0; k < 2; k++) {
-      const cJSON *v = item(o, keys[k]);
-      if (cJSON_IsArray(v)) v = v->child;
-      if (*ids[k] < 0 && cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < s->n)
-        *ids[k] = (int)v->valuedouble;
-    }
-    cJSON_Delete(o);
-  }
-}
-
 static int template_adds_bos(const cJSON *p) {
   const cJSON *single = item(p, "single");
   return is_type(p, "TemplateProcessing") && cJSON_IsArray(single) &&
@@ -328,7 +308,7 @@ static int open_specials(struct hf_tokenizer *h, const char *dir, char *err, siz
       config_token(h, "eos_token", &s->eos_id, err, errlen) ||
       config_token(h, "pad_token", &s->pad_id, err, errlen))
     return -1;
-  ids_from_configs(s, dir);
+  hf_token_ids(dir, s->n, &s->bos_id, &s->eos_id);  /* ids still unset */
   s->add_bos = adds_bos(h) && s->bos_id >= 0;
   load_chat_template(h, dir);
   return 0;

@@ -111,6 +111,10 @@ int hf_config_parse(const char *json, const char *name, struct model_config *mc,
 /* config.json text (malloc'd) for mc, LlamaForCausalLM or (q/k/v bias)
  * Qwen2ForCausalLM; torch_dtype from dtype; bos/eos written when >= 0. */
 char *hf_config_write(const struct model_config *mc, enum st_dtype dtype, int bos_id, int eos_id);
+/* bos_token_id / eos_token_id of the HF directory dir: config.json, then
+ * generation_config.json (a list: its first id); an id already >= 0 is kept, one
+ * outside [0, n_vocab) ignored, absent or unreadable files skipped. */
+void hf_token_ids(const char *dir, int n_vocab, int *bos, int *eos);
 /* A whole file into a malloc'd NUL-terminated string (NULL with errno set). */
 char *hf_read_text(const char *path, size_t *len);
 

@@ -1,0 +1,19 @@
+# Review fixes (shared loaders and checks): CLI tests of the behaviour they keep or add.
+#   clean_convert_token_ids  rlpt convert --tokenizer DIR writes DIR's eos id (config.json,
+#                            read by the one hf_token_ids) into generation_config.json
+set(RLPT_CLEAN_DIR ${CMAKE_CURRENT_BINARY_DIR}/clean_work)
+file(MAKE_DIRECTORY ${RLPT_CLEAN_DIR})
+set(RLPT_CLEAN_DECK ${CMAKE_CURRENT_SOURCE_DIR}/decks/e2e_tiny.ini)
+
+# clean_cli_test(NAME REGEX SCRIPT ARGS...): sh -c SCRIPT with $0 = rlpt, then EXIT=code.
+function(clean_cli_test name regex script)
+  add_test(NAME clean_${name}
+    COMMAND sh -c "${script}; echo EXIT=$?" $<TARGET_FILE:rlpt> ${ARGN}
+    WORKING_DIRECTORY ${RLPT_CLEAN_DIR})
+  set_tests_properties(clean_${name} PROPERTIES LABELS unit ENVIRONMENT "${RLPT_TEST_ENV}" TIMEOUT 30
+    PASS_REGULAR_EXPRESSION "${regex}")
+endfunction()
+
+clean_cli_test(convert_token_ids "\"eos_token_id\":[ \t]*4[^\n]*\nEXIT=0"
+  "rm -rf tok_out && \"$0\" init \"$1\" --out tok.h5 >/dev/null && \"$0\" convert tok.h5 tok_out --tokenizer \"$2\" >/dev/null && tr -d '\\n' < tok_out/generation_config.json && echo"
+  ${RLPT_CLEAN_DECK} ${CMAKE_CURRENT_SOURCE_DIR}/data/hf_tok_b)
