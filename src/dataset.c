@@ -17,8 +17,7 @@ struct row_ctx {
   const struct config *cfg;
   const char *path;
   char tmpl[CFG_STR_MAX];
-  int use_chat;
-  struct chat_template chat;
+  const struct chat_template *chat;  /* NULL: no chat rendering */
   long max_prompt_tokens;
 };
 
@@ -113,7 +112,7 @@ static int row_answer(const struct row_ctx *x, const cJSON *obj, long line, int 
 /* The rendered prompt: template, then the chat template over the turns up to the prompt. */
 static char *render_prompt(const struct row_ctx *x, const cJSON *obj, int last_user, const char *prompt) {
   char *body = dataset_apply_template(x->tmpl, prompt);
-  if (!body || !x->use_chat) return body;
+  if (!body || !x->chat) return body;
   const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(obj, "messages");
   int n = last_user < 0 ? 1 : last_user + 1;
   struct chat_msg *cm = calloc((size_t)n, sizeof *cm);
@@ -125,7 +124,7 @@ static char *render_prompt(const struct row_ctx *x, const cJSON *obj, int last_u
       cm[i].content = cJSON_GetObjectItemCaseSensitive(m, "content")->valuestring;
     }
     cm[n - 1] = (struct chat_msg){"user", body};
-    out = chat_format(&x->chat, cm, n, 1, NULL);
+    out = chat_format(x->chat, cm, n, 1, NULL);
   }
   free(cm);
   free(body);
@@ -298,7 +297,8 @@ static int hold_out(struct dataset *ds, double frac, char *err, size_t errlen) {
   return 0;
 }
 
-int dataset_load(struct dataset *ds, const struct config *cfg, FILE *log, char *err, size_t errlen) {
+int dataset_load(struct dataset *ds, const struct config *cfg, const struct chat_template *chat, FILE *log,
+                 char *err, size_t errlen) {
   struct row_ctx x;
   memset(ds, 0, sizeof *ds);
   memset(&x, 0, sizeof x);
@@ -306,20 +306,13 @@ int dataset_load(struct dataset *ds, const struct config *cfg, FILE *log, char *
   ds->shuffle = cfg->data.shuffle;
   ds->verifier = (enum data_verifier)cfg->data.verifier;
   x.cfg = cfg;
+  x.chat = chat;
   x.max_prompt_tokens = cfg->model.max_seq - cfg->rollout.max_new_tokens;
   if (!cfg->data.train_path[0]) {
     snprintf(err, errlen, "[data] train_path: empty; [task] name = jsonl needs a JSONL file of rows");
     return 2;
   }
   int rc = dataset_template_unescape(cfg->data.prompt_template, x.tmpl, sizeof x.tmpl, err, errlen);
-  if (!rc && cfg->data.chat_template[0]) {
-    char msg[256];
-    x.use_chat = 1;
-    if (chat_template_by_name(&x.chat, cfg->data.chat_template, msg, sizeof msg)) {
-      snprintf(err, errlen, "[data] chat_template: %s", msg);
-      rc = 2;
-    }
-  }
   for (int s = 0; s < 2 && !rc; s++) {
     const char *path = s == TASK_TRAIN ? cfg->data.train_path : cfg->data.eval_path;
     if (!path[0]) continue;

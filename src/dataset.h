@@ -59,10 +59,12 @@ struct dataset {
   enum data_verifier verifier;
 };
 
-/* Read and check the [data] files. Returns 0; 2 with "FILE:LINE: ..." in err for bad
- * input (on_bad_line = error, or no usable rows); 1 out of memory. Skipped lines are
- * summarised on log (may be NULL). */
-int dataset_load(struct dataset *ds, const struct config *cfg, FILE *log, char *err, size_t errlen);
+/* Read and check the [data] files; chat is the [data] chat_template task_init looked up
+ * (NULL: none). Returns 0; 2 with "FILE:LINE: ..." in err for bad input (on_bad_line =
+ * error, or no usable rows); 1 out of memory. Skipped lines are summarised on log (may
+ * be NULL). */
+int dataset_load(struct dataset *ds, const struct config *cfg, const struct chat_template *chat, FILE *log,
+                 char *err, size_t errlen);
 void dataset_free(struct dataset *ds);
 
 /* Keyed permutation of 0..n-1 for (seed, epoch): the row visited at position pos. */

@@ -52,7 +52,7 @@ static int task_init_jsonl(struct task *t, const struct config *cfg, char *err, 
   int mpi_on = 0, rank = 0;
   MPI_Initialized(&mpi_on);
   if (mpi_on) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  int rc = dataset_load(t->ds, cfg, rank == 0 ? stderr : NULL, err, errlen);
+  int rc = dataset_load(t->ds, cfg, t->chat ? &t->chat_tpl : NULL, rank == 0 ? stderr : NULL, err, errlen);
   if (rc) {
     free(t->ds);
     t->ds = NULL;
@@ -71,6 +71,18 @@ int task_init(struct task *t, const struct config *cfg, char *err, size_t errlen
   memset(t, 0, sizeof *t);
   t->seed = (uint64_t)cfg->run.seed;
   t->heldout_frac = cfg->task.heldout_frac;
+  if (cfg->data.chat_template[0]) {  /* the one lookup, for arith prompts and jsonl rows */
+    if (strcmp(cfg->task.name, "arith") && strcmp(cfg->task.name, "jsonl")) {
+      snprintf(err, errlen, "[data] chat_template: used by [task] name = arith or jsonl, not %s",
+               cfg->task.name);
+      return 2;
+    }
+    if (chat_template_by_name(&t->chat_tpl, cfg->data.chat_template, msg, sizeof msg)) {
+      snprintf(err, errlen, "[data] chat_template: %s", msg);
+      return 2;
+    }
+    t->chat = 1;
+  }
   if (!strcmp(cfg->task.name, "arith")) t->kind = TASK_ARITH;
   else if (!strcmp(cfg->task.name, "countdown")) t->kind = TASK_COUNTDOWN;
   else if (!strcmp(cfg->task.name, "jsonl")) return task_init_jsonl(t, cfg, err, errlen);
@@ -85,19 +97,7 @@ int task_init(struct task *t, const struct config *cfg, char *err, size_t errlen
       snprintf(msg, sizeof msg, "digits_min = %d is larger than digits_max = %d", t->digits_min, t->digits_max);
       return task_fail(err, errlen, "digits_min", msg);
     }
-    if (cfg->data.chat_template[0]) {
-      if (chat_template_by_name(&t->chat_tpl, cfg->data.chat_template, msg, sizeof msg)) {
-        snprintf(err, errlen, "[data] chat_template: %s", msg);
-        return 2;
-      }
-      t->chat = 1;
-    }
     return init_ops(t, cfg->task.ops, err, errlen);
-  }
-  if (cfg->data.chat_template[0]) {
-    snprintf(err, errlen, "[data] chat_template: used by [task] name = arith or jsonl, not %s",
-             cfg->task.name);
-    return 2;
   }
   t->numbers_min = (int)cfg->task.numbers_min;
   t->numbers_max = (int)cfg->task.numbers_max;

@@ -62,7 +62,8 @@ struct task {
   long number_max, target_max;
   double heldout_frac;
   struct dataset *ds;           /* TASK_JSONL: the loaded rows (task_free releases them) */
-  int chat;                     /* arith with [data] chat_template: chat-form prompts, math verifier */
+  int chat;                     /* [data] chat_template set: arith's prompts in chat form with the
+                                   math verifier; jsonl rows rendered by dataset_load */
   struct chat_template chat_tpl;
 };
 

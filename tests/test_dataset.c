@@ -66,7 +66,7 @@ static void test_template(void) {
   snprintf(cfg.data.eval_path, sizeof cfg.data.eval_path, "%s", cfg.data.train_path);
   snprintf(cfg.data.prompt_template, sizeof cfg.data.prompt_template, "Solve: {prompt}\\nPut it in \\boxed{}.");
   struct dataset ds;
-  CHECK(dataset_load(&ds, &cfg, NULL, err, sizeof err) == 0);
+  CHECK(dataset_load(&ds, &cfg, NULL, NULL, err, sizeof err) == 0);
   CHECK(ds.n[TASK_TRAIN] == 2 && ds.n[TASK_EVAL] == 2);
   const struct data_row *r = &ds.rows[TASK_EVAL][0];
   CHECK(!strcmp(r->prompt, "Solve: 1+2?\nPut it in \\boxed{}.") && !strcmp(r->answer, "1+2 = 3 #### 3"));
@@ -98,7 +98,7 @@ static void test_messages(void) {
   struct dataset ds;
   char err[JSONL_MSG_MAX];
   FILE *log = tmpfile();
-  CHECK(dataset_load(&ds, &cfg, log, err, sizeof err) == 0);
+  CHECK(dataset_load(&ds, &cfg, NULL, log, err, sizeof err) == 0);
   CHECK(ds.n[TASK_TRAIN] == 2);
   CHECK(!strcmp(ds.rows[0][0].prompt, "U2") && !strcmp(ds.rows[0][0].answer, "A2"));
   CHECK(!strcmp(ds.rows[0][1].prompt, "only") && !strcmp(ds.rows[0][1].answer, "42"));
@@ -113,18 +113,23 @@ static void test_messages(void) {
             "does not end with an assistant turn"), "got '%s'", line);
   fclose(log);
   cfg.data.on_bad_line = DATA_BAD_LINE_ERROR;
-  CHECK(dataset_load(&ds, &cfg, NULL, err, sizeof err) == 2 && strstr(err, "msgs.jsonl:3: "));
+  CHECK(dataset_load(&ds, &cfg, NULL, NULL, err, sizeof err) == 2 && strstr(err, "msgs.jsonl:3: "));
   /* a chat template renders the turns up to the last user turn and a generation prompt */
   cfg.data.on_bad_line = DATA_BAD_LINE_SKIP;
   snprintf(cfg.data.chat_template, sizeof cfg.data.chat_template, "chatml");
   snprintf(cfg.data.prompt_template, sizeof cfg.data.prompt_template, "Q: {prompt}");
-  CHECK(dataset_load(&ds, &cfg, NULL, err, sizeof err) == 0);
+  struct task t;
+  CHECK(task_init(&t, &cfg, err, sizeof err) == 0 && t.chat && t.ds);  /* task_init looks it up */
+  struct dataset *tds = t.ds;
+  CHECK(dataset_load(&ds, &cfg, &t.chat_tpl, NULL, err, sizeof err) == 0);
+  CHECK_MSG(tds && !strcmp(tds->rows[0][0].prompt, ds.rows[0][0].prompt), "task_init's rows differ");
+  task_free(&t);
   const char *want = "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU1<|im_end|>\n<|im_start|>assistant\nA1"
                      "<|im_end|>\n<|im_start|>user\nQ: U2<|im_end|>\n<|im_start|>assistant\n";
   CHECK_MSG(!strcmp(ds.rows[0][0].prompt, want), "got '%s'", ds.rows[0][0].prompt);
   dataset_free(&ds);
   snprintf(cfg.data.chat_template, sizeof cfg.data.chat_template, "nosuch");
-  CHECK(dataset_load(&ds, &cfg, NULL, err, sizeof err) == 2 && strstr(err, "[data] chat_template"));
+  CHECK(task_init(&t, &cfg, err, sizeof err) == 2 && strstr(err, "[data] chat_template"));
 }
 
 static int has_prompt(const struct dataset *ds, int split, const char *s) {
@@ -138,10 +143,10 @@ static void test_split(void) {
   cfg.data.eval_frac = 0.2;
   struct dataset a, b, c;
   char err[JSONL_MSG_MAX], name[32];
-  CHECK(dataset_load(&a, &cfg, NULL, err, sizeof err) == 0);
-  CHECK(dataset_load(&b, &cfg, NULL, err, sizeof err) == 0);
+  CHECK(dataset_load(&a, &cfg, NULL, NULL, err, sizeof err) == 0);
+  CHECK(dataset_load(&b, &cfg, NULL, NULL, err, sizeof err) == 0);
   cfg.run.seed += 1;
-  CHECK(dataset_load(&c, &cfg, NULL, err, sizeof err) == 0);
+  CHECK(dataset_load(&c, &cfg, NULL, NULL, err, sizeof err) == 0);
   CHECK(a.n[TASK_TRAIN] == 40 && a.n[TASK_EVAL] == 10);
   int both = 0, none = 0, same = 1, differs = 0;
   for (int i = 0; i < 50; i++) {
@@ -162,13 +167,13 @@ static void test_split(void) {
   /* at least one row on each side */
   cfg = data_config(write_rows("rows3.jsonl", 3));
   cfg.data.eval_frac = 0.001;
-  CHECK(dataset_load(&a, &cfg, NULL, err, sizeof err) == 0 && a.n[TASK_EVAL] == 1 && a.n[TASK_TRAIN] == 2);
+  CHECK(dataset_load(&a, &cfg, NULL, NULL, err, sizeof err) == 0 && a.n[TASK_EVAL] == 1 && a.n[TASK_TRAIN] == 2);
   dataset_free(&a);
   cfg.data.eval_frac = 0.9;
-  CHECK(dataset_load(&a, &cfg, NULL, err, sizeof err) == 0 && a.n[TASK_EVAL] == 2 && a.n[TASK_TRAIN] == 1);
+  CHECK(dataset_load(&a, &cfg, NULL, NULL, err, sizeof err) == 0 && a.n[TASK_EVAL] == 2 && a.n[TASK_TRAIN] == 1);
   dataset_free(&a);
   cfg = data_config(write_rows("rows1.jsonl", 1));
-  CHECK(dataset_load(&a, &cfg, NULL, err, sizeof err) == 2 && strstr(err, "at least 2"));
+  CHECK(dataset_load(&a, &cfg, NULL, NULL, err, sizeof err) == 2 && strstr(err, "at least 2"));
 }
 
 static void test_perm(void) {
@@ -204,8 +209,8 @@ static void test_cursor(void) {
   cfg.data.eval_frac = 1.0 / 3.0;
   struct dataset a, b;
   char err[JSONL_MSG_MAX];
-  CHECK(dataset_load(&a, &cfg, NULL, err, sizeof err) == 0 && a.n[TASK_TRAIN] == 20);
-  CHECK(dataset_load(&b, &cfg, NULL, err, sizeof err) == 0);
+  CHECK(dataset_load(&a, &cfg, NULL, NULL, err, sizeof err) == 0 && a.n[TASK_TRAIN] == 20);
+  CHECK(dataset_load(&b, &cfg, NULL, NULL, err, sizeof err) == 0);
   /* each epoch of 20 prompts visits every train row once; a fresh load at any index agrees */
   int order_differs = 0;
   for (uint64_t epoch = 0; epoch < 3; epoch++) {
@@ -254,12 +259,12 @@ static void test_bad_rows(void) {
   cfg.rollout.max_new_tokens = 16;
   struct dataset ds;
   char err[JSONL_MSG_MAX], want[700];
-  CHECK(dataset_load(&ds, &cfg, NULL, err, sizeof err) == 2);
+  CHECK(dataset_load(&ds, &cfg, NULL, NULL, err, sizeof err) == 2);
   snprintf(want, sizeof want, "%s:2: invalid JSON", path);
   CHECK_MSG(strstr(err, want) == err, "got '%s'", err);
   cfg.data.on_bad_line = DATA_BAD_LINE_SKIP;
   FILE *log = tmpfile();
-  CHECK(dataset_load(&ds, &cfg, log, err, sizeof err) == 0);
+  CHECK(dataset_load(&ds, &cfg, NULL, log, err, sizeof err) == 0);
   CHECK(ds.n[TASK_TRAIN] + ds.n[TASK_EVAL] == 3);
   for (int s = 0; s < 2; s++)
     for (long i = 0; i < ds.n[s]; i++) CHECK(ds.rows[s][i].line == 1 || ds.rows[s][i].line == 3 || ds.rows[s][i].line == 7);
@@ -277,16 +282,16 @@ static void test_bad_rows(void) {
   snprintf(cfg.data.train_path, sizeof cfg.data.train_path, "%s",
            write_file("long.jsonl", "{\"prompt\": \"ab\", \"answer\": \"1\"}\n{\"prompt\": \"sixteen bytes!!!\", \"answer\": \"1\"}\n"));
   cfg.model.max_seq = 32;
-  CHECK(dataset_load(&ds, &cfg, NULL, err, sizeof err) == 2);
+  CHECK(dataset_load(&ds, &cfg, NULL, NULL, err, sizeof err) == 2);
   CHECK_MSG(strstr(err, "long.jsonl:2: the prompt takes 17 tokens (bytes + BOS)") && strstr(err, "leaves 16"),
             "got '%s'", err);
   cfg.model.max_seq = 33;  /* one more token fits it */
-  CHECK(dataset_load(&ds, &cfg, NULL, err, sizeof err) == 0);
+  CHECK(dataset_load(&ds, &cfg, NULL, NULL, err, sizeof err) == 0);
   dataset_free(&ds);
   /* a file with no usable row */
   cfg.data.on_bad_line = DATA_BAD_LINE_SKIP;
   snprintf(cfg.data.train_path, sizeof cfg.data.train_path, "%s", write_file("allbad.jsonl", "[]\n{}\n"));
-  CHECK(dataset_load(&ds, &cfg, NULL, err, sizeof err) == 2 && strstr(err, "no usable rows (2 lines"));
+  CHECK(dataset_load(&ds, &cfg, NULL, NULL, err, sizeof err) == 2 && strstr(err, "no usable rows (2 lines"));
 }
 
 static void test_task(void) {
