@@ -1,10 +1,14 @@
 /* cmd_check.c: `rlpt check DECK [section.key=value ...]` validates a deck without MPI and
- * prints the canonical deck (every key, its value and where it came from). */
+ * prints the canonical deck (every key, its value and where it came from). Besides the
+ * schema and the cross-key checks, the reward's own (reward_init: rm_alpha < 1 without
+ * rm_path, overlong_buffer, format_tags), so a deck that `rlpt run` refuses at its start
+ * for these fails here too. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
+#include "reward.h"
 
 int cmd_check(int argc, char **argv) {
   char **over = calloc((size_t)argc + 1, sizeof *over), **rest = calloc((size_t)argc + 1, sizeof *rest);
@@ -27,6 +31,10 @@ int cmd_check(int argc, char **argv) {
     goto done;
   }
   rc = config_load_serial(cfg, rest[0], n_over, over);
+  struct reward_cfg rcfg;
+  char err[1024];
+  if (!rc && (rc = reward_init(&rcfg, cfg, err, sizeof err)) != 0)
+    fprintf(stderr, "rlpt: %s: %s\n", rest[0], err);
   if (!rc) config_write_canonical(cfg, stdout);
   free(cfg);
 done:

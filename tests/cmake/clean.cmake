@@ -17,3 +17,11 @@ endfunction()
 clean_cli_test(convert_token_ids "\"eos_token_id\":[ \t]*4[^\n]*\nEXIT=0"
   "rm -rf tok_out && \"$0\" init \"$1\" --out tok.h5 >/dev/null && \"$0\" convert tok.h5 tok_out --tokenizer \"$2\" >/dev/null && tr -d '\\n' < tok_out/generation_config.json && echo"
   ${RLPT_CLEAN_DECK} ${CMAKE_CURRENT_SOURCE_DIR}/data/hf_tok_b)
+
+# rlpt check runs the reward's checks too: rm_alpha < 1 without rm_path exits 2 (as rlpt run does).
+add_test(NAME clean_check_rm_alpha
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/decks/run_check.sh $<TARGET_FILE:rlpt> 2 check
+          ${CMAKE_CURRENT_SOURCE_DIR}/decks/rm_tiny.ini reward.rm_alpha=0.5)
+set_tests_properties(clean_check_rm_alpha PROPERTIES LABELS unit ENVIRONMENT "${RLPT_TEST_ENV}"
+  PASS_REGULAR_EXPRESSION "rlpt: [^\n]*rm_tiny.ini: \\[reward\\] rm_alpha = 0.5 mixes in a reward model, but \\[reward\\] rm_path is empty"
+  FAIL_REGULAR_EXPRESSION "WRONG_EXIT")
