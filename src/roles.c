@@ -238,8 +238,10 @@ static void train_part(struct run *r, const struct dynsamp *ds, struct sample_ba
   struct step_metrics m;
   metrics_init(&m);
   /* no group kept on any rank (every train rank knows n_sel): no update, the trainer's
-   * metrics stay null */
+   * metrics stay null; the step still takes its place in the LR schedule (indexed by RL
+   * step, as veRL's per-step scheduler), so the schedule ends at [run] steps */
   if (n_sel > 0 && trainer_rl_step(r->trainer, &b, &m) != 0) die_local("the RL train step failed");
+  if (n_sel == 0) r->trainer->step++;
   if (b.n > 0) samples_log_write(r, &b, (long)b.s[0].step);
   train_report_fields(r, &m);
   metrics_free(&m);

@@ -12,7 +12,8 @@
  * - Micro-batches: at most [ranks] micro_batch_seqs sequences and max_tokens
  *   packed tokens each (a sequence longer than max_tokens is an error).
  * - The LR of a step comes from the phase schedule at `step` (the phase's step
- *   count, advanced by every SFT/RL step call); every update of an RL step
+ *   count, advanced by every SFT/RL step call, and by the step loop for a DAPO
+ *   step that kept no group: one schedule step per RL step); every update of an RL step
  *   (ppo_epochs x mini_batches) uses that step's LR. A restart restores step,
  *   update, weight_version and the AdamW state.
  * - RL needs whole groups on one rank (GRPO/RLOO/Dr. GRPO statistics are per

@@ -25,3 +25,20 @@ add_test(NAME clean_check_rm_alpha
 set_tests_properties(clean_check_rm_alpha PROPERTIES LABELS unit ENVIRONMENT "${RLPT_TEST_ENV}"
   PASS_REGULAR_EXPRESSION "rlpt: [^\n]*rm_tiny.ini: \\[reward\\] rm_alpha = 0.5 mixes in a reward model, but \\[reward\\] rm_path is empty"
   FAIL_REGULAR_EXPRESSION "WRONG_EXIT")
+
+# DAPO dynamic sampling, every step empty (correct_weight 0, no overlong shaping: every reward 0, so
+# every group is filtered; no SFT): no update, but one LR-schedule step per RL step
+# (src/roles.c train_part): the last checkpoint's trainer_step = [run] steps = 3.
+add_executable(test_clean_lr test_clean_lr.c)
+target_link_libraries(test_clean_lr PRIVATE rlpt_lib)
+target_include_directories(test_clean_lr PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+string(REPLACE ";" " " RLPT_CLEAN_MPI "${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 4 ${RLPT_MPI_PREFLAGS}")
+add_test(NAME clean_dynsamp_empty_lr
+  COMMAND sh -c "rm -rf ds_empty && mkdir ds_empty && cd ds_empty && \
+                 ${RLPT_CLEAN_MPI} \"$0\" run \"$1\" sft.steps=0 run.steps=3 reward.correct_weight=0 algo.overlong_buffer=0 \
+                 optim.schedule=linear checkpoint.every=3 checkpoint.dir=ck log.metrics_path=m.jsonl \
+                 > run.log 2>&1 || { cat run.log; echo EMPTY_RUN_FAILED; exit 1; }; \"$2\" ck 3"
+          $<TARGET_FILE:rlpt> ${CMAKE_CURRENT_SOURCE_DIR}/decks/dynsamp_tiny.ini $<TARGET_FILE:test_clean_lr>
+  WORKING_DIRECTORY ${RLPT_CLEAN_DIR})
+set_tests_properties(clean_dynsamp_empty_lr PROPERTIES LABELS "mpi" ENVIRONMENT "${RLPT_TEST_ENV}"
+  PROCESSORS 4 TIMEOUT 60 FAIL_REGULAR_EXPRESSION "EMPTY_RUN_FAILED|CHECK failed")
