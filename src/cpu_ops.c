@@ -53,9 +53,6 @@ static void par_for(size_t n, size_t cost, void (*fn)(void *, size_t, size_t), v
 
 #define RD_MR 4
 #define RD_NR 3
-/* A thread only for >= 4 x PAR_MIN_WORK multiply-adds (1 MiB of weights in a GEMV):
- * starting one costs 20-100 us, more than a smaller product takes. */
-#define RD_PAR_DIV 4
 #define RD_PANEL_BYTES (256 * 1024) /* B panel per thread: half of a 512 KiB L2 */
 #define RD_SMALL_A (128 * 1024)     /* A up to this size: panels of RD_SMALL_PANEL columns */
 #define RD_SMALL_PANEL 12           /* a multiple of RD_NR and of the GEMV tile's 4 */
@@ -230,7 +227,10 @@ static void rowdot_gemm(int M, int N, int K, float alpha, const float *A, int ld
    * a few columns of B right after they arrive from memory, while they sit in L1 */
   if ((size_t)M * K * sizeof(float) <= RD_SMALL_A) panel = RD_SMALL_PANEL;
   struct rd_args g = {M, N, K, lda, ldb, ldc, panel, alpha, beta, A, B, C};
-  par_for((size_t)N, ((size_t)M * (size_t)K + 64) / RD_PAR_DIV, rd_cols, &g);
+  /* a thread per >= PAR_MIN_WORK multiply-adds (256 KiB of weights in a GEMV): waking
+   * a pool worker costs 15-40 us, so the batch-1 q and o projections of SmolLM2 split
+   * in two (with a thread created per call they needed 1 MiB, and ran on one core) */
+  par_for((size_t)N, (size_t)M * (size_t)K + 64, rd_cols, &g);
 }
 
 static void cpu_matmul(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
