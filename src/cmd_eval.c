@@ -4,10 +4,12 @@
  * prompts of its task's held-out split, scored by its reward's `correct` part.
  *
  * MODEL is an rlpt model file (`rlpt init`, `rlpt convert`), a checkpoint file,
- * or a checkpoint directory (its `latest`, as a restart picks it). The model
- * file's config wins: its architecture is the model evaluated, whatever the
- * deck's [model] section says (a note says when they differ); the deck gives
- * the task, tokenizer, reward, sampling ([rollout]) and [eval] keys. What
+ * a checkpoint directory (its `latest`, as a restart picks it), or gguf:PATH /
+ * hf:DIR as `[model] init` takes them (model_source.h). The model file's config
+ * wins: its architecture is the model evaluated, whatever the deck's [model]
+ * section says (a note says when they differ); the deck gives the task, reward,
+ * sampling ([rollout]) and [eval] keys, and the tokenizer unless the model is a
+ * gguf:/hf: one, which brings its own (and is evaluated at the deck's max_seq). What
  * cannot work is refused with exit 2: a vocabulary smaller than the
  * tokenizer's, a max_seq too short for a held-out prompt + [rollout]
  * max_new_tokens, a deck whose task has no held-out problems.
@@ -32,6 +34,7 @@
 #include "evaluate.h"
 #include "model.h"
 #include "model_import.h"
+#include "model_source.h"
 #include "rollout.h"
 #include "run.h"
 #include "wait.h"
@@ -41,12 +44,10 @@ struct eval_args {
   int json;
 };
 
-/* The model as rank 0 loaded it (then broadcast). */
+/* The model as rank 0 loaded it (then broadcast; the GGUF handle stays on rank 0). */
 struct eval_model {
-  struct model_config mc;
-  float *params;
-  long step, weight_version;
-  char from[4600];
+  struct model_source src;
+  char init[4200];  /* "hf:DIR" / "gguf:PATH" when the model brings its own tokenizer, else "" */
 };
 
 static int eval_usage(int rc) {
@@ -54,7 +55,8 @@ static int eval_usage(int rc) {
           "usage: [mpirun -np N] rlpt eval DECK --model MODEL [--json] [--output FILE.jsonl]\n"
           "                      [section.key=value ...]\n"
           "  the run's held-out eval alone: greedy pass@1, sampled pass@1, pass@k ([eval] keys)\n"
-          "  MODEL: model .h5 (rlpt init / convert), checkpoint .h5, or a checkpoint directory\n"
+          "  MODEL: model .h5 (rlpt init / convert), checkpoint .h5, a checkpoint directory,\n"
+          "         or gguf:PATH / hf:DIR (the model's own tokenizer)\n"
           "  --json: the eval line (a run's metrics fields) on stdout; --output: append it to FILE\n");
   return rc;
 }
@@ -80,63 +82,48 @@ static int eval_parse(int n_rest, char **rest, struct eval_args *a) {
   return 0;
 }
 
-/* A checkpoint (file, or a directory's latest) through ckpt_read's validation. */
-static int load_ckpt(const char *in, int is_dir, struct eval_model *em) {
-  struct ckpt_state st;
-  char path[4096];
-  snprintf(path, sizeof path, "%s", in);
-  int rc = is_dir ? ckpt_read_latest(in, &st, NULL, MPI_COMM_SELF, path, sizeof path)
-                  : ckpt_read(path, &st, NULL, MPI_COMM_SELF);
-  if (rc) return rc;
-  snprintf(em->from, sizeof em->from, "%s (checkpoint of step %ld, weight_version %ld)", path, st.step,
-           st.weight_version);
-  em->mc = st.mc;
-  em->params = st.params;
-  em->step = st.step;
-  em->weight_version = st.weight_version;
-  st.params = NULL;
-  ckpt_state_free(&st);
-  return 0;
-}
-
-/* Rank 0: the model of --model. 0, 2 (one message printed) or 1. */
+/* Rank 0: the model of --model (model_source.h). 0, 2 (one message printed) or 1. */
 static int load_model(const char *in, struct eval_model *em) {
-  struct stat sb;
-  if (stat(in, &sb)) {
-    fprintf(stderr, "rlpt: eval: --model %s: no such file or directory\n", in);
-    return 2;
-  }
-  if (S_ISDIR(sb.st_mode) || !ckpt_probe(in, 1)) return load_ckpt(in, S_ISDIR(sb.st_mode), em);
-  int rc = model_h5_read_config(in, &em->mc);
-  if (rc) return rc;
-  struct param_table t;
-  param_table_build(&t, &em->mc);
-  em->params = malloc(t.total * sizeof *em->params);
-  rc = em->params ? model_h5_read_params(in, &t, em->params) : 1;
-  param_table_free(&t);
-  snprintf(em->from, sizeof em->from, "%s (model file)", in);
+  int rc = model_source_load(in, "eval", "--model", &em->src);
+  model_source_init(&em->src, em->init, sizeof em->init);
   return rc;
 }
 
 /* Rank 0's model to every rank (params in chunks: counts are ints). */
 static void bcast_model(struct eval_model *em, int rank) {
-  long hdr[2] = { em->step, em->weight_version };
-  wait_bcast(&em->mc, (int)sizeof em->mc, MPI_BYTE, 0, MPI_COMM_WORLD);
+  struct model_source *ms = &em->src;
+  long hdr[2] = { ms->step, ms->weight_version };
+  wait_bcast(&ms->mc, (int)sizeof ms->mc, MPI_BYTE, 0, MPI_COMM_WORLD);
   wait_bcast(hdr, 2, MPI_LONG, 0, MPI_COMM_WORLD);
-  wait_bcast(em->from, (int)sizeof em->from, MPI_CHAR, 0, MPI_COMM_WORLD);
-  em->step = hdr[0];
-  em->weight_version = hdr[1];
-  size_t n = model_param_count(&em->mc), chunk = (size_t)1 << 28;
-  if (rank != 0 && !(em->params = malloc(n * sizeof *em->params))) die_local("out of memory");
+  wait_bcast(ms->from, (int)sizeof ms->from, MPI_CHAR, 0, MPI_COMM_WORLD);
+  wait_bcast(em->init, (int)sizeof em->init, MPI_CHAR, 0, MPI_COMM_WORLD);
+  ms->step = hdr[0];
+  ms->weight_version = hdr[1];
+  size_t n = model_param_count(&ms->mc), chunk = (size_t)1 << 28;
+  if (rank != 0 && !(ms->params = malloc(n * sizeof *ms->params))) die_local("out of memory");
   for (size_t o = 0; o < n; o += chunk)
-    wait_bcast(em->params + o, (int)(n - o < chunk ? n - o : chunk), MPI_FLOAT, 0, MPI_COMM_WORLD);
+    wait_bcast(ms->params + o, (int)(n - o < chunk ? n - o : chunk), MPI_FLOAT, 0, MPI_COMM_WORLD);
 }
 
-/* The deck's tokenizer (the model's for init = gguf:PATH | hf:DIR, else the character
- * one, as rlpt run), task and reward; the deck's own model config into deck_mc (for the
- * "differs" note). */
-static int setup_deck(struct run *r, struct model_config *deck_mc, char *err, size_t len) {
-  int rc = model_import_or_deck(r->cfg, deck_mc, &r->tok, err, len);
+/* The tokenizer: a gguf:/hf: model's own (init), else the deck's (the model's for its
+ * init = gguf:PATH | hf:DIR, else the character one, as rlpt run); the task and reward;
+ * the deck's own model config into deck_mc (for the "differs" note). An imported model
+ * evaluates at the deck's [model] max_seq, as a run with it as init does. */
+static int setup_deck(struct run *r, const char *init, struct model_config *deck_mc, char *err, size_t len) {
+  const struct config *cfg = r->cfg;
+  int rc = model_import_or_deck(cfg, deck_mc, &r->tok, err, len);
+  if (!rc && init[0] && cfg->model.max_seq > r->mc.max_seq) {
+    snprintf(err, len, "[model] max_seq = %ld exceeds %.1000s's context length %d", cfg->model.max_seq, init,
+             r->mc.max_seq);
+    rc = 2;
+  } else if (!rc && init[0]) {
+    r->mc.max_seq = (int)cfg->model.max_seq;
+    if (strcmp(init, cfg->model.init)) {  /* another model than the deck's init: its tokenizer */
+      tokenizer_free(&r->tok);
+      rc = model_import_tokenizer(cfg, init, &r->mc, &r->tok, err, len);
+      if (rc) tokenizer_init_char(&r->tok);
+    }
+  }
   if (!rc) rc = task_init(&r->task, r->cfg, err, len);
   if (!rc) rc = reward_init(&r->rcfg, r->cfg, err, len);
   return rc;
@@ -209,7 +196,7 @@ static int setup_engine(struct run *r, struct eval_model *em) {
     rc = 1;
     snprintf(err, sizeof err, "could not allocate the model ([rollout] max_batch_tokens = %d)", max_tokens);
   } else {
-    memcpy(r->rmodel->params, em->params, sizeof(float) * r->rmodel->table.total);
+    memcpy(r->rmodel->params, em->src.params, sizeof(float) * r->rmodel->table.total);
     rc = rollout_create(&r->engine, r->rmodel, r->cfg, &r->tok, err, sizeof err);
     if (!rc) rollout_weights_changed(r->engine, r->weight_version);
   }
@@ -274,7 +261,7 @@ static void teardown(struct run *r, struct eval_model *em) {
   free(r->rmodel);
   free(r->part);
   free(r->rollout_world);
-  free(em->params);
+  model_source_free(&em->src);
   task_free(&r->task);
   tokenizer_free(&r->tok);
 }
@@ -284,8 +271,9 @@ static void print_model(const struct run *r, const struct eval_model *em, const 
                         FILE *con) {
   const struct model_config *mc = &r->mc;
   fprintf(con, "rlpt eval %s: model %s: %zu parameters (vocab %d, dim %d, layers %d, heads %d/%d, ffn %d, "
-          "max_seq %d)\n", r->deck_path, em->from, model_param_count(mc), mc->vocab_size, mc->dim, mc->layers,
-          mc->heads, mc->kv_heads, mc->ffn_dim, mc->max_seq);
+          "max_seq %d); tokenizer: %s (%d ids)\n", r->deck_path, em->src.from, model_param_count(mc),
+          mc->vocab_size, mc->dim, mc->layers, mc->heads, mc->kv_heads, mc->ffn_dim, mc->max_seq,
+          em->init[0] ? "the model's" : "the deck's", r->tok.vocab_size);
   char *file_js = model_config_to_json(mc), *deck_js = model_config_to_json(deck_mc);
   if (file_js && deck_js && strcmp(file_js, deck_js))
     fprintf(con, "eval: note: the deck's [model] section describes another model; the model file's config "
@@ -307,13 +295,13 @@ static int eval_mpi(struct run *r, const struct eval_args *a) {
   int rc = error_agree(MPI_COMM_WORLD, me == 0 ? check_output(a->output) : 0);
   if (!rc) rc = error_agree(MPI_COMM_WORLD, me == 0 ? load_model(a->model, &em) : 0);
   if (!rc) bcast_model(&em, me);
-  r->mc = em.mc;
-  r->weight_version = em.weight_version;
-  enum metrics_phase phase = em.step > 0 ? PHASE_RL : PHASE_SFT;
+  r->mc = em.src.mc;
+  r->weight_version = em.src.weight_version;
+  enum metrics_phase phase = em.src.step > 0 ? PHASE_RL : PHASE_SFT;
   long n_prompts = r->cfg->eval.prompts;
   if (phase == PHASE_SFT && r->cfg->sft.eval_prompts > n_prompts) n_prompts = r->cfg->sft.eval_prompts;
   if (!rc) {  /* the same verdict on every rank (pure in the deck and the model) but memory */
-    int lrc = setup_deck(r, &deck_mc, err, sizeof err);
+    int lrc = setup_deck(r, em.init, &deck_mc, err, sizeof err);
     if (!lrc) lrc = check_fit(r, a->model, n_prompts, err, sizeof err);
     if (!lrc && setup_ranks(r) != 0) lrc = 1, snprintf(err, sizeof err, "out of memory");
     if (lrc && (me == 0 || lrc == 1)) fprintf(stderr, "rlpt: eval: %s\n", err);
@@ -323,7 +311,7 @@ static int eval_mpi(struct run *r, const struct eval_args *a) {
   if (!rc && me == 0) print_model(r, &em, &deck_mc, con);
   struct step_metrics m;
   metrics_init(&m);
-  if (!rc) eval_once(r, phase, em.step, con, &m);
+  if (!rc) eval_once(r, phase, em.src.step, con, &m);
   if (!rc) rc = error_agree(MPI_COMM_WORLD, me == 0 ? write_line(a, &m) : 0);
   metrics_free(&m);
   teardown(r, &em);

@@ -127,13 +127,11 @@ int model_import_config(const struct config *cfg, struct model_config *mc, char 
   return rc ? rc : merge_config(cfg, &fmc, mc, path, err, errlen);
 }
 
-int model_import_setup(const struct config *cfg, struct model_config *mc, struct tokenizer *tok,
-                       char *err, size_t errlen) {
-  const char *init = cfg->model.init;
+int model_import_tokenizer(const struct config *cfg, const char *init, const struct model_config *mc,
+                           struct tokenizer *tok, char *err, size_t errlen) {
   char msg[768];
-  int add_bos = 1, rc = model_import_config(cfg, mc, err, errlen);
-  if (rc) return rc;
-  if (model_import_is_hf(cfg)) {
+  int add_bos = 1, rc;
+  if (!strncmp(init, "hf:", 3)) {
     rc = hf_tokenizer_load(tok, init + 3, &add_bos, msg, sizeof msg);
   } else {
     struct gguf_file f;
@@ -153,6 +151,12 @@ int model_import_setup(const struct config *cfg, struct model_config *mc, struct
   rc = tokenizer_fits(tok, add_bos, mc, init, err, errlen);
   if (!rc) tokenizer_bpe_drop_unknown(tok, cfg->model.unknown_bytes == 1);  /* "error|drop" */
   return rc;
+}
+
+int model_import_setup(const struct config *cfg, struct model_config *mc, struct tokenizer *tok,
+                       char *err, size_t errlen) {
+  int rc = model_import_config(cfg, mc, err, errlen);
+  return rc ? rc : model_import_tokenizer(cfg, cfg->model.init, mc, tok, err, errlen);
 }
 
 int model_import_or_deck(const struct config *cfg, struct model_config *mc, struct tokenizer *tok,

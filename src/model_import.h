@@ -46,6 +46,12 @@ int model_import_setup(const struct config *cfg, struct model_config *mc, struct
 int model_import_or_deck(const struct config *cfg, struct model_config *mc, struct tokenizer *tok,
                          char *err, size_t errlen);
 
+/* The BPE tokenizer of init ("gguf:PATH" or "hf:DIR") for a model of config mc: the
+ * tokenizer half of model_import_setup (BOS off when the file says so, [model]
+ * unknown_bytes, the EOS and vocabulary checks). 0, or 2 with a message. */
+int model_import_tokenizer(const struct config *cfg, const char *init, const struct model_config *mc,
+                           struct tokenizer *tok, char *err, size_t errlen);
+
 /* The weights of init ("gguf:PATH" or "hf:DIR") into m->params; the file's
  * tensors must be m's. Returns 0, or 2 with a message. */
 int model_import_params(struct model *m, const char *init, char *err, size_t errlen);

@@ -42,3 +42,9 @@ add_test(NAME clean_dynsamp_empty_lr
   WORKING_DIRECTORY ${RLPT_CLEAN_DIR})
 set_tests_properties(clean_dynsamp_empty_lr PROPERTIES LABELS "mpi" ENVIRONMENT "${RLPT_TEST_ENV}"
   PROCESSORS 4 TIMEOUT 60 FAIL_REGULAR_EXPRESSION "EMPTY_RUN_FAILED|CHECK failed")
+
+# rlpt eval --model hf:DIR (model_source.h): a tiny HF directory (rlpt init -> convert + the
+# hf_tok_a tokenizer) is evaluated with its own tokenizer (601 ids, not the deck's 98).
+clean_cli_test(eval_hf "model hfe \\(safetensors directory\\)[^\n]*tokenizer: the model's \\(601 ids\\).*\"eval_pass@1\":[^\n]*\nEXIT=0"
+  "rm -rf hfe && \"$0\" init \"$1\" model.vocab_size=601 model.max_seq=64 --out hfe.h5 >/dev/null && \"$0\" convert hfe.h5 hfe >/dev/null && cp \"$2\"/tokenizer.json \"$2\"/tokenizer_config.json hfe/ && \"$0\" eval \"$1\" --model hf:hfe --json 2>&1"
+  ${RLPT_CLEAN_DECK} ${CMAKE_CURRENT_SOURCE_DIR}/data/hf_tok_a)

@@ -44,7 +44,7 @@ eval_cli_test(max_seq_short "the model's max_seq = 6 is too short for held-out p
 # 1-digit addition has 100 problems: a 0.001 share holds none of them out.
 eval_cli_test(no_eval_set "the task has no held-out problem for eval prompt 0 of 64.*no eval set\nEXIT=2"
   ${RLPT_EVAL_DECK} --model eval_d64.h5 task.heldout_frac=0.001)
-eval_cli_test(not_hdf5 "rlpt: [^ ]*e2e_tiny.ini: cannot open as an HDF5 model file\nEXIT=2"
+eval_cli_test(not_hdf5 "rlpt: eval: [^ ]*e2e_tiny.ini: not an HDF5 model/checkpoint, GGUF file or safetensors directory[^\n]*\nEXIT=2"
   ${RLPT_EVAL_DECK} --model ${RLPT_EVAL_DECK})
 eval_cli_test(no_model "rlpt: eval: DECK and --model are required.*EXIT=2" ${RLPT_EVAL_DECK})
 eval_cli_test(bad_output "rlpt: eval: --output /nonexistent-dir/e.jsonl: cannot open for appending\nEXIT=2"
