@@ -3,8 +3,15 @@
  * log_softmax(logits / T) of the token; top-k first, then top-p over the sorted
  * kept mass; ties to the lower index; inverse CDF with one uniform per row).
  *
+ * The arithmetic is sampling.c's (the trainer's log-softmax): zf = logits / T
+ * rounded to float, the float max, terms expf(zf - max) summed in double, the
+ * log-sum-exp rounded to float and logprob = zf[token] - lse in float. The sum's
+ * order and the device expf (<= 2 ulp) differ from the host's, so the recorded
+ * logprob can differ from sampler_sample's by a few float ulps; the token only
+ * where u falls within ~1e-7 of a boundary.
+ *
  * Three steps per call: (1) one block per row scales and exponentiates the
- * logits in double, finds the max, the sum and the argmax; (2) only when
+ * logits, finds the max, the sum and the argmax; (2) only when
  * truncating, a stable segmented radix sort (CUB) orders each row by decreasing
  * probability, equal probabilities keeping index order; (3) one thread per row
  * walks the (sorted) probabilities in order as sampler_sample does, so the
@@ -21,8 +28,9 @@
 
 #define SAMPLE_THREADS 256
 
-/* Step 1: z[i] = exp(logits[i]/T - max) for row blockIdx.x (T = 1 for greedy), the row's
- * max, sum and argmax (strictly greater wins: lowest index on ties); idx[i] = i. */
+/* Step 1: z[i] = expf(zf[i] - max), zf = (float)(logits[i] / T), for row blockIdx.x (T = 1
+ * for greedy), the row's float max of zf, the sum of z and the argmax of the logits (strictly
+ * greater wins: lowest index on ties); idx[i] = i. */
 __global__ void sample_prep_kernel(double *z, int *idx, double *row_max, double *row_sum,
                                    int *row_argmax, const float *logits, int V, double temp) {
   __shared__ float best_v[SAMPLE_THREADS];
@@ -30,7 +38,7 @@ __global__ void sample_prep_kernel(double *z, int *idx, double *row_max, double 
   int r = blockIdx.x;
   const float *lg = logits + (size_t)r * V;
   double *zr = z + (size_t)r * V;
-  double m = -INFINITY;
+  float m = -INFINITY;
   int nan = 0, bi = -1;
   float bv = 0.0f;
   for (int i = threadIdx.x; i < V; i += blockDim.x) {
@@ -40,7 +48,7 @@ __global__ void sample_prep_kernel(double *z, int *idx, double *row_max, double 
       bv = x;
       bi = i;
     }
-    double zi = (double)x / temp;
+    float zi = (float)((double)x / temp);
     m = zi > m ? zi : m;
     idx[(size_t)r * V + i] = i;
   }
@@ -50,7 +58,7 @@ __global__ void sample_prep_kernel(double *z, int *idx, double *row_max, double 
   m = block_max(m);
   double sum = 0.0;
   for (int i = threadIdx.x; i < V; i += blockDim.x) {
-    double e = exp((double)lg[i] / temp - m);
+    float e = expf((float)((double)lg[i] / temp) - m);
     zr[i] = e;
     sum += e;
   }
@@ -108,8 +116,9 @@ __global__ void sample_select_kernel(int *tokens, double *logprob, const double 
     if (tok < 0) tok = am; /* rounding at u -> 1 */
   }
   double t = temp > 0 ? temp : 1.0;
+  float lse = (float)(m + log(sum));
   tokens[r] = tok;
-  logprob[r] = (double)lg[tok] / t - m - log(sum);
+  logprob[r] = (float)((double)lg[tok] / t) - lse;
 }
 
 extern "C" {

@@ -10,7 +10,9 @@
  * hf:DIR as `[model] init` takes them: the model's own BPE tokenizer, BOS when
  * the model adds it, and with --chat the prompt as one user message in the
  * model's chat template (model_import.h). Defaults are the deck's [rollout]
- * defaults. Bad arguments or an unreadable model: message, exit 2. No MPI. */
+ * defaults; --device auto|cpu|cuda picks the backend as [run] device does (auto:
+ * the GPU when there is one). Bad arguments or an unreadable model: message, exit 2.
+ * No MPI. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
@@ -19,6 +21,7 @@
 
 #include "chat.h"
 #include "config.h"
+#include "device.h"
 #include "model.h"
 #include "model_h5.h"
 #include "model_import.h"
@@ -26,7 +29,7 @@
 #include "tokenizer.h"
 
 struct gen_args {
-  const char *model, *prompt;
+  const char *model, *prompt, *device;
   long n, top_k, max_new, seed;
   double temperature, top_p;
   int json, chat;
@@ -37,6 +40,7 @@ static int gen_usage(int rc) {
   fprintf(rc ? stderr : stdout,
           "usage: rlpt generate --model MODEL --prompt TEXT [--chat] [-n G] [--temperature T]\n"
           "                     [--top-p P] [--top-k K] [--max-new-tokens N] [--seed S] [--json]\n"
+          "                     [--device auto|cpu|cuda]\n"
           "  MODEL: FILE.h5 (character tokenizer), gguf:PATH or hf:DIR (the model's tokenizer;\n"
           "  --chat puts the prompt in the model's chat template as a user message).\n"
           "  G samples of one prompt with logprobs and finish reasons;\n"
@@ -73,6 +77,7 @@ static int gen_parse(struct gen_args *a, int argc, char **argv) {
     const char *s = argv[++i];
     if (!strcmp(o, "--model")) a->model = s;
     else if (!strcmp(o, "--prompt")) a->prompt = s;
+    else if (!strcmp(o, "--device")) a->device = s;
     else if (!strcmp(o, "-n")) { rc = num_arg(o, s, 1, 1e5, 1, &v); a->n = (long)v; }
     else if (!strcmp(o, "--temperature")) { rc = num_arg(o, s, 0, 100, 0, &v); a->temperature = v; }
     else if (!strcmp(o, "--top-p")) { rc = num_arg(o, s, 0, 1, 0, &v); a->top_p = v; }
@@ -181,7 +186,12 @@ static int gen_load(struct model *m, const struct gen_args *a, struct config *cf
   if (rc) return rc;
   /* one prefill (or a preempted sample's recompute) plus one decode row per sample */
   long budget = (long)n_prompt + a->max_new + a->n;
-  if (model_create(m, &mc, (int)budget, &cpu_backend)) return 1;
+  const struct backend_ops *ops = device_backend_named(a->device, err, sizeof err);
+  if (!ops) {
+    fprintf(stderr, "rlpt: generate: %s\n", err);
+    return 2;
+  }
+  if (model_create(m, &mc, (int)budget, ops)) return 1;
   if (!a->imported) return model_h5_read_params(a->model, &m->table, m->params);
   rc = model_import_params(m, a->model, err, sizeof err);
   if (rc) fprintf(stderr, "rlpt: generate: %s\n", err);
@@ -274,7 +284,7 @@ static int *gen_prompt_ids(const struct gen_args *a, const struct tokenizer *tok
 int cmd_generate(int argc, char **argv) {
   struct config def;
   config_defaults(&def);
-  struct gen_args a = { .n = 1, .top_k = def.rollout.top_k, .max_new = def.rollout.max_new_tokens,
+  struct gen_args a = { .device = "auto", .n = 1, .top_k = def.rollout.top_k, .max_new = def.rollout.max_new_tokens,
                         .seed = def.run.seed, .temperature = def.rollout.temperature,
                         .top_p = def.rollout.top_p };
   int rc = gen_parse(&a, argc, argv);

@@ -1,4 +1,5 @@
-/* cmd_score.c: `rlpt score --model FILE.h5 --input IN.jsonl --output OUT.jsonl`.
+/* cmd_score.c: `rlpt score --model FILE.h5 --input IN.jsonl --output OUT.jsonl
+ * [--device auto|cpu|cuda]` (the backend as [run] device picks it; default auto).
  *
  * Each input line {"tokens": [t0, ..., t_{n-1}]} gives one output line
  * {"logprobs": [...], "entropy": [...]} (plus "values": [...] for a model with a
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "device.h"
 #include "model.h"
 #include "model_h5.h"
 
@@ -110,12 +112,18 @@ static int score_file(struct score_run *r, FILE *in) {
   return rc ? rc : score_flush(r);
 }
 
-static int score_load(struct score_run *r, const char *model_path) {
+static int score_load(struct score_run *r, const char *model_path, const char *device) {
+  char err[256];
+  const struct backend_ops *ops = device_backend_named(device, err, sizeof err);
+  if (!ops) {
+    fprintf(stderr, "rlpt: score: %s\n", err);
+    return 2;
+  }
   struct model_config mc;
   int rc = model_h5_read_config(model_path, &mc);
   if (rc) return rc;
   r->budget = mc.max_seq > SCORE_BATCH_TOKENS ? mc.max_seq : SCORE_BATCH_TOKENS;
-  if (model_create(&r->m, &mc, r->budget, &cpu_backend)) return 1;
+  if (model_create(&r->m, &mc, r->budget, ops)) return 1;
   rc = model_h5_read_params(model_path, &r->m.table, r->m.params);
   size_t b = (size_t)r->budget;
   r->line_tok = malloc(sizeof(int) * mc.max_seq);
@@ -131,17 +139,19 @@ static int score_load(struct score_run *r, const char *model_path) {
 static int score_usage(int rc) {
   fprintf(rc ? stderr : stdout,
           "usage: rlpt score --model FILE.h5 --input IN.jsonl --output OUT.jsonl\n"
+          "                  [--device auto|cpu|cuda]\n"
           "  per line {\"tokens\": [...]} writes {\"logprobs\": [...], \"entropy\": [...]}\n");
   return rc;
 }
 
 int cmd_score(int argc, char **argv) {
-  const char *model_path = NULL, *in_path = NULL, *out_path = NULL;
+  const char *model_path = NULL, *in_path = NULL, *out_path = NULL, *device = "auto";
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return score_usage(0);
     if (i + 1 < argc && !strcmp(argv[i], "--model")) model_path = argv[++i];
     else if (i + 1 < argc && !strcmp(argv[i], "--input")) in_path = argv[++i];
     else if (i + 1 < argc && !strcmp(argv[i], "--output")) out_path = argv[++i];
+    else if (i + 1 < argc && !strcmp(argv[i], "--device")) device = argv[++i];
     else {
       fprintf(stderr, "rlpt: score: unexpected argument '%s'\n", argv[i]);
       return score_usage(2);
@@ -150,7 +160,7 @@ int cmd_score(int argc, char **argv) {
   if (!model_path || !in_path || !out_path) return score_usage(2);
   struct score_run r = {.in_path = in_path};
   FILE *in = NULL;
-  int rc = score_load(&r, model_path);
+  int rc = score_load(&r, model_path, device);
   if (!rc && !(in = fopen(in_path, "r"))) {
     fprintf(stderr, "rlpt: %s: cannot open the input\n", in_path);
     rc = 2;

@@ -3,6 +3,7 @@
 #include "device.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "config.h"
 
@@ -18,16 +19,29 @@ int device_cuda_count(void) { return 0; }
 static const struct backend_ops *cuda_ops(void) { return NULL; }
 #endif
 
-const struct backend_ops *device_backend(int run_device, char *err, size_t errlen) {
+/* The backend for auto|cpu|cuda; `what` names the setting in the refusal message. */
+static const struct backend_ops *pick(int run_device, const char *what, char *err, size_t errlen) {
   if (run_device == DEVICE_CPU) return &cpu_backend;
   int usable = device_cuda_built() && device_cuda_count() > 0;
   if (run_device == DEVICE_AUTO) return usable ? cuda_ops() : &cpu_backend;
   if (!usable) {
-    snprintf(err, errlen, "[run] device = cuda: %s", device_cuda_built()
+    snprintf(err, errlen, "%s: %s", what, device_cuda_built()
              ? "no CUDA device is visible on this machine (use device = auto or cpu)"
              : "this rlpt was built without the CUDA backend (configure with -DRLPT_CUDA=ON, "
                "or use device = auto or cpu)");
     return NULL;
   }
   return cuda_ops();
+}
+
+const struct backend_ops *device_backend(int run_device, char *err, size_t errlen) {
+  return pick(run_device, "[run] device = cuda", err, errlen);
+}
+
+const struct backend_ops *device_backend_named(const char *name, char *err, size_t errlen) {
+  if (!strcmp(name, "auto")) return pick(DEVICE_AUTO, "--device auto", err, errlen);
+  if (!strcmp(name, "cpu")) return pick(DEVICE_CPU, "--device cpu", err, errlen);
+  if (!strcmp(name, "cuda")) return pick(DEVICE_CUDA, "--device cuda", err, errlen);
+  snprintf(err, errlen, "--device '%s': expected auto, cpu or cuda", name);
+  return NULL;
 }

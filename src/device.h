@@ -17,5 +17,8 @@ int device_cuda_count(void);
  * visible, else cpu_backend. NULL with a message in err when cuda is asked for and
  * this build or this machine has none (bad input: exit code 2). */
 const struct backend_ops *device_backend(int run_device, char *err, size_t errlen);
+/* The same for a command's --device NAME (auto|cpu|cuda); NULL with a message in err
+ * for another name, or as above. */
+const struct backend_ops *device_backend_named(const char *name, char *err, size_t errlen);
 
 #endif

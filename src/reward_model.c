@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "ckpt.h"
+#include "device.h"
 #include "error.h"
 #include "model_h5.h"
 #include "run.h"
@@ -116,15 +117,16 @@ int reward_model_check(const char *path, int vocab, int need_seq, char *err, siz
   return rc;
 }
 
-int reward_model_load(struct reward_model *rm, const char *path, int vocab, int need_seq, int budget,
-                      char *err, size_t errlen) {
+/* reward_model_load on the backend ops (rlpt run: the [run] device's). */
+static int rm_load(struct reward_model *rm, const struct backend_ops *ops, const char *path, int vocab,
+                   int need_seq, int budget, char *err, size_t errlen) {
   memset(rm, 0, sizeof *rm);
   hid_t f;
   struct model_config mc;
   int rc = open_checked(path, vocab, need_seq, rm->path, sizeof rm->path, &f, &mc, &rm->group, err, errlen);
   if (rc) return rc;
   rm->budget = budget > need_seq ? budget : need_seq;
-  if (model_create(&rm->m, &mc, rm->budget, &cpu_backend) != 0) {
+  if (model_create(&rm->m, &mc, rm->budget, ops) != 0) {
     snprintf(err, errlen, "[reward] rm_path: out of memory for the reward model (%zu parameters, "
              "[reward] rm_batch_tokens = %d)", model_param_count(&mc), rm->budget);
     rc = 1;
@@ -141,6 +143,11 @@ int reward_model_load(struct reward_model *rm, const char *path, int vocab, int 
   }
   if (rc) reward_model_free(rm);
   return rc;
+}
+
+int reward_model_load(struct reward_model *rm, const char *path, int vocab, int need_seq, int budget,
+                      char *err, size_t errlen) {
+  return rm_load(rm, &cpu_backend, path, vocab, need_seq, budget, err, errlen);
 }
 
 void reward_model_free(struct reward_model *rm) {
@@ -208,8 +215,9 @@ int run_reward_model_setup(struct run *r, char *err, size_t errlen) {
     snprintf(err, errlen, "out of memory for the reward model");
     return 1;
   }
-  int rc = reward_model_load(rm, r->cfg->reward.rm_path, r->mc.vocab_size, r->mc.max_seq,
-                             (int)r->cfg->reward.rm_batch_tokens, err, errlen);
+  const struct backend_ops *ops = device_backend(r->cfg->run.device, err, errlen);
+  int rc = !ops ? 2 : rm_load(rm, ops, r->cfg->reward.rm_path, r->mc.vocab_size, r->mc.max_seq,
+                              (int)r->cfg->reward.rm_batch_tokens, err, errlen);
   if (rc) {
     free(rm);
     return rc;

@@ -13,7 +13,8 @@
  *
  * Scoring packs whole sequences into forwards of at most `budget` tokens (no padding,
  * the value-only path: no vocabulary GEMM); packing does not change a score beyond fp32
- * summation order. Only the reward ranks load it (cmd_run.c). */
+ * summation order. Only the reward ranks load it (cmd_run.c), on the [run] device's
+ * backend; reward_model_load itself (rlpt reward-check, tests) uses the CPU backend. */
 #ifndef RLPT_REWARD_MODEL_H
 #define RLPT_REWARD_MODEL_H
 

@@ -23,8 +23,8 @@ struct layer_dims {
 };
 
 /* Parameter tensors, one after the other in one flat buffer. */
-enum { P_EMB, P_N1, P_WQ, P_BQ, P_WK, P_BK, P_WV, P_BV, P_WO, P_N2, P_WG, P_WU, P_WD, P_COUNT };
-static const char *const gl_pname[P_COUNT] = {"embed", "norm1", "wq", "bq", "wk", "bk", "wv",
+enum { GL_EMB, GL_N1, GL_WQ, GL_BQ, GL_WK, GL_BK, GL_WV, GL_BV, GL_WO, GL_N2, GL_WG, GL_WU, GL_WD, GL_COUNT };
+static const char *const gl_pname[GL_COUNT] = {"embed", "norm1", "wq", "bq", "wk", "bk", "wv",
                                               "bv", "wo", "norm2", "wgate", "wup", "wdown"};
 
 /* Activations, one flat buffer ([T, width] each). */
@@ -34,7 +34,7 @@ enum { A_X, A_XN, A_R1, A_Q, A_K, A_V, A_ATT, A_LSE, A_MID, A_XN2, A_R2, A_GATE,
 
 static inline size_t gl_psize(const struct layer_dims *d, int p) {
   size_t C = d->C, KV = (size_t)d->KVH * d->D, F = d->F, V = d->V;
-  const size_t s[P_COUNT] = {V * C, C, C * C, C, KV * C, KV, KV * C, KV, C * C, C, F * C, F * C,
+  const size_t s[GL_COUNT] = {V * C, C, C * C, C, KV * C, KV, KV * C, KV, C * C, C, F * C, F * C,
                              C * F};
   return s[p];
 }
@@ -59,7 +59,7 @@ struct net {
   struct layer_dims d;
   float *par, *grad, *act, *rope_cos, *rope_sin, *dlp, *dent, *scratch;
   int *tok, *pos, *tg, *cu;
-  size_t poff[P_COUNT + 1], aoff[A_COUNT + 1];
+  size_t poff[GL_COUNT + 1], aoff[A_COUNT + 1];
   int T, maxlen;
 };
 
@@ -101,7 +101,7 @@ static inline double gl_urand(void) {
 
 static inline void inputs_make(struct host_inputs *in, const struct layer_dims *d) {
   size_t np = 0, half = d->D / 2;
-  for (int p = 0; p < P_COUNT; p++) np += gl_psize(d, p);
+  for (int p = 0; p < GL_COUNT; p++) np += gl_psize(d, p);
   int T = 0, maxlen = 0;
   for (int s = 0; s < d->nseq; s++) {
     T += d->seqlen[s];
@@ -111,8 +111,8 @@ static inline void inputs_make(struct host_inputs *in, const struct layer_dims *
   in->maxlen = maxlen;
   in->par = malloc(4 * np);
   for (size_t i = 0; i < np; i++) in->par[i] = (float)(0.3 * (2 * gl_urand() - 1));
-  size_t n1 = gl_psize(d, P_EMB), n2 = 0;
-  for (int p = 0; p < P_N2; p++) n2 += gl_psize(d, p);
+  size_t n1 = gl_psize(d, GL_EMB), n2 = 0;
+  for (int p = 0; p < GL_N2; p++) n2 += gl_psize(d, p);
   for (int i = 0; i < d->C; i++) { /* norm weights near 1 */
     in->par[n1 + i] = (float)(1 + 0.2 * (2 * gl_urand() - 1));
     in->par[n2 + i] = (float)(1 + 0.2 * (2 * gl_urand() - 1));
@@ -157,12 +157,12 @@ static inline void net_build(struct net *n, const struct backend_ops *o,
   n->d = *d;
   n->T = in->T;
   n->maxlen = in->maxlen;
-  for (int p = 0; p < P_COUNT; p++) n->poff[p + 1] = n->poff[p] + gl_psize(d, p);
+  for (int p = 0; p < GL_COUNT; p++) n->poff[p + 1] = n->poff[p] + gl_psize(d, p);
   for (int a = 0; a < A_COUNT; a++)
     n->aoff[a + 1] = n->aoff[a] + (size_t)in->T * gl_awidth(d, a);
   size_t T = (size_t)in->T, half = d->D / 2;
-  n->par = gl_mem_new(o, in->par, 4 * n->poff[P_COUNT]);
-  n->grad = gl_mem_new(o, NULL, 4 * n->poff[P_COUNT]);
+  n->par = gl_mem_new(o, in->par, 4 * n->poff[GL_COUNT]);
+  n->grad = gl_mem_new(o, NULL, 4 * n->poff[GL_COUNT]);
   n->act = gl_mem_new(o, NULL, 4 * n->aoff[A_COUNT]);
   n->rope_cos = gl_mem_new(o, in->rope_cos, 4 * d->maxpos * half);
   n->rope_sin = gl_mem_new(o, in->rope_sin, 4 * d->maxpos * half);
@@ -206,33 +206,33 @@ static inline void net_layer_forward(struct net *n) {
   const struct backend_ops *o = n->o;
   int T = n->T, C = n->d.C, H = n->d.H, KVH = n->d.KVH, D = n->d.D, KV = KVH * D, F = n->d.F;
   struct attn_batch b = net_attn(n);
-  o->rmsnorm_fwd(AC(n, A_XN), AC(n, A_R1), AC(n, A_X), WP(n, P_N1), T, C, 1e-5f);
-  lin_fwd(n, AC(n, A_Q), AC(n, A_XN), WP(n, P_WQ), WP(n, P_BQ), C, C);
-  lin_fwd(n, AC(n, A_K), AC(n, A_XN), WP(n, P_WK), WP(n, P_BK), KV, C);
-  lin_fwd(n, AC(n, A_V), AC(n, A_XN), WP(n, P_WV), WP(n, P_BV), KV, C);
+  o->rmsnorm_fwd(AC(n, A_XN), AC(n, A_R1), AC(n, A_X), WP(n, GL_N1), T, C, 1e-5f);
+  lin_fwd(n, AC(n, A_Q), AC(n, A_XN), WP(n, GL_WQ), WP(n, GL_BQ), C, C);
+  lin_fwd(n, AC(n, A_K), AC(n, A_XN), WP(n, GL_WK), WP(n, GL_BK), KV, C);
+  lin_fwd(n, AC(n, A_V), AC(n, A_XN), WP(n, GL_WV), WP(n, GL_BV), KV, C);
   o->rope(AC(n, A_Q), n->pos, n->rope_cos, n->rope_sin, T, H, D, 0);
   o->rope(AC(n, A_K), n->pos, n->rope_cos, n->rope_sin, T, KVH, D, 0);
   o->attention_fwd(AC(n, A_ATT), AC(n, A_LSE), AC(n, A_Q), AC(n, A_K), AC(n, A_V), &b, H, KVH, D,
                    1.0f / sqrtf((float)D), n->scratch);
-  lin_fwd(n, AC(n, A_MID), AC(n, A_ATT), WP(n, P_WO), NULL, C, C);
+  lin_fwd(n, AC(n, A_MID), AC(n, A_ATT), WP(n, GL_WO), NULL, C, C);
   o->add(AC(n, A_MID), AC(n, A_X), (size_t)T * C);
-  o->rmsnorm_fwd(AC(n, A_XN2), AC(n, A_R2), AC(n, A_MID), WP(n, P_N2), T, C, 1e-5f);
-  lin_fwd(n, AC(n, A_GATE), AC(n, A_XN2), WP(n, P_WG), NULL, F, C);
-  lin_fwd(n, AC(n, A_UP), AC(n, A_XN2), WP(n, P_WU), NULL, F, C);
+  o->rmsnorm_fwd(AC(n, A_XN2), AC(n, A_R2), AC(n, A_MID), WP(n, GL_N2), T, C, 1e-5f);
+  lin_fwd(n, AC(n, A_GATE), AC(n, A_XN2), WP(n, GL_WG), NULL, F, C);
+  lin_fwd(n, AC(n, A_UP), AC(n, A_XN2), WP(n, GL_WU), NULL, F, C);
   o->swiglu_fwd(AC(n, A_H), AC(n, A_GATE), AC(n, A_UP), (size_t)T * F);
-  lin_fwd(n, AC(n, A_Y), AC(n, A_H), WP(n, P_WD), NULL, C, F);
+  lin_fwd(n, AC(n, A_Y), AC(n, A_H), WP(n, GL_WD), NULL, C, F);
   o->add(AC(n, A_Y), AC(n, A_MID), (size_t)T * C);
 }
 
 /* Logits of A_Y through the tied embedding, then logprob and entropy. */
 static inline void net_head_forward(struct net *n) {
-  lin_fwd(n, AC(n, A_LOGITS), AC(n, A_Y), WP(n, P_EMB), NULL, n->d.V, n->d.C);
+  lin_fwd(n, AC(n, A_LOGITS), AC(n, A_Y), WP(n, GL_EMB), NULL, n->d.V, n->d.C);
   n->o->logprob_fwd(AC(n, A_LP), AC(n, A_ENT), AC(n, A_LSEO), AC(n, A_LOGITS), n->tg, n->T,
                     n->d.V);
 }
 
 static inline void net_forward(struct net *n) {
-  n->o->embed_fwd(AC(n, A_X), n->tok, WP(n, P_EMB), n->T, n->d.C);
+  n->o->embed_fwd(AC(n, A_X), n->tok, WP(n, GL_EMB), n->T, n->d.C);
   net_layer_forward(n);
   net_head_forward(n);
 }
@@ -240,9 +240,9 @@ static inline void net_forward(struct net *n) {
 /* A_DY = dL/dY from the head (logits recomputed, as model.c does). */
 static inline void net_head_backward(struct net *n) {
   int V = n->d.V, C = n->d.C;
-  lin_fwd(n, AC(n, A_LOGITS), AC(n, A_Y), WP(n, P_EMB), NULL, V, C);
+  lin_fwd(n, AC(n, A_LOGITS), AC(n, A_Y), WP(n, GL_EMB), NULL, V, C);
   n->o->logprob_bwd(AC(n, A_LOGITS), AC(n, A_LSEO), AC(n, A_ENT), n->tg, n->dlp, n->dent, n->T, V);
-  lin_bwd(n, AC(n, A_DY), GP(n, P_EMB), NULL, AC(n, A_LOGITS), AC(n, A_Y), WP(n, P_EMB), V, C,
+  lin_bwd(n, AC(n, A_DY), GP(n, GL_EMB), NULL, AC(n, A_LOGITS), AC(n, A_Y), WP(n, GL_EMB), V, C,
           0.0f);
 }
 
@@ -253,34 +253,34 @@ static inline void net_layer_backward(struct net *n) {
   struct attn_batch b = net_attn(n);
   float *dy = AC(n, A_DY);
   /* MLP branch */
-  o->matmul(0, 0, T, F, C, 1.0f, dy, C, WP(n, P_WD), F, 0.0f, AC(n, A_DGATE), F);
+  o->matmul(0, 0, T, F, C, 1.0f, dy, C, WP(n, GL_WD), F, 0.0f, AC(n, A_DGATE), F);
   o->swiglu_bwd(AC(n, A_DGATE), AC(n, A_DUP), AC(n, A_H), AC(n, A_DGATE), AC(n, A_GATE),
                 AC(n, A_UP), (size_t)T * F);
-  o->matmul(1, 0, C, F, T, 1.0f, dy, C, AC(n, A_H), F, 1.0f, GP(n, P_WD), F);
-  lin_bwd(n, AC(n, A_DXN), GP(n, P_WG), NULL, AC(n, A_DGATE), AC(n, A_XN2), WP(n, P_WG), F, C,
+  o->matmul(1, 0, C, F, T, 1.0f, dy, C, AC(n, A_H), F, 1.0f, GP(n, GL_WD), F);
+  lin_bwd(n, AC(n, A_DXN), GP(n, GL_WG), NULL, AC(n, A_DGATE), AC(n, A_XN2), WP(n, GL_WG), F, C,
           0.0f);
-  lin_bwd(n, AC(n, A_DXN), GP(n, P_WU), NULL, AC(n, A_DUP), AC(n, A_XN2), WP(n, P_WU), F, C, 1.0f);
-  o->rmsnorm_bwd(dy, GP(n, P_N2), AC(n, A_DXN), AC(n, A_MID), WP(n, P_N2), AC(n, A_R2), T, C);
+  lin_bwd(n, AC(n, A_DXN), GP(n, GL_WU), NULL, AC(n, A_DUP), AC(n, A_XN2), WP(n, GL_WU), F, C, 1.0f);
+  o->rmsnorm_bwd(dy, GP(n, GL_N2), AC(n, A_DXN), AC(n, A_MID), WP(n, GL_N2), AC(n, A_R2), T, C);
   /* attention branch */
-  lin_bwd(n, AC(n, A_DATT), GP(n, P_WO), NULL, dy, AC(n, A_ATT), WP(n, P_WO), C, C, 0.0f);
+  lin_bwd(n, AC(n, A_DATT), GP(n, GL_WO), NULL, dy, AC(n, A_ATT), WP(n, GL_WO), C, C, 0.0f);
   o->attention_bwd(AC(n, A_DQ), AC(n, A_DK), AC(n, A_DV), AC(n, A_DATT), AC(n, A_ATT),
                    AC(n, A_LSE), AC(n, A_Q), AC(n, A_K), AC(n, A_V), &b, H, KVH, D,
                    1.0f / sqrtf((float)D), n->scratch);
   o->rope(AC(n, A_DQ), n->pos, n->rope_cos, n->rope_sin, T, H, D, 1);
   o->rope(AC(n, A_DK), n->pos, n->rope_cos, n->rope_sin, T, KVH, D, 1);
-  lin_bwd(n, AC(n, A_DXN), GP(n, P_WQ), GP(n, P_BQ), AC(n, A_DQ), AC(n, A_XN), WP(n, P_WQ), C, C,
+  lin_bwd(n, AC(n, A_DXN), GP(n, GL_WQ), GP(n, GL_BQ), AC(n, A_DQ), AC(n, A_XN), WP(n, GL_WQ), C, C,
           0.0f);
-  lin_bwd(n, AC(n, A_DXN), GP(n, P_WK), GP(n, P_BK), AC(n, A_DK), AC(n, A_XN), WP(n, P_WK), KV, C,
+  lin_bwd(n, AC(n, A_DXN), GP(n, GL_WK), GP(n, GL_BK), AC(n, A_DK), AC(n, A_XN), WP(n, GL_WK), KV, C,
           1.0f);
-  lin_bwd(n, AC(n, A_DXN), GP(n, P_WV), GP(n, P_BV), AC(n, A_DV), AC(n, A_XN), WP(n, P_WV), KV, C,
+  lin_bwd(n, AC(n, A_DXN), GP(n, GL_WV), GP(n, GL_BV), AC(n, A_DV), AC(n, A_XN), WP(n, GL_WV), KV, C,
           1.0f);
-  o->rmsnorm_bwd(dy, GP(n, P_N1), AC(n, A_DXN), AC(n, A_X), WP(n, P_N1), AC(n, A_R1), T, C);
+  o->rmsnorm_bwd(dy, GP(n, GL_N1), AC(n, A_DXN), AC(n, A_X), WP(n, GL_N1), AC(n, A_R1), T, C);
 }
 
 static inline void net_backward(struct net *n) {
   net_head_backward(n);
   net_layer_backward(n);
-  n->o->embed_bwd(GP(n, P_EMB), n->tok, AC(n, A_DY), n->T, n->d.C);
+  n->o->embed_bwd(GP(n, GL_EMB), n->tok, AC(n, A_DY), n->T, n->d.C);
 }
 
 #endif

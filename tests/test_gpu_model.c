@@ -26,22 +26,7 @@
 #ifdef RLPT_HAVE_CUDA
 #include "cuda_backend.h"
 #include "testutil.h" /* inside: its counter would be unused in a build without CUDA */
-/* gpu_layer.h's parameter enum shares names with params.h's: rename its copies */
-#define P_WQ GL_WQ
-#define P_BQ GL_BQ
-#define P_WK GL_WK
-#define P_BK GL_BK
-#define P_WV GL_WV
-#define P_BV GL_BV
-#define P_WO GL_WO
 #include "gpu_layer.h"
-#undef P_WQ
-#undef P_BQ
-#undef P_WK
-#undef P_BK
-#undef P_WV
-#undef P_BV
-#undef P_WO
 #include "model.h"
 
 static const int seqlen[3] = {5, 23, 40};
@@ -68,7 +53,7 @@ static int layer_check(void) {
   net_forward(&gn);
   net_backward(&cn);
   net_backward(&gn);
-  size_t na = cn.aoff[A_COUNT], np = cn.poff[P_COUNT];
+  size_t na = cn.aoff[A_COUNT], np = cn.poff[GL_COUNT];
   float *ga = malloc(4 * na), *gg = malloc(4 * np);
   gl_mem_get(gn.o, ga, gn.act, 4 * na);
   gl_mem_get(gn.o, gg, gn.grad, 4 * np);
@@ -80,7 +65,7 @@ static int layer_check(void) {
   CHECK_MSG(e <= 1e-5, "entropy: relative error %.3g", e);
   e = rel_err(ga + cn.aoff[A_Y], AC(&cn, A_Y), (size_t)T * dims.C);
   CHECK_MSG(e <= 1e-5, "layer output: relative error %.3g", e);
-  for (int p = 0; p < P_COUNT; p++) {
+  for (int p = 0; p < GL_COUNT; p++) {
     e = rel_err(gg + cn.poff[p], GP(&cn, p), gl_psize(&dims, p));
     printf("grad %-6s relative error %.3g\n", gl_pname[p], e);
     CHECK_MSG(e <= 1e-4, "grad %s: relative error %.3g", gl_pname[p], e);

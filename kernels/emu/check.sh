@@ -1,15 +1,25 @@
 #!/usr/bin/env bash
-# check.sh: run test_gpu_ops and test_gpu_model with the CUDA kernels executed on
-# the CPU (emu.h), for machines without a GPU. It checks indexing, bounds, barrier
-# use and numerics against the CPU backend; it cannot check speed, races that no
-# fiber order exposes, or the real cuBLASLt/CUB (replaced by reference versions).
+# check.sh: run the GPU tests with the CUDA kernels executed on the CPU (emu.h), for
+# machines without a GPU. It checks indexing, bounds, barrier use and numerics
+# against the CPU backend; it cannot check speed, races that no fiber order exposes,
+# or the real cuBLASLt/CUB (replaced by reference versions).
+#   ops, model: test_gpu_ops and test_gpu_model, each in three fiber orders (in
+#               order, shuffled, and with no cuBLASLt algorithm: the GEMM fallback);
+#   rlpt:       rlpt itself linked with the emulated kernels (the emulated runtime
+#               reports one device), so `[run] device = cuda` runs end to end:
+#               tests/test_gpu_grpo.sh (a short GRPO run, cuda vs cpu metrics) and
+#               tests/test_gpu_cli.sh (generate / score --device cuda vs cpu);
+#   bench:      bench_gpu --quick (tiny shapes: the benchmark's code, not its figures).
 # Needs a CUDA-configured build for librlpt.a and the CUDA headers:
 #   cmake -S . -B build-cuda -DRLPT_CUDA=ON && cmake --build build-cuda --target rlpt_lib
-# Usage: kernels/emu/check.sh [build-dir]   (default build-cuda). About 2 minutes.
+# Usage: kernels/emu/check.sh [build-dir [ops|model|rlpt|bench ...]]  (default
+# build-cuda, all four). ops + model take a few minutes, rlpt about ten.
 set -euo pipefail
 EMU="$(cd "$(dirname "$0")" && pwd)"
 R="$(cd "$EMU/../.." && pwd)"
 B="$(cd "${1:-$R/build-cuda}" && pwd)"
+shift || true
+what="${*:-ops model rlpt bench}"
 W="$B/emu"
 mkdir -p "$W"
 cd "$W"
@@ -34,10 +44,11 @@ for c in "$R"/kernels/*.c; do
   $CC -c "$c" -o "$(basename "$c" .c).o"
   objs+=("$(basename "$c" .c).o")
 done
-LIBS="$B/librlpt.a $(pkg-config --libs inih libcjson libpcre2-8) -lhdf5 -lopenblas -lm -lpthread -lstdc++"
+LIBS="$B/librlpt.a $(pkg-config --libs inih libcjson libpcre2-8) -lhdf5 -lopenblas -lz -lm -lpthread -lstdc++"
 HDF5_LIB="$(dirname "$(find /usr/lib -name 'libhdf5.so' -path '*openmpi*' | head -1)")"
 rc=0
 for t in test_gpu_ops test_gpu_model; do
+  case " $what " in *" ${t#test_gpu_} "*) ;; *) continue ;; esac
   $CC -c "$R/tests/$t.c" -o "$t.o"
   mpicc -o "emu_$t" "$t.o" "${objs[@]}" emu_rt.o -L"$HDF5_LIB" $LIBS
   # EMU_NO_ALGO=1: the naive cuBLASLt offers no algorithm, so every GEMM takes the fallback
@@ -48,5 +59,34 @@ for t in test_gpu_ops test_gpu_model; do
     tail -3 "emu_$t.$order.log"
   done
 done
+if [[ " $what " == *" rlpt "* ]]; then
+  $CC -DRLPT_VERSION='"emu"' -c "$R/src/main.c" -o main.o
+  mpicc -o emu_rlpt main.o "${objs[@]}" emu_rt.o -L"$HDF5_LIB" $LIBS
+  $CC -c "$R/tests/test_gpu_grpo.c" -o test_gpu_grpo.o
+  mpicc -o emu_test_gpu_grpo test_gpu_grpo.o $(pkg-config --libs libcjson) -lm
+  root=""
+  [ "$(id -u)" = 0 ] && root=--allow-run-as-root
+  export RLPT_MPIEXEC="${RLPT_MPIEXEC:-mpiexec -n}" RLPT_MPI_FLAGS="${RLPT_MPI_FLAGS:---oversubscribe $root}"
+  export OMPI_MCA_mpi_yield_when_idle=1 OPENBLAS_NUM_THREADS=1 RLPT_SOURCE_DIR="$R"
+  echo "== test_gpu_grpo.sh (emulated kernels)"
+  # gpu.cmake's gpu_grpo run with smaller batches (the emulated kernels are ~1000x slower)
+  sh "$R/tests/test_gpu_grpo.sh" "$W/emu_rlpt" "$W/emu_test_gpu_grpo" 4 \
+    "$R/tests/decks/e2e_tiny.ini" 40 4 algo.kl_coef=0.05 sft.batch_size=16 \
+    algo.prompts_per_step=8 eval.prompts=16 sft.eval_prompts=16 > emu_gpu_grpo.log 2>&1 || rc=1
+  grep -E '^(run.device|mean|test_gpu_grpo|GPU_GRPO|.*CHECK failed)' emu_gpu_grpo.log || true
+  echo "== test_gpu_cli.sh (emulated kernels)"
+  printf '[model]\ndim = 32\nlayers = 2\nheads = 4\nkv_heads = 2\nffn_dim = 48\nmax_seq = 64\ninit_std = 0.2\n' \
+    > emu_cli.ini
+  ./emu_rlpt init emu_cli.ini --out emu_cli.h5 run.seed=5 > /dev/null
+  sh "$R/tests/test_gpu_cli.sh" "$W/emu_rlpt" emu_cli.h5 > emu_gpu_cli.log 2>&1 || rc=1
+  tail -12 emu_gpu_cli.log
+fi
+if [[ " $what " == *" bench "* ]]; then
+  $CC -c "$R/tests/bench/bench_gpu.c" -o bench_gpu.o
+  mpicc -o emu_bench_gpu bench_gpu.o "${objs[@]}" emu_rt.o -L"$HDF5_LIB" $LIBS
+  echo "== bench_gpu --quick (emulated kernels: the benchmark's own code, not its timings)"
+  ./emu_bench_gpu --quick > emu_bench_gpu.log 2>&1 || rc=1
+  cat emu_bench_gpu.log
+fi
 [ $rc = 0 ] && echo "emulated GPU tests: all passed" || echo "emulated GPU tests: FAILED"
 exit $rc

@@ -4,23 +4,28 @@
 // to column-major mapping). EMU_ORDER=1 (reverse) or 2 (shuffled) changes the
 // order in which fibers run between barriers, so a missing __syncthreads shows.
 // Launch limits are checked: block <= 1024 threads, grid y/z <= 65535, dynamic
-// shared memory <= 48 KiB.
+// shared memory <= 48 KiB. Fibers persist across blocks and launches (one per thread
+// index): after its start (makecontext) a fiber is switched with _setjmp/_longjmp,
+// which save no signal mask, so a switch costs no system call.
 #include "emu.h"
 #include <cublasLt.h>
+#include <csetjmp>
 #include <ucontext.h>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <vector>
 
 uint3 threadIdx, blockIdx;
 dim3 blockDim, gridDim;
 float emu_smem[1 << 16];
 
-struct Fiber { ucontext_t ctx; int done, wait; };
+struct Fiber { ucontext_t ctx; jmp_buf jb; int started, done, wait; };
 static std::vector<Fiber> F;
 static std::vector<std::vector<char>> stacks;
 static int cur, nthr;
 static ucontext_t sched;
+static jmp_buf sched_jb;
 static const std::function<void()> *body;
 static uint64_t xch[1024];
 
@@ -29,8 +34,25 @@ static void set_tid(int t) {
   threadIdx.y = (t / blockDim.x) % blockDim.y;
   threadIdx.z = t / (blockDim.x * blockDim.y);
 }
-static void entry() { (*body)(); F[cur].done = 1; }
-static void block_wait(int kind) { F[cur].wait = kind; swapcontext(&F[cur].ctx, &sched); }
+static void yield_to_sched(int me) { if (!_setjmp(F[me].jb)) _longjmp(sched_jb, 1); }
+// Runs the body once per block the scheduler resumes it for.
+static void entry() {
+  int me = cur;
+  for (;;) {
+    (*body)();
+    F[me].done = 1;
+    yield_to_sched(me);
+  }
+}
+static void block_wait(int kind) { F[cur].wait = kind; yield_to_sched(cur); }
+static void resume(unsigned t) {
+  cur = (int)t;
+  set_tid((int)t);
+  if (_setjmp(sched_jb)) return;
+  if (F[t].started) _longjmp(F[t].jb, 1);
+  F[t].started = 1;
+  swapcontext(&sched, &F[t].ctx); /* first run only; it comes back by _longjmp */
+}
 void __syncthreads() { block_wait(1); }
 void __syncwarp(unsigned) { block_wait(2); }
 uint64_t emu_exchange(uint64_t v, int src) {
@@ -52,6 +74,17 @@ void emu_run(dim3 g, dim3 b, size_t smem, const std::function<void()> &bd) {
   }
   gridDim = g; blockDim = b; body = &bd; nthr = (int)n;
   if (stacks.size() < n) stacks.resize(n, std::vector<char>(256 * 1024));
+  F.reserve(1024); /* never moves: an unstarted fiber's ucontext_t points into itself */
+  for (unsigned t = (unsigned)F.size(); t < n; t++) {
+    F.emplace_back();
+    Fiber &f = F.back();
+    f.started = 0;
+    getcontext(&f.ctx);
+    f.ctx.uc_stack.ss_sp = stacks[t].data();
+    f.ctx.uc_stack.ss_size = stacks[t].size();
+    f.ctx.uc_link = &sched;
+    makecontext(&f.ctx, entry, 0);
+  }
   for (unsigned z = 0; z < g.z; z++)
     for (unsigned y = 0; y < g.y; y++)
       for (unsigned x = 0; x < g.x; x++) {
@@ -59,14 +92,7 @@ void emu_run(dim3 g, dim3 b, size_t smem, const std::function<void()> &bd) {
         emu_blocks_run++;
         // dynamic shared memory starts as garbage (NaN) each block
         memset(emu_smem, 0xff, smem);
-        F.assign(n, Fiber{});
-        for (unsigned t = 0; t < n; t++) {
-          getcontext(&F[t].ctx);
-          F[t].ctx.uc_stack.ss_sp = stacks[t].data();
-          F[t].ctx.uc_stack.ss_size = stacks[t].size();
-          F[t].ctx.uc_link = &sched;
-          makecontext(&F[t].ctx, entry, 0);
-        }
+        for (unsigned t = 0; t < n; t++) F[t].done = F[t].wait = 0;
         for (;;) {
           int live = 0;
           static int order = getenv("EMU_ORDER") ? atoi(getenv("EMU_ORDER")) : 0;
@@ -75,7 +101,7 @@ void emu_run(dim3 g, dim3 b, size_t smem, const std::function<void()> &bd) {
           for (unsigned t = 0; t < n; t++) ord[t] = order == 1 ? n - 1 - t : t;
           if (order == 2) for (unsigned t = n - 1; t > 0; t--) { seed = seed * 1103515245u + 12345u; std::swap(ord[t], ord[(seed >> 8) % (t + 1)]); }
           for (unsigned oi = 0; oi < n; oi++) { unsigned t = ord[oi];
-            if (!F[t].done && F[t].wait == 0) { cur = (int)t; set_tid((int)t); swapcontext(&sched, &F[t].ctx); } }
+            if (!F[t].done && F[t].wait == 0) resume(t); }
           for (unsigned t = 0; t < n; t++) live += !F[t].done;
           if (!live) break;
           int released = 0;
@@ -110,6 +136,16 @@ cudaError_t cudaGetLastError(void) { return cudaSuccess; }
 const char *cudaGetErrorString(cudaError_t) { return "emu error"; }
 cudaError_t cudaGetDeviceCount(int *n) { *n = 1; return cudaSuccess; }
 cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int) {
+  memset(p, 0, sizeof *p); strcpy(p->name, "EMU (kernels on the CPU)");
+  p->multiProcessorCount = 1; p->totalGlobalMem = (size_t)1 << 30; return cudaSuccess; }
+// events: host wall-clock stamps (the work is synchronous)
+cudaError_t cudaEventCreate(cudaEvent_t *e) { *e = (cudaEvent_t)calloc(1, sizeof(double)); return cudaSuccess; }
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
+  timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); *(double *)e = ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6; return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) { *ms = (float)(*(double *)b - *(double *)a); return cudaSuccess; }
+cudaError_t cudaEventDestroy(cudaEvent_t e) { free(e); return cudaSuccess; }
 }
 
 // ---- naive cuBLASLt (column-major, checks the shapes) ----

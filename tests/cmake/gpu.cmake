@@ -21,3 +21,20 @@ add_test(NAME gpu_device_cuda_refused
 set_tests_properties(gpu_device_cuda_refused PROPERTIES LABELS e2e ENVIRONMENT "${RLPT_E2E_ENV}"
   PROCESSORS 4 SKIP_RETURN_CODE 77 TIMEOUT 60 FAIL_REGULAR_EXPRESSION "RUN_WRONG_EXIT"
   PASS_REGULAR_EXPRESSION "rank 3: \\[run\\] device = cuda: (no CUDA device is visible|this rlpt was built without)")
+# A short GRPO run of the e2e deck (60 SFT + 8 GRPO steps, KL on) with run.device=cuda
+# against the same run with run.device=cpu: per-step reward, entropy, kl and grad norm
+# within test_gpu_grpo.c's tolerances. Skipped (77) where `rlpt version` sees no GPU.
+add_executable(test_gpu_grpo test_gpu_grpo.c)
+target_link_libraries(test_gpu_grpo PRIVATE rlpt_lib)
+target_include_directories(test_gpu_grpo PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+add_test(NAME gpu_grpo COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/test_gpu_grpo.sh $<TARGET_FILE:rlpt>
+         $<TARGET_FILE:test_gpu_grpo> 4 ${RLPT_E2E_DECK} 60 8 algo.kl_coef=0.05)
+set_tests_properties(gpu_grpo PROPERTIES LABELS gpu ENVIRONMENT "${RLPT_E2E_ENV}" PROCESSORS 4
+  SKIP_RETURN_CODE 77 TIMEOUT 170 FAIL_REGULAR_EXPRESSION "GPU_GRPO_RUN_FAILED")
+# rlpt generate and rlpt score with --device cuda against --device cpu on the rollout
+# fixture's model (tests/cmake/rollout.cmake): the same greedy and seeded-sampled tokens,
+# and every score number within 1e-4 relative. Skipped (77) without a GPU.
+add_test(NAME gpu_generate_score COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/test_gpu_cli.sh
+         $<TARGET_FILE:rlpt> gen_cli.h5 WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(gpu_generate_score PROPERTIES LABELS gpu ENVIRONMENT "${RLPT_TEST_ENV}"
+  FIXTURES_REQUIRED gen_cli_model SKIP_RETURN_CODE 77 TIMEOUT 60)
