@@ -20,7 +20,6 @@
  * usage: bench_generate [--shape tiny|smollm|all] [--threads N] [--new N] [--batch B] [--no-ref]
  * (--batch: only that batch size, rlpt only: for profiling) */
 #include <cblas.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +28,7 @@
 #include "config.h"
 #include "model.h"
 #include "rollout.h"
+#include "thread_pool.h"
 
 #define BENCH_G 8
 #define BENCH_PROMPT 32
@@ -46,44 +46,33 @@ static double clock_s(clockid_t id) {
 
 /* ---- memory bandwidth: one pass over a buffer the caches cannot hold -------------- */
 
-struct bw_slice {
-  const float *x;
-  size_t n;
-  float sum;
-};
-
-static void *bw_read(void *p) {
-  struct bw_slice *s = p;
+/* Floats [16 lo, 16 hi) of x; the volatile sum keeps the reads from being optimised away. */
+static void bw_read(void *p, size_t lo, size_t hi) {
+  const float *x = p;
   float acc[16] = { 0 }; /* 16 independent lanes: the compiler vectorises the loads */
-  for (size_t i = 0; i + 16 <= s->n; i += 16)
-    for (int l = 0; l < 16; l++) acc[l] += s->x[i + l];
-  for (int l = 0; l < 16; l++) s->sum += acc[l];
-  return NULL;
+  for (size_t i = lo * 16; i < hi * 16; i += 16)
+    for (int l = 0; l < 16; l++) acc[l] += x[i + l];
+  volatile float sum = 0.0f;
+  for (int l = 0; l < 16; l++) sum += acc[l];
 }
 
-/* Read bandwidth of `threads` threads over BW_BYTES: best of 3 passes, wall bytes/s;
- * *per_cpu gets bytes per CPU-second of the same pass (all threads). -1 on failure. */
+/* Read bandwidth of `threads` threads (a thread pool like the rank's) over BW_BYTES:
+ * best of 3 passes, wall bytes/s; *per_cpu gets bytes per CPU-second of the same
+ * pass (all threads). -1 on failure. */
 static double bw_measure(int threads, double *per_cpu) {
-  enum { MAXT = 16 };
   size_t n = BW_BYTES / sizeof(float);
   float *x = malloc(BW_BYTES);
-  if (!x || threads < 1) { free(x); return -1; }
-  threads = threads > MAXT ? MAXT : threads;
+  struct thread_pool *pool = threads >= 1 ? thread_pool_create(threads - 1, 0) : NULL;
+  if (!x || !pool) { free(x); thread_pool_free(pool); return -1; }
   for (size_t i = 0; i < n; i++) x[i] = 1.0f;
   double best = -1;
   for (int rep = 0; rep < 3; rep++) {
-    struct bw_slice sl[MAXT];
-    pthread_t tid[MAXT];
     double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
-    for (int t = 0; t < threads; t++) {
-      sl[t] = (struct bw_slice){ x + n * t / threads, n * (t + 1) / threads - n * t / threads, 0 };
-      if (t > 0 && pthread_create(&tid[t], NULL, bw_read, &sl[t]) != 0) sl[t].n = 0;
-    }
-    bw_read(&sl[0]);
-    for (int t = 1; t < threads; t++) if (sl[t].n) pthread_join(tid[t], NULL);
+    thread_pool_run(pool, threads, n / 16, bw_read, x);
     double wall = BW_BYTES / (clock_s(CLOCK_MONOTONIC) - t0);
     if (wall > best) best = wall, *per_cpu = BW_BYTES / (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0);
   }
+  thread_pool_free(pool);
   free(x);
   return best;
 }
