@@ -129,37 +129,17 @@ static int setup_deck(struct run *r, const char *init, struct model_config *deck
   return rc;
 }
 
-/* The model must take the tokenizer's ids and every held-out prompt the eval uses plus
- * [rollout] max_new_tokens; the task must have those held-out problems. */
+/* The model must take the tokenizer's ids and the task's prompts (every held-out prompt the
+ * eval uses) plus [rollout] max_new_tokens (task_check_fit, as rlpt run checks its deck). */
 static int check_fit(const struct run *r, const char *model, long n_prompts, char *err, size_t len) {
-  const struct config *cfg = r->cfg;
   if (r->mc.vocab_size < r->tok.vocab_size) {
     snprintf(err, len, "%s: the model's vocabulary (%d) is smaller than the deck's tokenizer's (%d ids): "
              "the model was not trained with this deck's tokenizer", model, r->mc.vocab_size, r->tok.vocab_size);
     return 2;
   }
-  struct sample s;
-  sample_init(&s);
-  int rc = 0;
-  for (long j = 0; j < n_prompts && !rc; j++) {
-    struct task_prompt tp;
-    if (task_prompt(&r->task, (uint64_t)j, TASK_EVAL, &tp) != 0) {
-      snprintf(err, len, "%s: the task has no held-out problem for eval prompt %ld of %ld (a problem space "
-               "too small for [task] heldout_frac, or no held-out rows): no eval set", r->deck_path, j,
-               n_prompts);
-      rc = 2;
-    } else if (run_prompt_tokens(r, &tp, &s) != 0) {
-      snprintf(err, len, "%s: held-out prompt '%s' does not encode with the tokenizer", r->deck_path, tp.text);
-      rc = 2;
-    } else if (s.n_prompt + cfg->rollout.max_new_tokens > r->mc.max_seq) {
-      snprintf(err, len, "%s: the model's max_seq = %d is too short for held-out prompt '%s' (%d tokens) + "
-               "[rollout] max_new_tokens %ld", model, r->mc.max_seq, tp.text, s.n_prompt,
-               cfg->rollout.max_new_tokens);
-      rc = 2;
-    }
-  }
-  sample_free(&s);
-  return rc;
+  struct fit_limits l = { .max_seq = r->mc.max_seq, .max_new = r->cfg->rollout.max_new_tokens, .sft = 0,
+                          .where = model, .limit = "the model's max_seq" };
+  return task_check_fit(&r->task, &r->tok, &l, 0, n_prompts, err, len);
 }
 
 /* Every rank a rollout instance of its own slice; rank 0 also the controller. */

@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "dataset.h"
+#include "model_import.h"
 #include "reward.h"
 #include "reward_model.h"
 #include "tasks.h"
@@ -236,7 +237,20 @@ int cmd_reward_check(int argc, char **argv) {
     rc = 2;
     goto done;
   }
-  tokenizer_init_char(&tok);
+  /* the deck's tokenizer and model (as rlpt run builds them): a dataset's rows must fit
+   * (a built-in task's deck may be a reward-only one, its [model] not sized for it) */
+  struct model_config mc;
+  int frc = model_import_or_deck(cfg, &mc, &tok, err, sizeof err), rows = t.kind == TASK_JSONL;
+  struct fit_limits lim = { .max_seq = mc.max_seq, .max_new = cfg->rollout.max_new_tokens,
+                            .sft = cfg->sft.steps > 0, .where = deck, .limit = "[model] max_seq" };
+  if (!frc) frc = task_check_fit(&t, &tok, &lim, rows, rows, err, sizeof err);
+  if (frc) {
+    fprintf(stderr, "rlpt: %s: %s\n", deck, err);
+    tokenizer_free(&tok);
+    task_free(&t);
+    rc = 2;
+    goto done;
+  }
   struct reward_model *rm = NULL;
   if ((rc = load_rm(cfg, &tok, &rm)) != 0) {
     tokenizer_free(&tok);

@@ -18,7 +18,6 @@ struct row_ctx {
   const char *path;
   char tmpl[CFG_STR_MAX];
   const struct chat_template *chat;  /* NULL: no chat rendering */
-  long max_prompt_tokens;
 };
 
 int dataset_template_unescape(const char *tmpl, char *out, size_t outlen, char *err, size_t errlen) {
@@ -198,12 +197,6 @@ static int row_build(const struct row_ctx *x, const cJSON *obj, long line, struc
              lp >= TASK_TEXT_MAX ? " after the template" : "", TASK_TEXT_MAX - 1);
     return 2;
   }
-  if ((long)lp + 1 > x->max_prompt_tokens) {
-    snprintf(msg, msglen, "%s:%ld: the prompt takes %zu tokens (bytes + BOS) but [model] max_seq - [rollout] "
-             "max_new_tokens = %ld - %ld leaves %ld", x->path, line, lp + 1, x->cfg->model.max_seq,
-             x->cfg->rollout.max_new_tokens, x->max_prompt_tokens);
-    return 2;
-  }
   if (x->cfg->data.verifier == DATA_VERIFY_COUNTDOWN && (rc = row_countdown(x, obj, line, r, msg, msglen)))
     return rc;
   return row_reference(x, line, r, msg, msglen);
@@ -307,7 +300,6 @@ int dataset_load(struct dataset *ds, const struct config *cfg, const struct chat
   ds->verifier = (enum data_verifier)cfg->data.verifier;
   x.cfg = cfg;
   x.chat = chat;
-  x.max_prompt_tokens = cfg->model.max_seq - cfg->rollout.max_new_tokens;
   if (!cfg->data.train_path[0]) {
     snprintf(err, errlen, "[data] train_path: empty; [task] name = jsonl needs a JSONL file of rows");
     return 2;

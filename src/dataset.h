@@ -13,9 +13,9 @@
  *
  * Checked at load, each failure naming FILE:LINE (io/jsonl.h policy on_bad_line:
  * error = exit 2, skip = counted and reported once): JSON and UTF-8, keys present
- * with the right types, prompt and answer under TASK_TEXT_MAX bytes, and the prompt
- * within [model] max_seq - [rollout] max_new_tokens tokens, counted as bytes + BOS
- * (exact for the character tokenizer, an upper bound for byte-level BPE).
+ * with the right types, prompt and answer under TASK_TEXT_MAX bytes. Whether a row's
+ * prompt fits [model] max_seq - [rollout] max_new_tokens is counted in tokens once the
+ * tokenizer is known (task_check_fit, FILE:LINE in its message).
  *
  * Splits: with eval_path empty, exactly round(eval_frac * n) rows (at least 1, at
  * most n - 1) are held out: those whose keyed hash of their line number

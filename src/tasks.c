@@ -290,3 +290,72 @@ int task_sft_tokens(const struct tokenizer *tok, const struct task_prompt *p, in
   *n_total = n + m + 1;
   return 0;
 }
+
+/* One prompt against the limits; what names it ("FILE:LINE: the prompt" of a dataset row,
+ * else "MODEL: the held-out prompt '...'"). */
+static int fit_one(const struct tokenizer *tok, const struct task_prompt *p, const struct fit_limits *l,
+                   const char *what, char *err, size_t errlen) {
+  int ids[2 * TASK_TEXT_MAX + 2];  /* prompt and answer are under TASK_TEXT_MAX bytes each */
+  size_t n = 0, at = 0, n_prompt = 0, n_total = 0;
+  if (tokenizer_encode_prompt(tok, p->text, strlen(p->text), ids, TASK_TEXT_MAX + 1, &n, &at) != TOK_OK) {
+    snprintf(err, errlen, "%s does not encode with the tokenizer (byte %zu)", what, at);
+    return 2;
+  }
+  if ((long)n + l->max_new > l->max_seq) {
+    snprintf(err, errlen, "%s takes %zu tokens but %s - [rollout] max_new_tokens = %d - %ld leaves %ld", what,
+             n, l->limit, l->max_seq, l->max_new, l->max_seq - l->max_new);
+    return 2;
+  }
+  if (!l->sft) return 0;
+  if (task_sft_tokens(tok, p, ids, sizeof ids / sizeof *ids, &n_prompt, &n_total) != 0) {
+    snprintf(err, errlen, "%s: its answer (the SFT completion) does not encode with the tokenizer", what);
+    return 2;
+  }
+  if ((long)n_total > l->max_seq) {
+    snprintf(err, errlen, "%s with its answer (the SFT example) takes %zu tokens but %s = %d", what, n_total,
+             l->limit, l->max_seq);
+    return 2;
+  }
+  return 0;
+}
+
+/* Every row of a JSONL dataset's splits that have a count in n, named by FILE:LINE. */
+static int fit_rows(const struct task *t, const struct tokenizer *tok, const struct fit_limits *l,
+                    const long n[2], char *err, size_t errlen) {
+  const struct dataset *ds = t->ds;
+  for (int s = 0; s < 2; s++)
+    for (long i = 0; n[s] > 0 && i < ds->n[s]; i++) {
+      const struct data_row *r = &ds->rows[s][i];
+      struct task_prompt p;
+      char what[CFG_STR_MAX + 48];
+      snprintf(what, sizeof what, "%s:%ld: the prompt", ds->path[s], r->line);
+      snprintf(p.text, sizeof p.text, "%s", r->prompt);  /* under TASK_TEXT_MAX bytes (dataset_load) */
+      snprintf(p.answer, sizeof p.answer, "%s", r->answer);
+      int rc = fit_one(tok, &p, l, what, err, errlen);
+      if (rc) return rc;
+    }
+  return 0;
+}
+
+int task_check_fit(const struct task *t, const struct tokenizer *tok, const struct fit_limits *l, long n_train,
+                   long n_eval, char *err, size_t errlen) {
+  const long n[2] = {n_train, n_eval};  /* by enum task_split */
+  if (t->kind == TASK_JSONL) return fit_rows(t, tok, l, n, err, errlen);
+  for (int s = 0; s < 2; s++)
+    for (long i = 0; i < n[s]; i++) {
+      struct task_prompt p;
+      char what[TASK_TEXT_MAX + 256];
+      const char *split = s == TASK_TRAIN ? "train" : "held-out";
+      if (task_prompt(t, (uint64_t)i, (enum task_split)s, &p) != 0) {
+        snprintf(err, errlen, "%s: the task has no %s problem for %s prompt %ld of %ld (a problem space too "
+                 "small for [task] heldout_frac): no %s set", l->where, split, s ? "eval" : "train", i, n[s],
+                 s ? "eval" : "train");
+        return 2;
+      }
+      snprintf(what, sizeof what, "%s: the %s prompt '%s'", l->where, split, p.text);
+      int rc = fit_one(tok, &p, l, what, err, errlen);
+      if (rc) return rc;
+    }
+  return 0;
+}
+

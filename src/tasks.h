@@ -88,4 +88,22 @@ double task_verify(const struct task *t, const struct task_prompt *p, const char
 int task_sft_tokens(const struct tokenizer *tok, const struct task_prompt *p, int *ids, size_t cap,
                     size_t *n_prompt, size_t *n_total);
 
+/* What task_check_fit holds the prompts to. */
+struct fit_limits {
+  int max_seq;          /* the model's */
+  long max_new;         /* [rollout] max_new_tokens */
+  int sft;              /* 1: also [BOS] prompt answer [EOS] (an SFT example) within max_seq */
+  const char *where;    /* names the model or deck in messages */
+  const char *limit;    /* names max_seq in messages ("[model] max_seq", "the model's max_seq") */
+};
+#define TASK_FIT_PROMPTS 256  /* train prompts rlpt run checks (generated problems of one deck
+                                 have bounded length; a dataset is checked whole) */
+
+/* The task's prompts, as tok encodes them (BOS included), must leave max_new tokens
+ * within max_seq (and SFT examples fit it): the first n_train train and n_eval held-out
+ * prompts, which must exist, or for a JSONL dataset every row of a split asked for
+ * (count > 0), named FILE:LINE. Returns 0, or 2 with a message. */
+int task_check_fit(const struct task *t, const struct tokenizer *tok, const struct fit_limits *l, long n_train,
+                   long n_eval, char *err, size_t errlen);
+
 #endif

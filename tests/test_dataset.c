@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../io/jsonl.h"
+#include "../io/hf_tokenizer.h"
 #include "../src/dataset.h"
 #include "testutil.h"
 
@@ -245,7 +246,8 @@ static void test_cursor(void) {
 }
 
 static void test_bad_rows(void) {
-  /* line 2 broken JSON, 4 prompt too long for max_seq 32 - max_new_tokens 16, 6 wrong type */
+  /* line 2 broken JSON, 6 wrong type; 4 is longer than max_seq 32 - max_new_tokens 16 in
+   * bytes, which load does not judge (task_check_fit counts tokens, test_fit) */
   const char *path = write_file("bad.jsonl",
     "{\"prompt\": \"short\", \"answer\": \"1\"}\n"
     "{\"prompt\": \"x\" \"answer\": \"1\"}\n"
@@ -265,33 +267,58 @@ static void test_bad_rows(void) {
   cfg.data.on_bad_line = DATA_BAD_LINE_SKIP;
   FILE *log = tmpfile();
   CHECK(dataset_load(&ds, &cfg, NULL, log, err, sizeof err) == 0);
-  CHECK(ds.n[TASK_TRAIN] + ds.n[TASK_EVAL] == 3);
+  CHECK(ds.n[TASK_TRAIN] + ds.n[TASK_EVAL] == 4);
   for (int s = 0; s < 2; s++)
-    for (long i = 0; i < ds.n[s]; i++) CHECK(ds.rows[s][i].line == 1 || ds.rows[s][i].line == 3 || ds.rows[s][i].line == 7);
+    for (long i = 0; i < ds.n[s]; i++) {
+      long ln = ds.rows[s][i].line;
+      CHECK(ln == 1 || ln == 3 || ln == 4 || ln == 7);
+    }
   dataset_free(&ds);
   char line[1200] = "";
   rewind(log);
   CHECK(fgets(line, sizeof line, log) != NULL);
-  snprintf(want, sizeof want, "rlpt: skipped 3 of 6 lines of %s (first: %s:2: invalid JSON", path, path);
+  snprintf(want, sizeof want, "rlpt: skipped 2 of 6 lines of %s (first: %s:2: invalid JSON", path, path);
   CHECK_MSG(strstr(line, want) == line, "got '%s'", line);
   CHECK(fgets(line, sizeof line, log) == NULL);  /* reported once */
   fclose(log);
-  /* the too-long row under the error policy names its line and the limit */
-  cfg.data.on_bad_line = DATA_BAD_LINE_ERROR;
-  cfg.model.max_seq = 512;
-  snprintf(cfg.data.train_path, sizeof cfg.data.train_path, "%s",
-           write_file("long.jsonl", "{\"prompt\": \"ab\", \"answer\": \"1\"}\n{\"prompt\": \"sixteen bytes!!!\", \"answer\": \"1\"}\n"));
-  cfg.model.max_seq = 32;
-  CHECK(dataset_load(&ds, &cfg, NULL, NULL, err, sizeof err) == 2);
-  CHECK_MSG(strstr(err, "long.jsonl:2: the prompt takes 17 tokens (bytes + BOS)") && strstr(err, "leaves 16"),
-            "got '%s'", err);
-  cfg.model.max_seq = 33;  /* one more token fits it */
-  CHECK(dataset_load(&ds, &cfg, NULL, NULL, err, sizeof err) == 0);
-  dataset_free(&ds);
   /* a file with no usable row */
   cfg.data.on_bad_line = DATA_BAD_LINE_SKIP;
   snprintf(cfg.data.train_path, sizeof cfg.data.train_path, "%s", write_file("allbad.jsonl", "[]\n{}\n"));
   CHECK(dataset_load(&ds, &cfg, NULL, NULL, err, sizeof err) == 2 && strstr(err, "no usable rows (2 lines"));
+}
+
+/* Whether rows fit max_seq - max_new_tokens is counted in tokens of the run's tokenizer
+ * (task_check_fit): a row that does not names its line and the limit; with byte-level
+ * BPE (the hf_tok_a fixture, tokens of up to 32 bytes) a row longer in bytes than the
+ * limit fits when its tokens do. */
+static void test_fit(void) {
+  const char *ab = "abababababababababababababababab";  /* 32 bytes; one token of hf_tok_a */
+  char rows[256], err[JSONL_MSG_MAX], dir[1024];
+  snprintf(rows, sizeof rows, "{\"prompt\": \"ok\", \"answer\": \"1\"}\n{\"prompt\": \"%s\", \"answer\": \"1\"}\n", ab);
+  struct config cfg = data_config(write_file("long.jsonl", rows));
+  snprintf(cfg.data.prompt_template, sizeof cfg.data.prompt_template, "{prompt}");
+  const char *src = getenv("RLPT_SOURCE_DIR");
+  snprintf(dir, sizeof dir, "%s/tests/data/hf_tok_a", src ? src : "..");
+  struct tokenizer ch, bpe;
+  tokenizer_init_char(&ch);
+  CHECK(hf_tokenizer_load(&bpe, dir, NULL, err, sizeof err) == 0);
+  struct task t;
+  CHECK(task_init(&t, &cfg, err, sizeof err) == 0);  /* load no longer judges lengths */
+  struct fit_limits l = {.max_seq = 32, .max_new = 16, .sft = 1, .where = "deck", .limit = "[model] max_seq"};
+  CHECK(task_check_fit(&t, &ch, &l, 1, 1, err, sizeof err) == 2);  /* 32 bytes + BOS = 33 tokens */
+  CHECK_MSG(strstr(err, "long.jsonl:2: the prompt takes 33 tokens but [model] max_seq - [rollout] "
+                        "max_new_tokens = 32 - 16 leaves 16"), "got '%s'", err);
+  CHECK_MSG(task_check_fit(&t, &bpe, &l, 1, 1, err, sizeof err) == 0, "BPE: %s", err);
+  l.max_seq = 49;  /* the character tokenizer: 33 + 16 fit, the SFT example (+ answer, EOS) too */
+  CHECK_MSG(task_check_fit(&t, &ch, &l, 1, 1, err, sizeof err) == 0, "%s", err);
+  l.max_new = 32;  /* ... but not with 32 new tokens */
+  CHECK(task_check_fit(&t, &ch, &l, 1, 1, err, sizeof err) == 2 && strstr(err, "long.jsonl:2: "));
+  l.max_new = 1;  /* prompt fits; the SFT example [BOS] 32 bytes "1" [EOS] = 35 tokens needs max_seq 35 */
+  l.max_seq = 34;
+  CHECK(task_check_fit(&t, &ch, &l, 1, 1, err, sizeof err) == 2 && strstr(err, "(the SFT example) takes 35"));
+  task_free(&t);
+  tokenizer_free(&bpe);
+  tokenizer_free(&ch);
 }
 
 static void test_task(void) {
@@ -328,6 +355,7 @@ int main(void) {
   test_perm();
   test_cursor();
   test_bad_rows();
+  test_fit();
   test_task();
   const char *names[] = {"tmpl.jsonl", "msgs.jsonl", "rows50.jsonl", "rows3.jsonl", "rows1.jsonl", "rows30.jsonl",
                          "bad.jsonl", "long.jsonl", "allbad.jsonl", "cd.jsonl"};

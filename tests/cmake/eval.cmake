@@ -39,7 +39,7 @@ eval_cli_test(missing_model "rlpt: eval: --model eval_nope.h5: no such file or d
   ${RLPT_EVAL_DECK} --model eval_nope.h5)
 eval_cli_test(vocab_mismatch "the model's vocabulary \\(50\\) is smaller than the deck's tokenizer's \\(98 ids\\).*EXIT=2"
   ${RLPT_EVAL_DECK} --model eval_v50.h5)
-eval_cli_test(max_seq_short "the model's max_seq = 6 is too short for held-out prompt '[0-9]\\+[0-9]=' \\(5 tokens\\) \\+ \\[rollout\\] max_new_tokens 3\nEXIT=2"
+eval_cli_test(max_seq_short "eval_s6.h5: the held-out prompt '[0-9]\\+[0-9]=' takes 5 tokens but the model's max_seq - \\[rollout\\] max_new_tokens = 6 - 3 leaves 3\nEXIT=2"
   ${RLPT_EVAL_DECK} --model eval_s6.h5)
 # 1-digit addition has 100 problems: a 0.001 share holds none of them out.
 eval_cli_test(no_eval_set "the task has no held-out problem for eval prompt 0 of 64.*no eval set\nEXIT=2"
