@@ -9,7 +9,11 @@
  * use, so more ranks than cores is the launcher's oversubscription (mpirun
  * --oversubscribe, with mpi_yield_when_idle so waiting ranks give up their
  * core); that case is accepted and reported (oversubscribed = 1) so the caller
- * can print a note. */
+ * can print a note.
+ *
+ * The count set here is the rank's whole budget: the CPU ops and AdamW split
+ * their loops over the same number of threads, on the rank's pool
+ * (thread_pool.h), whose idle workers sleep while BLAS runs. */
 #ifndef RLPT_THREADS_H
 #define RLPT_THREADS_H
 
