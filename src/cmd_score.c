@@ -1,17 +1,22 @@
-/* cmd_score.c: `rlpt score --model FILE.h5 --input IN.jsonl --output OUT.jsonl
+/* cmd_score.c: `rlpt score --model MODEL --input IN.jsonl --output OUT.jsonl
  * [--device auto|cpu|cuda]` (the backend as [run] device picks it; default auto).
+ * MODEL is what rlpt eval takes (model_source.h): an rlpt model file, a checkpoint
+ * file or directory, gguf:PATH or hf:DIR.
  *
  * Each input line {"tokens": [t0, ..., t_{n-1}]} gives one output line
  * {"logprobs": [...], "entropy": [...]} (plus "values": [...] for a model with a
  * value head), where logprobs[i] = log p(t_{i+1} | t_0..t_i) and entropy[i] is
  * the entropy of that same next-token distribution (both length n-1; values
  * length n). Empty lines are skipped. A bad line is reported as IN:LINE and the
- * command exits 2 without leaving a partial output file. No MPI.
+ * command exits 2 without leaving a partial output file. One process (MPI only
+ * for reading a checkpoint).
  *
- * Lines are packed into batches of up to SCORE_BATCH_TOKENS tokens (or one
- * max_seq sequence) per forward, so short sequences share their GEMMs; output
- * order is input order. */
+ * Lines are packed into batches of up to SCORE_BATCH_TOKENS tokens (or the
+ * longest line, at most the model's max_seq) per forward, so short sequences
+ * share their GEMMs; output order is input order. The batch is sized by the
+ * input, not by max_seq, which for a gguf:/hf: model is its whole context. */
 #include <cjson/cJSON.h>
+#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +24,7 @@
 
 #include "device.h"
 #include "model.h"
-#include "model_h5.h"
+#include "model_source.h"
 
 #define SCORE_BATCH_TOKENS 512
 
@@ -112,35 +117,57 @@ static int score_file(struct score_run *r, FILE *in) {
   return rc ? rc : score_flush(r);
 }
 
-static int score_load(struct score_run *r, const char *model_path, const char *device) {
+/* The longest "tokens" array of in's lines (0 when none parses: the scoring pass
+ * reports bad lines); in is rewound. */
+static int longest_line(FILE *in) {
+  char *line = NULL;
+  size_t cap = 0;
+  int best = 0;
+  while (getline(&line, &cap, in) >= 0) {
+    cJSON *o = cJSON_Parse(line);
+    const cJSON *a = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, "tokens") : NULL;
+    int n = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : 0;
+    if (n > best) best = n;
+    cJSON_Delete(o);
+  }
+  free(line);
+  rewind(in);
+  return best;
+}
+
+/* The model (model_source.h) on the backend, with a batch for the longest line. */
+static int score_load(struct score_run *r, const char *model_path, const char *device, int longest) {
   char err[256];
   const struct backend_ops *ops = device_backend_named(device, err, sizeof err);
   if (!ops) {
     fprintf(stderr, "rlpt: score: %s\n", err);
     return 2;
   }
-  struct model_config mc;
-  int rc = model_h5_read_config(model_path, &mc);
-  if (rc) return rc;
-  r->budget = mc.max_seq > SCORE_BATCH_TOKENS ? mc.max_seq : SCORE_BATCH_TOKENS;
-  if (model_create(&r->m, &mc, r->budget, ops)) return 1;
-  rc = model_h5_read_params(model_path, &r->m.table, r->m.params);
+  struct model_source ms;
+  int rc = model_source_load(model_path, "score", "--model", &ms);
+  const struct model_config *mc = &ms.mc;
+  int need = longest < mc->max_seq ? longest : mc->max_seq;
+  r->budget = need > SCORE_BATCH_TOKENS ? need : SCORE_BATCH_TOKENS;
+  if (!rc && model_create(&r->m, mc, r->budget, ops)) rc = 1;
+  if (!rc) memcpy(r->m.params, ms.params, sizeof(float) * r->m.table.total);
   size_t b = (size_t)r->budget;
-  r->line_tok = malloc(sizeof(int) * mc.max_seq);
+  r->line_tok = rc ? NULL : malloc(sizeof(int) * mc->max_seq);
   r->tokens = malloc(sizeof(int) * b);
   r->cu = calloc(b + 1, sizeof(int));
   r->lp = malloc(sizeof(float) * b);
   r->ent = malloc(sizeof(float) * b);
   r->val = malloc(sizeof(float) * b);
   if (!rc && (!r->line_tok || !r->tokens || !r->cu || !r->lp || !r->ent || !r->val)) rc = 1;
+  model_source_free(&ms);
   return rc;
 }
 
 static int score_usage(int rc) {
   fprintf(rc ? stderr : stdout,
-          "usage: rlpt score --model FILE.h5 --input IN.jsonl --output OUT.jsonl\n"
+          "usage: rlpt score --model MODEL --input IN.jsonl --output OUT.jsonl\n"
           "                  [--device auto|cpu|cuda]\n"
-          "  per line {\"tokens\": [...]} writes {\"logprobs\": [...], \"entropy\": [...]}\n");
+          "  per line {\"tokens\": [...]} writes {\"logprobs\": [...], \"entropy\": [...]}\n"
+          "  MODEL: model .h5, checkpoint .h5 or directory, gguf:PATH or hf:DIR\n");
   return rc;
 }
 
@@ -159,12 +186,14 @@ int cmd_score(int argc, char **argv) {
   }
   if (!model_path || !in_path || !out_path) return score_usage(2);
   struct score_run r = {.in_path = in_path};
-  FILE *in = NULL;
-  int rc = score_load(&r, model_path, device);
-  if (!rc && !(in = fopen(in_path, "r"))) {
+  FILE *in = fopen(in_path, "r");
+  int rc = 0;
+  MPI_Init(NULL, NULL);
+  if (!in) {
     fprintf(stderr, "rlpt: %s: cannot open the input\n", in_path);
     rc = 2;
   }
+  if (!rc) rc = score_load(&r, model_path, device, longest_line(in));
   if (!rc && !(r.out = fopen(out_path, "w"))) {
     fprintf(stderr, "rlpt: %s: cannot create the output\n", out_path);
     rc = 2;
@@ -178,5 +207,6 @@ int cmd_score(int argc, char **argv) {
   if (in) fclose(in);
   free(r.line_tok); free(r.tokens); free(r.cu); free(r.lp); free(r.ent); free(r.val);
   if (r.m.params) model_free(&r.m);
+  MPI_Finalize();
   return rc;
 }

@@ -48,3 +48,9 @@ set_tests_properties(clean_dynsamp_empty_lr PROPERTIES LABELS "mpi" ENVIRONMENT 
 clean_cli_test(eval_hf "model hfe \\(safetensors directory\\)[^\n]*tokenizer: the model's \\(601 ids\\).*\"eval_pass@1\":[^\n]*\nEXIT=0"
   "rm -rf hfe && \"$0\" init \"$1\" model.vocab_size=601 model.max_seq=64 --out hfe.h5 >/dev/null && \"$0\" convert hfe.h5 hfe >/dev/null && cp \"$2\"/tokenizer.json \"$2\"/tokenizer_config.json hfe/ && \"$0\" eval \"$1\" --model hf:hfe --json 2>&1"
   ${RLPT_CLEAN_DECK} ${CMAKE_CURRENT_SOURCE_DIR}/data/hf_tok_a)
+
+# rlpt score --model hf:DIR and --model FILE.h5 give the same scores (the HF
+# directory is rlpt convert's fp32 export of the same weights: bit-identical).
+clean_cli_test(score_hf "same-scores\nEXIT=0"
+  "rm -rf hfs && \"$0\" init \"$1\" --out hfs.h5 >/dev/null && \"$0\" convert hfs.h5 hfs >/dev/null && printf '{\"tokens\": [1, 2, 3, 4]}\\n{\"tokens\": [5, 6]}\\n' > hfs_in.jsonl && \"$0\" score --model hfs.h5 --input hfs_in.jsonl --output hfs_a.jsonl && \"$0\" score --model hf:hfs --input hfs_in.jsonl --output hfs_b.jsonl && cmp hfs_a.jsonl hfs_b.jsonl && echo same-scores"
+  ${RLPT_CLEAN_DECK})
