@@ -281,6 +281,13 @@ static double rollout_tps(struct model *m, int B) {
   return tps;
 }
 
+/* "n/a" for a figure that could not be measured or has no reference. */
+static const char *fmt(char *buf, size_t n, const char *f, double x) {
+  if (x < 0) snprintf(buf, n, "n/a");
+  else snprintf(buf, n, f, x);
+  return buf;
+}
+
 static void bench_whole_model(const struct peak *pk, int big, int quick, struct model_figs *f) {
   const char *name = big ? "1B" : "SmolLM2-135M";
   int len;
@@ -307,28 +314,23 @@ static void bench_whole_model(const struct peak *pk, int big, int quick, struct 
   if (st > 0) {
     f->train_tps = T / st;
     f->train_mfu = pk->bf16_tflops > 0 ? 100.0 * flops / st / (pk->bf16_tflops * 1e12) : -1;
-    printf("bench model %s train: %.0fM params, %d x %d tokens: %.3f s/step (of which %.3f s "
-           "weights up + gradients down), %.0f tok/s, %.1f TFLOP/s, MFU %.2f %% of bf16 peak\n",
+    char mfu[32];
+    printf("bench model %s train: %.1fM params, %d x %d tokens: %.3f s/step (of which %.3f s "
+           "weights up + gradients down), %.0f tok/s, %.1f TFLOP/s, MFU %s %% of bf16 peak\n",
            name, f->params / 1e6, TRAIN_SEQS, len, st, f->xfer_s, f->train_tps,
-           flops / st / 1e12, f->train_mfu);
+           flops / st / 1e12, fmt(mfu, sizeof mfu, "%.2f", f->train_mfu));
   }
   f->roll_tps = rollout_tps(&m, 64);
   f->dec_tps = rollout_tps(&m, 1);
   double bw = pk->hbm_tbps * 1e12;
   f->bound_fp32 = bw > 0 ? bw / (4.0 * N) : -1;
   f->bound_bf16 = bw > 0 ? bw / (2.0 * N) : -1;
+  char b32[32], b16[32];
   printf("bench model %s rollout: %.1f tok/s at 64 sequences, %.1f tok/s at batch 1 (prompt %d, "
-         "%d new); batch-1 bound %.0f tok/s fp32 weights, %.0f bf16 (%.2f TB/s)\n", name,
-         f->roll_tps, f->dec_tps, PROMPT, NEW_TOKENS, f->bound_fp32, f->bound_bf16,
-         pk->hbm_tbps);
+         "%d new); batch-1 bound %s tok/s fp32 weights, %s bf16 (HBM %.2f TB/s)\n", name,
+         f->roll_tps, f->dec_tps, PROMPT, NEW_TOKENS, fmt(b32, sizeof b32, "%.0f", f->bound_fp32),
+         fmt(b16, sizeof b16, "%.0f", f->bound_bf16), pk->hbm_tbps);
   model_free(&m);
-}
-
-/* "n/a" for a figure that could not be measured or has no reference. */
-static const char *fmt(char *buf, size_t n, const char *f, double x) {
-  if (x < 0) snprintf(buf, n, "n/a");
-  else snprintf(buf, n, f, x);
-  return buf;
 }
 
 static void table_print(const struct model_figs *f, const char *const *names, int n) {
