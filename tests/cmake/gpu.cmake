@@ -7,6 +7,8 @@ add_executable(test_nccl test_nccl.c)
 target_link_libraries(test_nccl PRIVATE rlpt_lib)
 target_include_directories(test_nccl PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 add_mpi_test(NAME test_nccl EXE test_nccl NUM_PROCS 2 LABELS gpu mpi)
+# one rank: the NCCL path on a single-GPU machine, where the 2-rank test skips
+add_mpi_test(NAME test_nccl_1 EXE test_nccl NUM_PROCS 1 LABELS gpu mpi)
 # GEMM / attention / training-step figures on the GPU (run by jobscripts/device-check.sh).
 add_unit_test(bench_gpu SOURCES bench/bench_gpu.c LABELS bench)
 # [run] device = cuda on a machine without a usable GPU: every train and rollout rank
