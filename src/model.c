@@ -113,7 +113,6 @@ static void model_carve(struct model *m, struct carver *c) {
   m->dgate = carve(c, T * F);
   m->dup = carve(c, T * F);
   m->logits = carve(c, (size_t)m->logit_rows * mc->vocab_size);
-  m->wide = carve(c, T * (C + 2 * KV));
   /* queries of one call span at most `span` rows, keys at most max_seq (KV-cache path) */
   m->attn_scratch = carve(c, attn_scratch_floats(span, mc->max_seq));
 }
@@ -344,38 +343,6 @@ static void linear_bwd(const struct model *m, float *dx, float *dw, float *db, c
   if (db) m->ops->bias_bwd(db, dy, T, out);
 }
 
-/* ---- fused projections ------------------------------------------------------
- * The q, k and v weights of a layer without biases sit back to back in the flat
- * buffer (params.c's order), so they are one [C + 2 KV, C] matrix: one product
- * over a [T, C + 2 KV] buffer (m->wide) instead of three, split into q, k, v (and
- * dq, dk, dv merged back for the backward's two products) by row copies, since
- * RoPE and attention take unstrided rows. Host memory only (the copies are
- * memcpy); a qkv_bias model keeps three products, its biases lie in between. */
-
-static int qkv_fused(const struct model *m, int l) {
-  size_t C = m->cfg.dim, KV = (size_t)m->cfg.kv_heads * m->cfg.head_dim;
-  const float *q = W(m, P_WQ, l);
-  return !m->on_device && W(m, P_WK, l) == q + C * C && W(m, P_WV, l) == q + C * C + KV * C;
-}
-
-/* wide [T, sum w] -> part[i] [T, w[i]] */
-static void wide_split(const float *wide, float *const *part, const int *w, int n, int T) {
-  int ld = 0;
-  for (int i = 0; i < n; i++) ld += w[i];
-  for (int t = 0; t < T; t++)
-    for (int i = 0, c = 0; i < n; c += w[i], i++)
-      memcpy(part[i] + (size_t)t * w[i], wide + (size_t)t * ld + c, sizeof(float) * w[i]);
-}
-
-/* part[i] [T, w[i]] -> wide [T, sum w] */
-static void wide_merge(float *wide, const float *const *part, const int *w, int n, int T) {
-  int ld = 0;
-  for (int i = 0; i < n; i++) ld += w[i];
-  for (int t = 0; t < T; t++)
-    for (int i = 0, c = 0; i < n; c += w[i], i++)
-      memcpy(wide + (size_t)t * ld + c, part[i] + (size_t)t * w[i], sizeof(float) * w[i]);
-}
-
 /* Hands the new K/V rows to io->exchange and returns the contexts it gives back.
  * exchange() works on host memory: on a device the rows go down and the contexts
  * come back up, per layer. 0, or nonzero from exchange() / out of device memory. */
@@ -441,14 +408,9 @@ static int layer_forward(struct model *m, int l, float *out, const struct model_
   int T = m->T, C = mc->dim, F = mc->ffn_dim, H = mc->heads, KVH = mc->kv_heads, D = mc->head_dim;
   int KV = KVH * D;
   ops->rmsnorm_fwd(m->xn, a->rstd1, a->res_in, W(m, P_ATTN_NORM, l), T, C, (float)mc->norm_eps);
-  if (qkv_fused(m, l)) {
-    matmul_abt(m, T, C + 2 * KV, C, m->xn, C, W(m, P_WQ, l), C, 0.0f, m->wide, C + 2 * KV);
-    wide_split(m->wide, (float *[]){a->q, a->k, a->v}, (int[]){C, KV, KV}, 3, T);
-  } else {
-    linear_fwd(m, a->q, m->xn, W(m, P_WQ, l), W(m, P_BQ, l), T, C, C, 0.0f);
-    linear_fwd(m, a->k, m->xn, W(m, P_WK, l), W(m, P_BK, l), T, KV, C, 0.0f);
-    linear_fwd(m, a->v, m->xn, W(m, P_WV, l), W(m, P_BV, l), T, KV, C, 0.0f);
-  }
+  linear_fwd(m, a->q, m->xn, W(m, P_WQ, l), W(m, P_BQ, l), T, C, C, 0.0f);
+  linear_fwd(m, a->k, m->xn, W(m, P_WK, l), W(m, P_BK, l), T, KV, C, 0.0f);
+  linear_fwd(m, a->v, m->xn, W(m, P_WV, l), W(m, P_BV, l), T, KV, C, 0.0f);
   ops->rope(a->q, m->pos, m->rope_cos, m->rope_sin, T, H, D, 0);
   ops->rope(a->k, m->pos, m->rope_cos, m->rope_sin, T, KVH, D, 0);
   if (attention_forward(m, l, io)) return -1;
@@ -641,15 +603,9 @@ static void layer_backward(struct model *m, int l) {
   ops->rope(m->dq, m->pos, m->rope_cos, m->rope_sin, T, H, D, 1);
   ops->rope(m->dk, m->pos, m->rope_cos, m->rope_sin, T, KVH, D, 1);
   ops->rmsnorm_fwd(m->xn, a->rstd1, a->res_in, W(m, P_ATTN_NORM, l), T, C, eps);
-  if (qkv_fused(m, l)) {
-    wide_merge(m->wide, (const float *[]){m->dq, m->dk, m->dv}, (int[]){C, KV, KV}, 3, T);
-    linear_bwd(m, m->dxn, G(m, P_WQ, l), NULL, m->wide, m->xn, W(m, P_WQ, l), T, C + 2 * KV, C,
-               0.0f);
-  } else {
-    linear_bwd(m, m->dxn, G(m, P_WQ, l), G(m, P_BQ, l), m->dq, m->xn, W(m, P_WQ, l), T, C, C, 0.0f);
-    linear_bwd(m, m->dxn, G(m, P_WK, l), G(m, P_BK, l), m->dk, m->xn, W(m, P_WK, l), T, KV, C, 1.0f);
-    linear_bwd(m, m->dxn, G(m, P_WV, l), G(m, P_BV, l), m->dv, m->xn, W(m, P_WV, l), T, KV, C, 1.0f);
-  }
+  linear_bwd(m, m->dxn, G(m, P_WQ, l), G(m, P_BQ, l), m->dq, m->xn, W(m, P_WQ, l), T, C, C, 0.0f);
+  linear_bwd(m, m->dxn, G(m, P_WK, l), G(m, P_BK, l), m->dk, m->xn, W(m, P_WK, l), T, KV, C, 1.0f);
+  linear_bwd(m, m->dxn, G(m, P_WV, l), G(m, P_BV, l), m->dv, m->xn, W(m, P_WV, l), T, KV, C, 1.0f);
   ops->rmsnorm_bwd(m->dres, G(m, P_ATTN_NORM, l), m->dxn, a->res_in, W(m, P_ATTN_NORM, l),
                    a->rstd1, T, C);
 }

@@ -88,7 +88,6 @@ struct model {
                                   * `logits` for the backward; 0: none */
   /* scratch, reused by every layer */
   float *xn, *h, *dres, *dxn, *datt, *dq, *dk, *dv, *dgate, *dup, *logits, *attn_scratch;
-  float *wide;                   /* [T, C + 2 KV]: the fused q/k/v product (model.c) */
 };
 
 /* Allocate a model for mc with room for max_tokens packed tokens per call.

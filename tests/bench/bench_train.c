@@ -34,6 +34,14 @@ static double now_s(void) {
   return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
+/* the process's CPU seconds: on a busy machine, what the step cost at 1 thread
+ * (at more threads it includes waiting threads that spin) */
+static double cpu_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
 static struct shape shape_get(const char *name) {
   struct shape s = {.name = name};
   struct model_config *mc = &s.mc;
@@ -164,10 +172,12 @@ static void prof_print(int iters) {
          100 * (fb - ops) / step);
 }
 
-/* One warm-up step, then iters timed steps; returns tokens/s. exact: the model's
- * row-invariant products (model.h; the RL step's fused old-logprob pass) or the
- * faster ones (SFT, and RL updates whose old logprobs came from their own pass). */
-static double bench_c(const struct shape *s, int iters, int profile, int exact) {
+/* One warm-up step, then iters timed steps; returns tokens/s and sets *cpu_step to
+ * the CPU seconds a timed step took. exact: the model's row-invariant products
+ * (model.h; the RL step's fused old-logprob pass) or the faster ones (SFT, and RL
+ * updates whose old logprobs came from their own pass). */
+static double bench_c(const struct shape *s, int iters, int profile, int exact,
+                      double *cpu_step) {
   int T = s->batch * s->seq;
   struct model m;
   if (model_create(&m, &s->mc, T, profile ? &prof_backend : &cpu_backend)) return -1;
@@ -185,9 +195,9 @@ static double bench_c(const struct shape *s, int iters, int profile, int exact) 
     dlp[t] = -1.0f / T;
   }
   for (int b = 0; b <= s->batch; b++) cu[b] = b * s->seq;
-  double t0 = 0;
+  double t0 = 0, c0 = 0;
   for (int it = 0; it <= iters; it++) {
-    if (it == 1) t0 = now_s();
+    if (it == 1) t0 = now_s(), c0 = cpu_s();
     prof.on = profile && it > 0;
     double t = now_s();
     model_zero_grad(&m);
@@ -200,6 +210,7 @@ static double bench_c(const struct shape *s, int iters, int profile, int exact) 
     prof_add("[adamw]", now_s() - t, 0);
   }
   double tps = (double)T * iters / (now_s() - t0);
+  *cpu_step = (cpu_s() - c0) / iters;
   prof.on = 0;
   if (profile) prof_print(iters);
   prof.n = 0;
@@ -250,14 +261,15 @@ int main(int argc, char **argv) {
     if (strcmp(which, "all") && strcmp(which, names[k])) continue;
     struct shape s = shape_get(names[k]);
     int n = iters > 0 ? iters : s.iters;
-    double c = bench_c(&s, n, profile, 0);
+    double cpu, cpux;
+    double c = bench_c(&s, n, profile, 0, &cpu);
     if (c < 0) return 1;
-    printf("bench_train %s: rlpt %d x %d tokens, %d threads: %.0f tok/s (fwd+bwd+adamw)\n",
-           s.name, s.batch, s.seq, threads, c);
-    double cx = bench_c(&s, n, 0, 1);
+    printf("bench_train %s: rlpt %d x %d tokens, %d threads: %.0f tok/s (fwd+bwd+adamw), "
+           "%.3f CPU s/step\n", s.name, s.batch, s.seq, threads, c, cpu);
+    double cx = bench_c(&s, n, 0, 1, &cpux);
     if (cx < 0) return 1;
     printf("bench_train %s: rlpt with row-invariant forward products (RL fused pass): %.0f tok/s "
-           "(%.2f of the above)\n", s.name, cx, cx / c);
+           "(%.2f of the above), %.3f CPU s/step\n", s.name, cx, cx / c, cpux);
     double t = ref ? bench_ref(s.name, threads, n) : -1;
     if (t > 0)
       printf("bench_train %s: torch %.0f tok/s; rlpt / torch = %.2f\n", s.name, t, c / t);
