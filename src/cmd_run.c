@@ -36,40 +36,13 @@ static int run_supported(const struct config *cfg, const struct role_counts *c, 
   return 2;
 }
 
-/* Prompts and SFT examples must fit [model] max_seq with the response: checked on the
- * first prompts of both splits (task problems of one deck have bounded length). */
+/* Prompts (and with [sft] steps, SFT examples) must fit [model] max_seq with the response:
+ * task_check_fit on the first TASK_FIT_PROMPTS prompts of both splits, or every row of a
+ * dataset in tokens (FILE:LINE when one does not fit). */
 static int check_lengths(const struct run *r, char *err, size_t len) {
-  struct sample s;
-  sample_init(&s);
-  for (uint64_t i = 0; i < 256; i++)
-    for (int split = 0; split < 2; split++) {
-      struct task_prompt tp;
-      if (task_prompt(&r->task, i, (enum task_split)split, &tp) != 0) {
-        snprintf(err, len, "[task]: no %s problem found for prompt %llu (problem space too small "
-                 "for [task] heldout_frac)", split ? "held-out" : "train", (unsigned long long)i);
-        return 2;
-      }
-      if (run_prompt_tokens(r, &tp, &s) != 0) {
-        snprintf(err, len, "[task]: prompt '%s' does not encode with the tokenizer", tp.text);
-        sample_free(&s);
-        return 2;
-      }
-      long need = s.n_prompt + r->cfg->rollout.max_new_tokens;
-      int ids[2 * TASK_TEXT_MAX + 2];  /* the SFT example's tokens (bytes are an upper bound) */
-      size_t n_prompt = 0, n_total = 0;
-      long sft = task_sft_tokens(&r->tok, &tp, ids, sizeof ids / sizeof *ids, &n_prompt, &n_total) == 0
-                     ? (long)n_total
-                     : 2 + (long)strlen(tp.text) + (long)strlen(tp.answer);
-      if (need > r->mc.max_seq || sft > r->mc.max_seq) {
-        snprintf(err, len, "[model] max_seq = %d is too short: prompt '%s' takes %d tokens + [rollout] "
-                 "max_new_tokens %ld (SFT example: %ld tokens)", r->mc.max_seq, tp.text, s.n_prompt,
-                 r->cfg->rollout.max_new_tokens, sft);
-        sample_free(&s);
-        return 2;
-      }
-    }
-  sample_free(&s);
-  return 0;
+  struct fit_limits l = { .max_seq = r->mc.max_seq, .max_new = r->cfg->rollout.max_new_tokens,
+                          .sft = r->cfg->sft.steps > 0, .where = r->deck_path, .limit = "[model] max_seq" };
+  return task_check_fit(&r->task, &r->tok, &l, TASK_FIT_PROMPTS, TASK_FIT_PROMPTS, err, len);
 }
 
 /* World rank of every rollout, reward and train (tp 0, pp 0, by dp) rank. */
