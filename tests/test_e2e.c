@@ -66,7 +66,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   long want_sft = atol(argv[2]), want_rl = atol(argv[3]), n_sft = 0, n_rl = 0;
-  double min_rise = atof(argv[4]), min_gain = atof(argv[5]), pass_sft = NAN, pass_rl = NAN, *acc = calloc((size_t)want_rl + 1, sizeof(double));
+  double min_rise = atof(argv[4]), min_gain = atof(argv[5]), pass_sft = NAN, pass_rl = NAN, samp_sft = NAN, samp_rl = NAN, *acc = calloc((size_t)want_rl + 1, sizeof(double));
   int sft_eval = 0, rl_eval = 0;
   FILE *f = fopen(argv[1], "r");
   CHECK(f != NULL && acc != NULL);
@@ -84,8 +84,8 @@ int main(int argc, char **argv) {
       printf("eval %s step %ld: pass@1 %.3f pass@k %.3f sampled pass@1 %.3f\n", rl ? "rl" : "sft", step, p1,
              pk, num(o, "acc"));
       CHECK(p1 >= 0 && p1 <= 1 && pk >= 0 && pk <= 1);
-      if (!rl && step == 0) sft_eval++, pass_sft = p1;
-      if (rl && step == want_rl) rl_eval++, pass_rl = p1;
+      if (!rl && step == 0) sft_eval++, pass_sft = p1, samp_sft = num(o, "acc");
+      if (rl && step == want_rl) rl_eval++, pass_rl = p1, samp_rl = num(o, "acc");
     } else if (rl) {
       check_rl_line(o, step);
       if (step >= 1 && step <= want_rl) acc[step - 1] = num(o, "acc");
@@ -107,9 +107,15 @@ int main(int argc, char **argv) {
            a1, a1 - a0, min_rise);
     CHECK(a1 - a0 >= min_rise);
   }
-  printf("eval greedy pass@1: post-SFT %.3f, post-RL %.3f, gain %+.3f (want >= %+.3f)\n", pass_sft, pass_rl,
-         pass_rl - pass_sft, min_gain);
-  CHECK(pass_rl - pass_sft >= min_gain);
+  /* The held-out check is on the sampled pass@1 ([eval] samples per prompt): the greedy
+   * answer of a prompt flips on rounding-level changes to the training trajectory, so
+   * its gain moved from +0.05 to +0.20 between builds that differ only in GEMM rounding
+   * (and is -0.02 on seed 5), while the sampled pass@1 averages over the policy's
+   * distribution. The greedy gain is printed, not checked. */
+  printf("eval sampled pass@1: post-SFT %.3f, post-RL %.3f, gain %+.3f (want >= %+.3f)\n", samp_sft, samp_rl,
+         samp_rl - samp_sft, min_gain);
+  CHECK(samp_rl - samp_sft >= min_gain);
+  printf("eval greedy pass@1: post-SFT %.3f, post-RL %.3f, gain %+.3f\n", pass_sft, pass_rl, pass_rl - pass_sft);
   free(acc);
   return TEST_RESULT("test_e2e");
 }

@@ -1,6 +1,6 @@
 # End-to-end runs of `rlpt run` (label e2e): a reduced quickstart (tests/decks/e2e_tiny.ini:
 # tiny model, short SFT, a few GRPO steps) on 4 ranks separate and 2 ranks colocated, checked
-# from the metrics JSONL by test_e2e (names, logprob_diff_max <= 1e-5, acc rises); the same
+# from the metrics JSONL by test_e2e (names, logprob_diff_max <= 1e-5, acc and held-out sampled pass@1 rise); the same
 # run with the reward's sign flipped must fail the rise check; a deck whose batch does not
 # divide must be refused at startup (exit 2, one message); a phase past its deadline must
 # stop the job naming the stalled rank.
@@ -19,21 +19,22 @@ set(RLPT_E2E_COLOCATED ranks.layout=colocated ranks.controller=auto ranks.reward
 function(e2e_test name np sft rl rise gain)
   add_test(NAME e2e_${name}
     COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/test_e2e.sh $<TARGET_FILE:rlpt> $<TARGET_FILE:test_e2e>
-            ${np} ${RLPT_E2E_DECK} ${sft} ${rl} ${rise} ${gain} ${ARGN})
+            ${np} ${RLPT_E2E_DECK} ${sft} ${rl} ${rise} ${gain} eval.prompts=256 ${ARGN})
   set_tests_properties(e2e_${name} PROPERTIES LABELS e2e ENVIRONMENT "${RLPT_E2E_ENV}"
     PROCESSORS ${np} TIMEOUT 170)
 endfunction()
 
 # 60 SFT steps leave the policy mostly wrong (greedy pass@1 0.06-0.22 over seeds 1-7), so RL
 # has room; 200 GRPO steps raise the sampled accuracy by +0.15 to +0.22 on every seed tried.
-# The held-out set of 1-digit addition is only ~20 distinct problems, so the greedy gain is
-# noisy (+0.09 to +0.30 over seeds 1-7 separate, +0.03 to +0.09 colocated): its bar is lower.
-e2e_test(separate_4 4 60 200 0.10 0.05)
-e2e_test(colocated_2 2 60 200 0.10 0.05 ${RLPT_E2E_COLOCATED})
+# The held-out check (test_e2e.c) is on the sampled pass@1 of 256 prompts x 4 samples:
+# +0.07 to +0.16 over seeds 1-5, 7 and builds whose GEMM rounding differs, -0.11 with the
+# sign flipped; its bar is +0.03. The greedy gain (-0.02 to +0.21 there) is only printed.
+e2e_test(separate_4 4 60 200 0.10 0.03)
+e2e_test(colocated_2 2 60 200 0.10 0.03 ${RLPT_E2E_COLOCATED})
 # Negated rewards negate every GRPO advantage: the policy must drift away from the answers
 # and the checker must catch it (the test passes when the rise check fails).
-e2e_test(sign_flip_4 4 60 200 0.10 0.05 reward.correct_weight=-1)
-set_tests_properties(e2e_sign_flip_4 PROPERTIES PASS_REGULAR_EXPRESSION "CHECK failed: a1 - a0 >= min_rise.*CHECK failed: pass_rl - pass_sft >= min_gain"
+e2e_test(sign_flip_4 4 60 200 0.10 0.03 reward.correct_weight=-1)
+set_tests_properties(e2e_sign_flip_4 PROPERTIES PASS_REGULAR_EXPRESSION "CHECK failed: a1 - a0 >= min_rise.*CHECK failed: samp_rl - samp_sft >= min_gain"
   FAIL_REGULAR_EXPRESSION "E2E_RUN_FAILED")
 
 # run_fail_test(NAME NP WANT_RC REGEX [args...]): `mpirun -np NP rlpt run args...` exits WANT_RC
