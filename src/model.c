@@ -178,6 +178,7 @@ int model_create(struct model *m, const struct model_config *mc, int max_tokens,
   m->ops = ops;
   m->on_device = ops->upload != NULL;
   m->exact = 1;
+  m->params_version = m->dparams_version = -1;
   m->max_tokens = max_tokens;
   m->logit_chunk = MODEL_LOGIT_CHUNK;
   m->logit_rows = max_tokens < 1 ? 1 : max_tokens < MODEL_LOGIT_CHUNK ? max_tokens : MODEL_LOGIT_CHUNK;
@@ -256,12 +257,17 @@ void model_zero_grad(struct model *m) {
 }
 
 /* The host params are the truth (model.h): a device backend copies them in before
- * every forward; a host backend reads them in place, through whatever buffer
- * m->params points at now (the trainer points it at the reference weights for a
- * KL forward). */
+ * a forward unless the owner's params_version says dparams already holds them; a
+ * host backend reads them in place, through whatever buffer m->params points at now
+ * (the trainer points it at the reference weights for a KL forward). */
 static void params_upload(struct model *m) {
   if (m->on_device) {
+    if (m->params_version >= 0 && m->params_version == m->dparams_version &&
+        m->dparams_src == m->params)
+      return;
     to_dev(m, m->dparams, m->params, sizeof(float) * m->table.total);
+    m->dparams_version = m->params_version;
+    m->dparams_src = m->params;
   } else {
     m->dparams = m->params;
     m->dgrads = m->grads;

@@ -49,10 +49,18 @@ struct model {
    * read dparams and accumulate into dgrads; on a host backend (ops->upload NULL)
    * these are the same buffers. On a device backend model_forward and
    * model_forward_kv upload params before they run (the host copy is the truth;
-   * one host-to-device copy of the weights per call), model_zero_grad clears both
+   * one host-to-device copy of the weights per call unless params_version below says
+   * they did not change), model_zero_grad clears both
    * copies, and model_backward downloads the accumulated dgrads into grads. */
   float *params, *grads;  /* table.total floats each */
   float *dparams, *dgrads;
+  /* Resident weights on a device backend. params_version < 0 (model_create's default):
+   * every forward uploads params. >= 0: the owner promises to change it whenever it
+   * writes params (the rollout engine: at every weight sync), and a forward uploads
+   * only when it differs from dparams_version (the version dparams holds, -1: none)
+   * or params points at another buffer than dparams_src. */
+  int64_t params_version, dparams_version;
+  const float *dparams_src;
   int on_device;          /* ops work on their own memory (ops->upload set) */
   int exact;              /* 1 (model_create's default): A B^T products through the backend's
                              row-invariant matmul, so a row's logprob does not depend on the

@@ -138,6 +138,9 @@ int rollout_create(struct rollout_engine **out, struct model *m, const struct co
   struct rollout_engine *re = calloc(1, sizeof *re);
   if (!re) return rfail(err, errlen, 1, "rollout: out of memory");
   re->m = m;
+  /* the engine's callers write m->params only before a rollout_weights_changed: on a
+   * device backend the weights stay resident between weight syncs (model.h) */
+  m->params_version = 0;
   gen_config_from_deck(&re->g, cfg);
   /* one forward never exceeds the model's token budget (its activations are sized by it) */
   if (re->g.max_batch_tokens > m->max_tokens) re->g.max_batch_tokens = m->max_tokens;
@@ -194,6 +197,7 @@ void rollout_set_sampling(struct rollout_engine *re, double temperature, double 
 
 void rollout_weights_changed(struct rollout_engine *re, int64_t weight_version) {
   kv_set_version(&re->kv, (uint64_t)weight_version);
+  re->m->params_version++; /* the next forward uploads the new weights */
 }
 
 static enum finish_reason finish_of(int gen_finish) {
