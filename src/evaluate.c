@@ -15,14 +15,10 @@
 
 /* 1 when the reward's `correct` component accepts sample s of held-out prompt tp. */
 static int eval_correct(const struct run *r, const struct task_prompt *tp, const struct sample *s) {
-  size_t cap = 8 * (size_t)s->n_resp + 1, len = 0;
+  size_t len = 0;
   char *text = NULL;
-  int rc = TOK_ERR_SPACE;
-  while (rc == TOK_ERR_SPACE) {  /* a BPE token can be longer than 8 bytes: grow and retry */
-    free(text);
-    if (!(text = malloc(cap *= 2))) die_local("out of memory");
-    rc = tokenizer_decode(&r->tok, (const int *)s->resp, (size_t)s->n_resp, text, cap, &len);
-  }
+  int rc = tokenizer_decode_alloc(&r->tok, (const int *)s->resp, (size_t)s->n_resp, &text, &len);
+  if (rc == TOK_ERR_NOMEM) die_local("out of memory");
   if (rc != TOK_OK) die_local("eval: a response does not decode (token %zu)", len);
   struct reward_item it = { .prompt = tp, .text = text, .len = len, .n_tokens = s->n_resp, .group = 0 };
   double parts[REWARD_NPARTS];

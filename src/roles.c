@@ -63,13 +63,9 @@ static void reward_score(struct run *r, struct sample_batch *b) {
   double *rew = calloc((size_t)n + 1, sizeof *rew);
   double (*parts)[REWARD_NPARTS] = calloc((size_t)n + 1, sizeof *parts);
   int *local = malloc(sizeof(int) * (size_t)P);
-  size_t cap = 0;
-  for (int k = 0; k < n; k++) cap += 8 * (size_t)b->s[k].n_resp + 1;
-  char *text = malloc(cap + 1);
-  if (!items || !tp || !rew || !parts || !local || !text) die_local("out of memory scoring %d samples", n);
+  if (!items || !tp || !rew || !parts || !local) die_local("out of memory scoring %d samples", n);
   for (long g = 0; g < P; g++) local[g] = -1;
   int n_groups = 0;
-  size_t off = 0;
   for (int k = 0; k < n; k++) {
     struct sample *s = &b->s[k];
     if (s->group < 0 || s->group >= P) die_local("sample with group %d outside 0..%ld", s->group, P - 1);
@@ -77,11 +73,12 @@ static void reward_score(struct run *r, struct sample_batch *b) {
     if (task_prompt(&r->task, (uint64_t)s->prompt_id, TASK_TRAIN, &tp[k]) != 0)
       die_local("task: prompt %lld has no train problem", (long long)s->prompt_id);
     size_t len = 0;
-    if (tokenizer_decode(&r->tok, (const int *)s->resp, (size_t)s->n_resp, text + off, cap + 1 - off, &len) != TOK_OK)
-      die_local("response of prompt %lld does not decode", (long long)s->prompt_id);
-    items[k] = (struct reward_item){ .prompt = &tp[k], .text = text + off, .len = len,
+    char *text = NULL;
+    int rc = tokenizer_decode_alloc(&r->tok, (const int *)s->resp, (size_t)s->n_resp, &text, &len);
+    if (rc == TOK_ERR_NOMEM) die_local("out of memory scoring %d samples", n);
+    if (rc != TOK_OK) die_local("response of prompt %lld does not decode", (long long)s->prompt_id);
+    items[k] = (struct reward_item){ .prompt = &tp[k], .text = text, .len = len,
                                      .n_tokens = s->n_resp, .group = local[s->group] };
-    off += len + 1;
   }
   struct reward_stats st;
   double *rm = run_reward_model_scores(r, b);  /* NULL without [reward] rm_path */
@@ -109,12 +106,12 @@ static void reward_score(struct run *r, struct sample_batch *b) {
     q[PS_PART_SUM + c] += st.part_mean[c] * n;
     q[PS_PART_CONST + c] += st.part_const_frac[c] * n_groups;
   }
+  for (int k = 0; k < n; k++) free((char *)items[k].text);
   free(items);
   free(tp);
   free(rew);
   free(parts);
   free(local);
-  free(text);
 }
 
 /* One round: score the samples of this rank's rollout instances, move the groups the round

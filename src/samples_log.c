@@ -11,12 +11,12 @@
 
 #define SAMPLES_LOG_GROUPS 2 /* groups written per logged step */
 
+/* The text of ids, or NULL (logged as "") when it does not decode. */
 static char *decode(const struct tokenizer *tok, const int32_t *ids, int n) {
-  size_t cap = 16 * (size_t)n + 16, len = 0;
-  char *out = malloc(cap);
-  if (out && tokenizer_decode(tok, ids, (size_t)n, out, cap, &len) != 0) len = 0;
-  if (out) out[len < cap ? len : cap - 1] = '\0';
-  return out;
+  char *text = NULL;
+  size_t len = 0;
+  tokenizer_decode_alloc(tok, (const int *)ids, (size_t)n, &text, &len);
+  return text;
 }
 
 static cJSON *sample_json(const struct run *r, const struct sample *s, long step) {

@@ -2,6 +2,7 @@
  * (printable ASCII + BOS/EOS/PAD; layout in tokenizer.h). */
 #include "tokenizer.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define CHAR_FIRST 32
@@ -115,6 +116,22 @@ int tokenizer_encode_prompt(const struct tokenizer *t, const char *text, size_t 
 int tokenizer_decode(const struct tokenizer *t, const int *ids, size_t n, char *out, size_t out_cap,
                      size_t *len_out) {
   return t->ops->decode(t, ids, n, out, out_cap, len_out);
+}
+
+int tokenizer_decode_alloc(const struct tokenizer *t, const int *ids, size_t n, char **text, size_t *len) {
+  *text = NULL;
+  for (size_t cap = 8 * n + 16;; cap *= 2) {
+    char *buf = malloc(cap + 1);
+    if (!buf) return TOK_ERR_NOMEM;
+    int rc = tokenizer_decode(t, ids, n, buf, cap, len);
+    if (rc == TOK_OK) {
+      buf[*len] = '\0';
+      *text = buf;
+      return TOK_OK;
+    }
+    free(buf);
+    if (rc != TOK_ERR_SPACE) return rc;
+  }
 }
 
 const char *tokenizer_token_str(const struct tokenizer *t, int id) { return t->ops->token_str(t, id); }

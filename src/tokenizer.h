@@ -23,6 +23,7 @@ enum tok_kind { TOK_CHAR = 0, TOK_BPE = 1 };
 #define TOK_OK 0
 #define TOK_ERR_UNKNOWN 1   /* encode: a byte/sequence with no token; decode: id out of range */
 #define TOK_ERR_SPACE 2     /* the output buffer is too small */
+#define TOK_ERR_NOMEM 3     /* tokenizer_decode_alloc: out of memory */
 
 struct tokenizer;
 
@@ -66,6 +67,11 @@ int tokenizer_encode_prompt(const struct tokenizer *t, const char *text, size_t 
                             size_t cap, size_t *n_ids, size_t *err_at);
 int tokenizer_decode(const struct tokenizer *t, const int *ids, size_t n, char *out, size_t out_cap,
                      size_t *len_out);
+/* ids decoded into a new NUL-terminated string (*text; free() it), *len its bytes. A
+ * byte-level BPE token can hold many bytes, so the buffer grows until the text fits.
+ * Returns as tokenizer_decode (TOK_ERR_UNKNOWN: *len = the bad token's index) or
+ * TOK_ERR_NOMEM; *text is NULL on any error. */
+int tokenizer_decode_alloc(const struct tokenizer *t, const int *ids, size_t n, char **text, size_t *len);
 const char *tokenizer_token_str(const struct tokenizer *t, int id);
 int tokenizer_is_special(const struct tokenizer *t, int id);
 

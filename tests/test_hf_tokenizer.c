@@ -441,6 +441,30 @@ static void check_bad(const char *dir) {
   free(text);
 }
 
+/* tokenizer_decode_alloc: 40 copies of hf_tok_a's 32-byte token decode to 1280 bytes,
+ * more than the 8 bytes per token + 16 its first buffer holds (the growth path the
+ * reward and eval decode through), and an id out of range is refused. */
+static void check_decode_alloc(void) {
+  char path[1100], err[512];
+  const char *ab = "abababababababababababababababab";
+  snprintf(path, sizeof path, "%s/tests/data/hf_tok_a", src_dir());
+  struct tokenizer t;
+  CHECK(hf_tokenizer_load(&t, path, NULL, err, sizeof err) == 0);
+  int ids[40], one[2];
+  size_t n = 0, len = 0;
+  CHECK(tokenizer_encode(&t, ab, strlen(ab), one, 2, &n, NULL) == TOK_OK && n == 1);
+  for (int i = 0; i < 40; i++) ids[i] = one[0];
+  char *text = NULL;
+  CHECK(tokenizer_decode_alloc(&t, ids, 40, &text, &len) == TOK_OK && len == 40 * 32);
+  int same = text != NULL && strlen(text) == len;
+  for (size_t i = 0; same && i < len; i++) same = text[i] == ab[i % 32];
+  CHECK(same);
+  free(text);
+  ids[3] = 1 << 30;
+  CHECK(tokenizer_decode_alloc(&t, ids, 40, &text, &len) == TOK_ERR_UNKNOWN && text == NULL);
+  tokenizer_free(&t);
+}
+
 /* ---- SmolLM2 (label model) ------------------------------------------------------------ */
 
 static cJSON *load_json(const char *rel) {
@@ -549,6 +573,7 @@ int main(int argc, char **argv) {
     check_drop_unknown(dir);
     check_unknown_bytes_key(dir);
     check_bad(dir);
+    check_decode_alloc();
     rc = TEST_RESULT("test_hf_tokenizer");
   }
   char cmd[1100];
