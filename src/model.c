@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "huge_alloc.h"
 #include "rng.h"
 
 static float *W(const struct model *m, enum param_kind kind, int layer) {
@@ -184,8 +185,8 @@ int model_create(struct model *m, const struct model_config *mc, int max_tokens,
   m->logit_rows = max_tokens < 1 ? 1 : max_tokens < MODEL_LOGIT_CHUNK ? max_tokens : MODEL_LOGIT_CHUNK;
   param_table_build(&m->table, &m->cfg);
   size_t half = (size_t)m->cfg.head_dim / 2;
-  m->params = calloc(m->table.total, sizeof(float));
-  m->grads = calloc(m->table.total, sizeof(float));
+  m->params = huge_floats(m->table.total);
+  m->grads = huge_floats(m->table.total);
   m->dparams = m->on_device ? ops->alloc(sizeof(float) * m->table.total) : m->params;
   m->dgrads = m->on_device ? ops->alloc(sizeof(float) * m->table.total) : m->grads;
   int arrays_rc = batch_arrays_alloc(m);

@@ -14,13 +14,14 @@
 #include <stdlib.h>
 
 #include "config.h"
+#include "huge_alloc.h"
 #include "thread_pool.h"
 
 int adamw_init(struct adamw *o, long n) {
   o->n = n;
   o->t = 0;
-  o->m = calloc((size_t)(n > 0 ? n : 1), sizeof(float));
-  o->v = calloc((size_t)(n > 0 ? n : 1), sizeof(float));
+  o->m = huge_floats((size_t)(n > 0 ? n : 1));
+  o->v = huge_floats((size_t)(n > 0 ? n : 1));
   if (!o->m || !o->v) {
     adamw_free(o);
     return -1;

@@ -6,7 +6,8 @@
  * (each prompt of P = 32 tokens is prefilled once), N new tokens each (--new; 64 for
  * tiny, 8 for smollm so that the PyTorch batch-1 run, a slow one-row GEMM there, stays
  * within minutes), no EOS (every sample runs to N), temperature 1. Timings include the
- * prefill. On a shared machine the tokens per CPU-second (process CPU time, all
+ * prefill; at batch 1 a second figure leaves it out (decode only: minus a run with one
+ * new token per sample). On a shared machine the tokens per CPU-second (process CPU time, all
  * threads) are the fairer figure; spinning BLAS threads count as CPU time.
  * Shapes: "tiny" (vocab 64, dim 256, 4 layers, 4/2 heads, ffn 688) and "smollm"
  * (SmolLM2-135M: vocab 49152, dim 576, 30 layers, 9/3 heads, ffn 1536, tied
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "config.h"
@@ -61,7 +63,10 @@ static void bw_read(void *p, size_t lo, size_t hi) {
  * pass (all threads). -1 on failure. */
 static double bw_measure(int threads, double *per_cpu) {
   size_t n = BW_BYTES / sizeof(float);
-  float *x = malloc(BW_BYTES);
+  float *x = aligned_alloc((size_t)2 << 20, BW_BYTES);  /* huge pages, as the model's weights */
+#ifdef MADV_HUGEPAGE
+  if (x) madvise(x, BW_BYTES, MADV_HUGEPAGE);
+#endif
   struct thread_pool *pool = threads >= 1 ? thread_pool_create(threads - 1, 0) : NULL;
   if (!x || !pool) { free(x); thread_pool_free(pool); return -1; }
   for (size_t i = 0; i < n; i++) x[i] = 1.0f;
@@ -93,9 +98,15 @@ static struct model_config shape_get(const char *name) {
   return mc;
 }
 
+/* One generation: its response tokens, wall seconds and process CPU seconds (all threads). */
+struct gen_time {
+  double tokens, wall, cpu;
+};
+
 /* Generated tokens per wall second of B concurrent sequences (and per CPU second of the
- * process, all threads, in *cpu_tps: the fairer figure on a shared machine); -1 on failure. */
-static double bench_c(struct model *m, int B, int n_new, double *cpu_tps) {
+ * process, all threads, in *cpu_tps: the fairer figure on a shared machine); -1 on failure.
+ * gt (may be NULL) gets the raw figures. */
+static double bench_c(struct model *m, int B, int n_new, double *cpu_tps, struct gen_time *gt) {
   int n_req = B > BENCH_G ? B : BENCH_G, n_prompts = n_req / BENCH_G;
   struct config cfg;
   config_defaults(&cfg);
@@ -122,9 +133,11 @@ static double bench_c(struct model *m, int B, int n_new, double *cpu_tps) {
   if (rollout_create(&re, m, &cfg, NULL, err, sizeof err) == 0) {
     double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
     if (rollout_generate(re, p, n_prompts, BENCH_G, 0, 0, &b, &st, err, sizeof err) == 0) {
-      double n = (double)sample_batch_resp_tokens(&b);
-      *cpu_tps = n / (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0);
-      tps = n / (clock_s(CLOCK_MONOTONIC) - t0);
+      struct gen_time g = { (double)sample_batch_resp_tokens(&b), clock_s(CLOCK_MONOTONIC) - t0,
+                            clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0 };
+      *cpu_tps = g.tokens / g.cpu;
+      tps = g.tokens / g.wall;
+      if (gt) *gt = g;
     }
   }
   if (tps < 0) fprintf(stderr, "bench_generate: %s\n", err);
@@ -170,7 +183,7 @@ static int bench_shape(const char *name, int threads, int n_new, int only, int r
          m.table.total / 1e6, threads, BENCH_PROMPT, BENCH_G, n_new, BENCH_BW / bytes, bytes / 1e6,
          BENCH_BW / 1e9);
   double c[N_BATCHES], cc[N_BATCHES], t[N_BATCHES] = { -1, -1, -1 }, tc[N_BATCHES] = { -1, -1, -1 };
-  double bw = -1, bw_cpu = -1;
+  double bw = -1, bw_cpu = -1, dec = -1, dec_cpu = -1;
   for (int k = 0; k < N_BATCHES; k++) {
     if (only && BATCHES[k] != only) {
       c[k] = cc[k] = -1;
@@ -182,12 +195,22 @@ static int bench_shape(const char *name, int threads, int n_new, int only, int r
              "CPU-s -> batch-1 bound %.1f tok/s wall, %.1f tok per CPU-s\n", name, threads,
              bw / 1e9, bw_cpu / 1e9, bw / bytes, bw_cpu / bytes);
     }
-    if ((c[k] = bench_c(&m, BATCHES[k], n_new, &cc[k])) < 0) {
+    struct gen_time full, first;
+    if ((c[k] = bench_c(&m, BATCHES[k], n_new, &cc[k], &full)) < 0) {
       model_free(&m);
       return 1;
     }
     printf("bench_generate %s: batch %2d: rlpt %.1f tok/s wall, %.1f tok per CPU-s\n", name,
            BATCHES[k], c[k], cc[k]);
+    /* decode alone, as llama.cpp's tg figure: minus a run of the same prompts with one new
+     * token each (the prefill and every sample's first token) */
+    double dummy;
+    if (BATCHES[k] == 1 && n_new > 1 && bench_c(&m, 1, 1, &dummy, &first) > 0 && full.wall > first.wall) {
+      dec = (full.tokens - first.tokens) / (full.wall - first.wall);
+      dec_cpu = (full.tokens - first.tokens) / (full.cpu - first.cpu);
+      printf("bench_generate %s: batch  1 decode only (minus a 1-new-token run: the prefill and "
+             "first tokens): rlpt %.1f tok/s wall, %.1f tok per CPU-s\n", name, dec, dec_cpu);
+    }
     fflush(stdout);
   }
   model_free(&m);
@@ -202,6 +225,10 @@ static int bench_shape(const char *name, int threads, int n_new, int only, int r
     printf("bench_generate %s: batch 1 at %.0f%% of the measured bandwidth bound (wall), %.0f%% "
            "per CPU-second; %.0f%% of the %.0f GB/s bound (wall)\n", name, 100.0 * c[0] / (bw / bytes),
            100.0 * cc[0] / (bw_cpu / bytes), 100.0 * c[0] / (BENCH_BW / bytes), BENCH_BW / 1e9);
+  if (dec > 0 && bw > 0)
+    printf("bench_generate %s: batch 1 decode only at %.0f%% of the measured bandwidth bound (wall), "
+           "%.0f%% per CPU-second; %.0f%% of the %.0f GB/s bound (wall)\n", name, 100.0 * dec / (bw / bytes),
+           100.0 * dec_cpu / (bw_cpu / bytes), 100.0 * dec / (BENCH_BW / bytes), BENCH_BW / 1e9);
   fflush(stdout);
   return 0;
 }
