@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "fastmath.h"
 #include "thread_pool.h"
 
 /* ---- parallel loops over rows --------------------------------------------- */
@@ -349,6 +350,29 @@ static void cpu_rope(float *x, const int *pos, const float *cos_tab, const float
   par_for((size_t)T, (size_t)nh * D, rope_rows, &a);
 }
 
+/* ---- exp over a row ------------------------------------------------------ */
+
+/* x[j] = exp(x[j] - m) for j < n, eight at a time where AVX2 is there; the tail
+ * (and other CPUs) take fast_expf, the same bits as a lane of fast_exp8. */
+#if defined(__x86_64__) && defined(__GNUC__)
+FM_AVX2 static int exp_shift_avx2(float *x, int n, float m) {
+  __m256 mv = _mm256_set1_ps(m);
+  int j = 0;
+  for (; j + 8 <= n; j += 8)
+    _mm256_storeu_ps(x + j, fast_exp8(_mm256_sub_ps(_mm256_loadu_ps(x + j), mv)));
+  return j;
+}
+#endif
+
+static void exp_shift_row(float *x, int n, float m, int avx2) {
+  int j = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (avx2) j = exp_shift_avx2(x, n, m);
+#endif
+  (void)avx2;
+  for (; j < n; j++) x[j] = fast_expf(x[j] - m);
+}
+
 /* ---- attention ----------------------------------------------------------- */
 
 /* The forward runs one query row at a time with a fixed order, so a query's
@@ -447,10 +471,8 @@ static float attn_row_fwd(float *out, const float *q, const struct attn_src *s, 
     mx = S[j] > mx ? S[j] : mx;
   }
   float sum = 0.0f;
-  for (int j = 0; j <= last; j++) {
-    S[j] = expf(S[j] - mx);
-    sum += S[j];
-  }
+  exp_shift_row(S, last + 1, mx, avx2);
+  for (int j = 0; j <= last; j++) sum += S[j];
   float inv = 1.0f / sum;
 #if defined(__x86_64__) && defined(__GNUC__)
   if (avx2) {
@@ -540,10 +562,11 @@ struct attn_blk {
 
 /* P = exp(S - lse) under the causal mask, recomputed from the forward's lse. */
 static void attn_probs(const struct attn_blk *b, float *S, const float *lse, int lse_stride) {
+  int avx2 = rd_have_avx2();
   for (int i = 0; i < b->nb; i++) {
     float *row = S + (size_t)i * b->klim, l = lse[(size_t)i * lse_stride];
     int last = b->first + i;
-    for (int j = 0; j <= last; j++) row[j] = expf(row[j] - l);
+    exp_shift_row(row, last + 1, l, avx2);
     for (int j = last + 1; j < b->klim; j++) row[j] = 0.0f;
   }
 }
@@ -642,11 +665,52 @@ struct swiglu_args {
   const float *gate, *up, *dh;
 };
 
+/* The element functions below and their AVX2 twins run the same operations in
+ * the same order (fast_exp8 lanes are fast_expf's bits), so an element's value
+ * does not depend on whether it fell in a vector or in a slice's tail. The
+ * forward's h and the backward's recompute of it are the same expression. */
+static inline float swiglu_sig(float g) { return 1.0f / (1.0f + fast_expf(-g)); }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+FM_AVX2 static inline __m256 swiglu_sig8(__m256 g) {
+  __m256 one = _mm256_set1_ps(1.0f);
+  return _mm256_div_ps(one, _mm256_add_ps(one, fast_exp8(_mm256_xor_ps(g, _mm256_set1_ps(-0.0f)))));
+}
+
+/* Elements [i0, i0 + 8k) of the slice; returns where the scalar tail starts. */
+FM_AVX2 static size_t swiglu_fwd_avx2(const struct swiglu_args *a, size_t i0, size_t i1) {
+  size_t i = i0;
+  for (; i + 8 <= i1; i += 8) {
+    __m256 g = _mm256_loadu_ps(a->gate + i);
+    __m256 h = _mm256_mul_ps(_mm256_mul_ps(g, swiglu_sig8(g)), _mm256_loadu_ps(a->up + i));
+    _mm256_storeu_ps(a->h + i, h);
+  }
+  return i;
+}
+
+FM_AVX2 static size_t swiglu_bwd_avx2(const struct swiglu_args *a, size_t i0, size_t i1) {
+  __m256 one = _mm256_set1_ps(1.0f);
+  size_t i = i0;
+  for (; i + 8 <= i1; i += 8) { /* dh may alias dgate: d is read before the stores */
+    __m256 g = _mm256_loadu_ps(a->gate + i), u = _mm256_loadu_ps(a->up + i);
+    __m256 d = _mm256_loadu_ps(a->dh + i), sg = swiglu_sig8(g);
+    if (a->h) _mm256_storeu_ps(a->h + i, _mm256_mul_ps(_mm256_mul_ps(g, sg), u));
+    __m256 dsilu = _mm256_add_ps(one, _mm256_mul_ps(g, _mm256_sub_ps(one, sg)));
+    _mm256_storeu_ps(a->dgate + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(d, u), sg), dsilu));
+    _mm256_storeu_ps(a->dup + i, _mm256_mul_ps(_mm256_mul_ps(d, g), sg));
+  }
+  return i;
+}
+#endif
+
 static void swiglu_fwd_range(void *p, size_t i0, size_t i1) {
   const struct swiglu_args *a = p;
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (rd_have_avx2()) i0 = swiglu_fwd_avx2(a, i0, i1);
+#endif
   for (size_t i = i0; i < i1; i++) {
-    float g = a->gate[i], sg = 1.0f / (1.0f + expf(-g));
-    a->h[i] = g * sg * a->up[i]; /* same expression as the backward's recompute: bitwise equal */
+    float g = a->gate[i];
+    a->h[i] = g * swiglu_sig(g) * a->up[i];
   }
 }
 
@@ -658,8 +722,11 @@ static void cpu_swiglu_fwd(float *h, const float *gate, const float *up, size_t 
 /* silu(g) = g s(g); silu'(g) = s(g) (1 + g (1 - s(g))). */
 static void swiglu_bwd_range(void *p, size_t i0, size_t i1) {
   const struct swiglu_args *a = p;
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (rd_have_avx2()) i0 = swiglu_bwd_avx2(a, i0, i1);
+#endif
   for (size_t i = i0; i < i1; i++) {
-    float g = a->gate[i], u = a->up[i], d = a->dh[i], sg = 1.0f / (1.0f + expf(-g));
+    float g = a->gate[i], u = a->up[i], d = a->dh[i], sg = swiglu_sig(g);
     if (a->h) a->h[i] = g * sg * u;
     a->dgate[i] = d * u * sg * (1.0f + g * (1.0f - sg));
     a->dup[i] = d * g * sg;
@@ -708,22 +775,73 @@ struct logprob_args {
   int V;
 };
 
+/* One row's max, sum e^(z-mx) and sum e^(z-mx) (z-mx): the sums in double, in
+ * eight lanes plus the tail, reduced in a fixed order (the row is one thread's). */
+struct lse_sums {
+  float mx;
+  double sum, sz;
+};
+
+#if defined(__x86_64__) && defined(__GNUC__)
+FM_AVX2 static double lp_hsum4d(__m256d v) {
+  __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+  return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
+
+FM_AVX2 static struct lse_sums lse_sums_avx2(const float *z, int V) {
+  int V8 = V & ~7;
+  __m256 m8 = _mm256_set1_ps(-INFINITY);
+  for (int j = 0; j < V8; j += 8) m8 = _mm256_max_ps(_mm256_loadu_ps(z + j), m8);
+  float m[8], mx = -INFINITY;
+  _mm256_storeu_ps(m, m8);
+  for (int l = 0; l < 8; l++) mx = m[l] > mx ? m[l] : mx;
+  for (int j = V8; j < V; j++) mx = z[j] > mx ? z[j] : mx;
+  __m256 mv = _mm256_set1_ps(mx);
+  __m256d s0 = _mm256_setzero_pd(), s1 = s0, t0 = s0, t1 = s0;
+  for (int j = 0; j < V8; j += 8) {
+    __m256 x = _mm256_sub_ps(_mm256_loadu_ps(z + j), mv), e = fast_exp8(x);
+    __m256d e0 = _mm256_cvtps_pd(_mm256_castps256_ps128(e));
+    __m256d e1 = _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1));
+    s0 = _mm256_add_pd(s0, e0), s1 = _mm256_add_pd(s1, e1);
+    t0 = _mm256_add_pd(t0, _mm256_mul_pd(e0, _mm256_cvtps_pd(_mm256_castps256_ps128(x))));
+    t1 = _mm256_add_pd(t1, _mm256_mul_pd(e1, _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1))));
+  }
+  struct lse_sums r = {mx, lp_hsum4d(_mm256_add_pd(s0, s1)), lp_hsum4d(_mm256_add_pd(t0, t1))};
+  for (int j = V8; j < V; j++) {
+    float x = z[j] - mx, e = fast_expf(x);
+    r.sum += e;
+    r.sz += (double)e * x;
+  }
+  return r;
+}
+#endif
+
+static struct lse_sums lse_sums_plain(const float *z, int V) {
+  struct lse_sums r = {z[0], 0.0, 0.0};
+  for (int j = 1; j < V; j++) r.mx = z[j] > r.mx ? z[j] : r.mx;
+  for (int j = 0; j < V; j++) {
+    float x = z[j] - r.mx, e = fast_expf(x);
+    r.sum += e;
+    r.sz += (double)e * x;
+  }
+  return r;
+}
+
 static void logprob_fwd_rows(void *p, size_t r0, size_t r1) {
   const struct logprob_args *a = p;
-  int V = a->V;
+  int V = a->V, avx2 = rd_have_avx2();
   for (size_t r = r0; r < r1; r++) {
     const float *z = a->logits_in + r * V;
-    float mx = z[0];
-    for (int j = 1; j < V; j++) mx = z[j] > mx ? z[j] : mx;
-    double sum = 0.0, sz = 0.0; /* sum e^(z-mx), sum e^(z-mx) (z-mx) */
-    for (int j = 0; j < V; j++) {
-      float e = expf(z[j] - mx);
-      sum += e;
-      sz += (double)e * (z[j] - mx);
-    }
-    double l = log(sum);
-    a->lse[r] = (float)(mx + l);
-    a->entropy[r] = (float)(l - sz / sum); /* H = lse - E[z] */
+    struct lse_sums q;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (avx2) q = lse_sums_avx2(z, V);
+    else
+#endif
+      q = lse_sums_plain(z, V);
+    (void)avx2;
+    double l = log(q.sum);
+    a->lse[r] = (float)(q.mx + l);
+    a->entropy[r] = (float)(l - q.sz / q.sum); /* H = lse - E[z] */
     a->logprob[r] = a->targets[r] >= 0 ? z[a->targets[r]] - a->lse[r] : 0.0f;
   }
 }
@@ -735,16 +853,36 @@ static void cpu_logprob_fwd(float *logprob, float *entropy, float *lse, const fl
   par_for((size_t)R, (size_t)V * 8, logprob_fwd_rows, &a);
 }
 
+/* z[j] <- -gl p_j - ge p_j (lp_j + H), lp_j = z[j] - l, p_j = e^lp_j: the AVX2
+ * loop and the scalar tail compute the same expression. */
+#if defined(__x86_64__) && defined(__GNUC__)
+FM_AVX2 static int logprob_grad_avx2(float *z, int V, float l, float gl, float ge, float H) {
+  __m256 lv = _mm256_set1_ps(l), ngl = _mm256_set1_ps(-gl), gev = _mm256_set1_ps(ge);
+  __m256 Hv = _mm256_set1_ps(H);
+  int j = 0;
+  for (; j + 8 <= V; j += 8) {
+    __m256 lp = _mm256_sub_ps(_mm256_loadu_ps(z + j), lv), pj = fast_exp8(lp);
+    __m256 t = _mm256_mul_ps(_mm256_mul_ps(gev, pj), _mm256_add_ps(lp, Hv));
+    _mm256_storeu_ps(z + j, _mm256_sub_ps(_mm256_mul_ps(ngl, pj), t));
+  }
+  return j;
+}
+#endif
+
 static void logprob_bwd_rows(void *p, size_t r0, size_t r1) {
   const struct logprob_args *a = p;
-  int V = a->V;
+  int V = a->V, avx2 = rd_have_avx2();
   for (size_t r = r0; r < r1; r++) {
     float *z = a->logits + r * V;
-    int tg = a->targets[r];
+    int tg = a->targets[r], j = 0;
     float gl = (a->dlogprob && tg >= 0) ? a->dlogprob[r] : 0.0f;
     float ge = a->dentropy ? a->dentropy[r] : 0.0f, H = a->entropy_in[r], l = a->lse_in[r];
-    for (int j = 0; j < V; j++) {
-      float lp = z[j] - l, pj = expf(lp);
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (avx2) j = logprob_grad_avx2(z, V, l, gl, ge, H);
+#endif
+    (void)avx2;
+    for (; j < V; j++) {
+      float lp = z[j] - l, pj = fast_expf(lp);
       z[j] = -gl * pj - ge * pj * (lp + H);
     }
     if (tg >= 0) z[tg] += gl;
