@@ -360,7 +360,13 @@ FM_AVX2 static int exp_shift_avx2(float *x, int n, float m) {
   int j = 0;
   for (; j + 8 <= n; j += 8)
     _mm256_storeu_ps(x + j, fast_exp8(_mm256_sub_ps(_mm256_loadu_ps(x + j), mv)));
-  return j;
+  if (j < n) { /* the tail through a padded vector: the same bits as fast_expf */
+    float t[8] = {0};
+    memcpy(t, x + j, sizeof(float) * (size_t)(n - j));
+    _mm256_storeu_ps(t, fast_exp8(_mm256_sub_ps(_mm256_loadu_ps(t), mv)));
+    memcpy(x + j, t, sizeof(float) * (size_t)(n - j));
+  }
+  return n;
 }
 #endif
 
@@ -401,6 +407,25 @@ static inline size_t attn_off(const struct attn_src *s, int j) {
 RD_AVX2 static void attn_scores_avx2(float *S, const float *q, const struct attn_src *s, int last,
                                      int D, float scale) {
   int j = 0;
+  /* eight keys: eight independent FMA chains (four leave the loop waiting on FMA latency) */
+  for (; j + 8 <= last + 1 && D % 8 == 0; j += 8) {
+    const float *kr[8];
+    for (int r = 0; r < 8; r++) kr[r] = s->k + attn_off(s, j + r);
+    __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0, c7 = c0;
+    for (int k = 0; k < D; k += 8) {
+      __m256 qv = _mm256_loadu_ps(q + k);
+      c0 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kr[0] + k), c0);
+      c1 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kr[1] + k), c1);
+      c2 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kr[2] + k), c2);
+      c3 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kr[3] + k), c3);
+      c4 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kr[4] + k), c4);
+      c5 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kr[5] + k), c5);
+      c6 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kr[6] + k), c6);
+      c7 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kr[7] + k), c7);
+    }
+    __m256 sv = _mm256_set_m128(rd_hsum4(c4, c5, c6, c7), rd_hsum4(c0, c1, c2, c3));
+    _mm256_storeu_ps(S + j, _mm256_mul_ps(_mm256_set1_ps(scale), sv));
+  }
   for (; j + 4 <= last + 1; j += 4) {
     const float *k0 = s->k + attn_off(s, j), *k1 = s->k + attn_off(s, j + 1);
     const float *k2 = s->k + attn_off(s, j + 2), *k3 = s->k + attn_off(s, j + 3);
@@ -423,20 +448,33 @@ RD_AVX2 static void attn_scores_avx2(float *S, const float *q, const struct attn
   for (; j <= last; j++) S[j] = scale * rd_dot_avx2(q, s->k + attn_off(s, j), D);
 }
 
-/* out[d] = sum_j p_j v_j[d], j ascending from 0 + p_0 v_0, as the plain loop below
- * computes it (multiply, then add); p_j = S[j] * inv. Columns 32 or 8 at a time. */
+/* out[d] = sum_j p_j v_j[d], j ascending from 0, a fused multiply-add per term as
+ * the plain loop below computes it; p_j = S[j] * inv. Columns 64, 32 or 8 at a
+ * time: 64 (a whole head of SmolLM2) keeps eight independent sums in flight and
+ * reads each v row once. */
 RD_AVX2 static void attn_pv_avx2(float *out, const float *S, float inv,
                                  const struct attn_src *s, int last, int D) {
   int d = 0;
+  for (; d + 64 <= D; d += 64) {
+    __m256 o[8];
+    for (int c = 0; c < 8; c++) o[c] = _mm256_setzero_ps();
+    for (int j = 0; j <= last; j++) {
+      const float *v = s->v + attn_off(s, j) + d;
+      __m256 p = _mm256_set1_ps(S[j] * inv);
+      for (int c = 0; c < 8; c++)
+        o[c] = _mm256_fmadd_ps(p, _mm256_loadu_ps(v + 8 * c), o[c]);
+    }
+    for (int c = 0; c < 8; c++) _mm256_storeu_ps(out + d + 8 * c, o[c]);
+  }
   for (; d + 32 <= D; d += 32) {
     __m256 o0 = _mm256_setzero_ps(), o1 = o0, o2 = o0, o3 = o0;
     for (int j = 0; j <= last; j++) {
       const float *v = s->v + attn_off(s, j) + d;
       __m256 p = _mm256_set1_ps(S[j] * inv);
-      o0 = _mm256_add_ps(o0, _mm256_mul_ps(p, _mm256_loadu_ps(v)));
-      o1 = _mm256_add_ps(o1, _mm256_mul_ps(p, _mm256_loadu_ps(v + 8)));
-      o2 = _mm256_add_ps(o2, _mm256_mul_ps(p, _mm256_loadu_ps(v + 16)));
-      o3 = _mm256_add_ps(o3, _mm256_mul_ps(p, _mm256_loadu_ps(v + 24)));
+      o0 = _mm256_fmadd_ps(p, _mm256_loadu_ps(v), o0);
+      o1 = _mm256_fmadd_ps(p, _mm256_loadu_ps(v + 8), o1);
+      o2 = _mm256_fmadd_ps(p, _mm256_loadu_ps(v + 16), o2);
+      o3 = _mm256_fmadd_ps(p, _mm256_loadu_ps(v + 24), o3);
     }
     _mm256_storeu_ps(out + d, o0);
     _mm256_storeu_ps(out + d + 8, o1);
@@ -446,13 +484,13 @@ RD_AVX2 static void attn_pv_avx2(float *out, const float *S, float inv,
   for (; d + 8 <= D; d += 8) {
     __m256 o = _mm256_setzero_ps();
     for (int j = 0; j <= last; j++)
-      o = _mm256_add_ps(o, _mm256_mul_ps(_mm256_set1_ps(S[j] * inv),
-                                         _mm256_loadu_ps(s->v + attn_off(s, j) + d)));
+      o = _mm256_fmadd_ps(_mm256_set1_ps(S[j] * inv), _mm256_loadu_ps(s->v + attn_off(s, j) + d),
+                          o);
     _mm256_storeu_ps(out + d, o);
   }
   for (; d < D; d++) {
     float o = 0.0f;
-    for (int j = 0; j <= last; j++) o += S[j] * inv * s->v[attn_off(s, j) + d];
+    for (int j = 0; j <= last; j++) o = fmaf(S[j] * inv, s->v[attn_off(s, j) + d], o);
     out[d] = o;
   }
 }
@@ -484,7 +522,7 @@ static float attn_row_fwd(float *out, const float *q, const struct attn_src *s, 
   for (int j = 0; j <= last; j++) {
     const float *vj = s->v + attn_off(s, j);
     float p = S[j] * inv;
-    for (int d = 0; d < D; d++) out[d] += p * vj[d];
+    for (int d = 0; d < D; d++) out[d] = fmaf(p, vj[d], out[d]);
   }
   return mx + logf(sum);
 }
