@@ -591,20 +591,24 @@ static void cpu_attention_paged_fwd(float *out, float *lse, const float *q,
  * 0..p, which skips most of the masked upper triangle for long sequences. */
 #define ATTN_QBLOCK 64
 
-/* One block: nb query rows (row stride qs) whose row 0 sits at position
- * `first`, against the klim = first + nb visible keys (row stride ks). */
+/* One block: the query rows of the `group` heads that share a key/value head,
+ * gathered into rows = group x nb contiguous rows (head-major; row r is query
+ * r mod nb of its head, at position first + r mod nb), against the klim =
+ * first + nb visible keys (row stride ks). Stacking the heads makes each of the
+ * five products one call of group x the size (OpenBLAS's packing overhead on
+ * these small blocks was a third of the backward). */
 struct attn_blk {
-  int nb, first, klim, qs, ks, D;
+  int nb, rows, first, klim, ks, D;
   float scale;
 };
 
 /* P = exp(S - lse) under the causal mask, recomputed from the forward's lse. */
-static void attn_probs(const struct attn_blk *b, float *S, const float *lse, int lse_stride) {
+static void attn_probs(const struct attn_blk *b, float *S, const float *lse) {
   int avx2 = rd_have_avx2();
-  for (int i = 0; i < b->nb; i++) {
-    float *row = S + (size_t)i * b->klim, l = lse[(size_t)i * lse_stride];
-    int last = b->first + i;
-    exp_shift_row(row, last + 1, l, avx2);
+  for (int i = 0; i < b->rows; i++) {
+    float *row = S + (size_t)i * b->klim;
+    int last = b->first + i % b->nb;
+    exp_shift_row(row, last + 1, lse[i], avx2);
     for (int j = last + 1; j < b->klim; j++) row[j] = 0.0f;
   }
 }
@@ -612,8 +616,8 @@ static void attn_probs(const struct attn_blk *b, float *S, const float *lse, int
 /* dS = P * (dP - rowsum(dO * O)) * scale, in place over dP. */
 static void attn_dscores(const struct attn_blk *b, float *dP, const float *P, const float *dout,
                          const float *out) {
-  for (int i = 0; i < b->nb; i++) {
-    const float *doi = dout + (size_t)i * b->qs, *oi = out + (size_t)i * b->qs;
+  for (int i = 0; i < b->rows; i++) {
+    const float *doi = dout + (size_t)i * b->D, *oi = out + (size_t)i * b->D;
     float d = 0.0f;
     for (int c = 0; c < b->D; c++) d += doi[c] * oi[c];
     float *dp = dP + (size_t)i * b->klim;
@@ -622,21 +626,24 @@ static void attn_dscores(const struct attn_blk *b, float *dP, const float *P, co
   }
 }
 
-/* Backward of one block: dQ rows written, dK/dV rows 0..klim accumulated. */
-static void attn_block_bwd(const struct attn_blk *b, float *dq, float *dk, float *dv,
-                           const float *dout, const float *out, const float *lse, int lse_stride,
-                           const float *q, const float *k, const float *v, float *scratch) {
-  int nb = b->nb, nk = b->klim, D = b->D;
-  float *P = scratch, *dP = scratch + (size_t)nb * nk;
-  cpu_matmul(0, 1, nb, nk, D, b->scale, q, b->qs, k, b->ks, 0.0f, P, nk);
-  attn_probs(b, P, lse, lse_stride);
+/* The gathered rows of one block (each [rows, D]) and its two score tiles. */
+struct attn_bufs {
+  float *q, *dout, *out, *dq, *lse, *P, *dP;
+};
+
+/* Backward of one block: g->dq written, dK/dV rows 0..klim accumulated. */
+static void attn_block_bwd(const struct attn_blk *b, const struct attn_bufs *g, float *dk,
+                           float *dv, const float *k, const float *v) {
+  int M = b->rows, nk = b->klim, D = b->D;
+  cpu_matmul(0, 1, M, nk, D, b->scale, g->q, D, k, b->ks, 0.0f, g->P, nk);
+  attn_probs(b, g->P, g->lse);
   /* dV += P^T dO;  dP = dO V^T */
-  cpu_matmul(1, 0, nk, D, nb, 1.0f, P, nk, dout, b->qs, 1.0f, dv, b->ks);
-  cpu_matmul(0, 1, nb, nk, D, 1.0f, dout, b->qs, v, b->ks, 0.0f, dP, nk);
-  attn_dscores(b, dP, P, dout, out);
+  cpu_matmul(1, 0, nk, D, M, 1.0f, g->P, nk, g->dout, D, 1.0f, dv, b->ks);
+  cpu_matmul(0, 1, M, nk, D, 1.0f, g->dout, D, v, b->ks, 0.0f, g->dP, nk);
+  attn_dscores(b, g->dP, g->P, g->dout, g->out);
   /* dQ = dS K;  dK += dS^T Q */
-  cpu_matmul(0, 0, nb, D, nk, 1.0f, dP, nk, k, b->ks, 0.0f, dq, b->qs);
-  cpu_matmul(1, 0, nk, D, nb, 1.0f, dP, nk, q, b->qs, 1.0f, dk, b->ks);
+  cpu_matmul(0, 0, M, D, nk, 1.0f, g->dP, nk, k, b->ks, 0.0f, g->dq, D);
+  cpu_matmul(1, 0, nk, D, M, 1.0f, g->dP, nk, g->q, D, 1.0f, dk, b->ks);
 }
 
 struct attn_bwd_args {
@@ -647,36 +654,57 @@ struct attn_bwd_args {
   float scale;
 };
 
+/* Rows t0 .. t0+nb-1 of heads h0 .. h0+group-1 into the block's buffers
+ * (scatter = 0), or the block's dQ back to them (scatter = 1). */
+static void attn_gather(const struct attn_bwd_args *a, const struct attn_blk *blk,
+                        const struct attn_bufs *g, int t0, int h0, int scatter) {
+  int D = a->D, H = a->H;
+  size_t qs = (size_t)H * D;
+  for (int r = 0; r < blk->rows; r++) {
+    size_t t = (size_t)(t0 + r % blk->nb), o = t * qs + (size_t)(h0 + r / blk->nb) * D;
+    if (scatter) {
+      memcpy(a->dq + o, g->dq + (size_t)r * D, sizeof(float) * D);
+      continue;
+    }
+    memcpy(g->q + (size_t)r * D, a->q + o, sizeof(float) * D);
+    memcpy(g->dout + (size_t)r * D, a->dout + o, sizeof(float) * D);
+    memcpy(g->out + (size_t)r * D, a->out + o, sizeof(float) * D);
+    g->lse[r] = a->lse[t * H + h0 + r / blk->nb];
+  }
+}
+
 /* Units u = s * KVH + g: sequence s, key/value head g and the H/KVH query heads
  * that read it. A unit owns its dK/dV columns (every head of the group adds
  * into them), so units run in parallel without sharing an output. */
 static void attn_bwd_units(void *p, size_t u0, size_t u1) {
   const struct attn_bwd_args *a = p;
   const struct attn_batch *b = a->b;
-  int H = a->H, KVH = a->KVH, D = a->D, group = H / KVH, qs = H * D, ks = KVH * D;
+  int H = a->H, KVH = a->KVH, D = a->D, group = H / KVH, ks = KVH * D;
   int qb = b->max_q < ATTN_QBLOCK ? b->max_q : ATTN_QBLOCK;
-  float *scratch = malloc(sizeof(float) * 2 * (size_t)(qb > 0 ? qb : 1) * (size_t)b->max_kv);
-  if (!scratch) abort(); /* 2 x 64 x max_seq floats: the backward has no error path */
+  size_t rows = (size_t)group * (size_t)(qb > 0 ? qb : 1), kv = (size_t)(b->max_kv > 0 ? b->max_kv : 1);
+  float *buf = malloc(sizeof(float) * rows * (2 * kv + 4 * (size_t)D + 1));
+  if (!buf) abort(); /* 2 x 3 x 64 x max_seq floats and the rows: the backward has no error path */
+  struct attn_bufs g = {buf, buf + rows * D, buf + 2 * rows * D, buf + 3 * rows * D,
+                        buf + 4 * rows * D, buf + 4 * rows * D + rows, NULL};
+  g.dP = g.P + rows * kv;
   for (size_t u = u0; u < u1; u++) {
-    int s = (int)(u / KVH), g = (int)(u % KVH);
+    int s = (int)(u / KVH), kh = (int)(u % KVH);
     int q0 = b->cu_q[s], nq = b->cu_q[s + 1] - q0;
     int k0 = b->cu_kv[s], nk = b->cu_kv[s + 1] - k0;
-    size_t ko = (size_t)k0 * ks + (size_t)g * D;
+    size_t ko = (size_t)k0 * ks + (size_t)kh * D;
     for (int j = 0; j < nk; j++) {
       memset(a->dk + ko + (size_t)j * ks, 0, sizeof(float) * D);
       memset(a->dv + ko + (size_t)j * ks, 0, sizeof(float) * D);
     }
-    for (int h = g * group; h < (g + 1) * group; h++)
-      for (int i0 = 0; i0 < nq; i0 += ATTN_QBLOCK) {
-        int nb = nq - i0 < ATTN_QBLOCK ? nq - i0 : ATTN_QBLOCK, first = nk - nq + i0;
-        struct attn_blk blk = {nb, first, first + nb, qs, ks, D, a->scale};
-        size_t qo = (size_t)(q0 + i0) * qs + (size_t)h * D;
-        attn_block_bwd(&blk, a->dq + qo, a->dk + ko, a->dv + ko, a->dout + qo, a->out + qo,
-                       a->lse + (size_t)(q0 + i0) * H + h, H, a->q + qo, a->k + ko, a->v + ko,
-                       scratch);
-      }
+    for (int i0 = 0; i0 < nq; i0 += ATTN_QBLOCK) {
+      int nb = nq - i0 < ATTN_QBLOCK ? nq - i0 : ATTN_QBLOCK, first = nk - nq + i0;
+      struct attn_blk blk = {nb, group * nb, first, first + nb, ks, D, a->scale};
+      attn_gather(a, &blk, &g, q0 + i0, kh * group, 0);
+      attn_block_bwd(&blk, &g, a->dk + ko, a->dv + ko, a->k + ko, a->v + ko);
+      attn_gather(a, &blk, &g, q0 + i0, kh * group, 1);
+    }
   }
-  free(scratch);
+  free(buf);
 }
 
 /* The (sequence, kv head) units are split over the rank's threads, and the
