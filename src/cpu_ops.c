@@ -3,7 +3,8 @@
  * The readable reference path: the forward products A B^T are row-invariant
  * dot products (below: a token's result never depends on the batch it is in,
  * so rollout and trainer logprobs agree to the bit), the other GEMMs go to
- * OpenBLAS, everything else is a plain loop over rows. Attention runs one query
+ * OpenBLAS, everything else is a loop over rows (the exp-heavy ones, SwiGLU,
+ * softmax and logprob, in AVX2 with fastmath.h's exp). Attention runs one query
  * row at a time in the forward (contiguous or paged keys) and recomputes the
  * probabilities from the saved log-sum-exp in the backward (no T^2 storage).
  *
