@@ -29,6 +29,7 @@
 
 #include "config.h"
 #include "model.h"
+#include "bench_prompts.h"
 #include "rollout.h"
 #include "thread_pool.h"
 
@@ -119,11 +120,12 @@ static double bench_c(struct model *m, int B, int n_new, double *cpu_tps, struct
   cfg.rollout.kv_cache_mb = (long)(kv_tok * n_req * (BENCH_PROMPT + n_new) >> 20) + 2;
   int *tok = malloc(sizeof(int) * (size_t)n_prompts * BENCH_PROMPT);
   struct rollout_prompt *p = malloc(sizeof *p * (size_t)n_prompts);
-  for (int i = 0; i < n_prompts * BENCH_PROMPT; i++)
-    tok[i] = (int)((1103515245u * (unsigned)i + 12345u) % (unsigned)m->cfg.vocab_size);
-  for (int i = 0; i < n_prompts; i++)
-    p[i] = (struct rollout_prompt){ .prompt_id = i, .group = i, .tokens = tok + i * BENCH_PROMPT,
-                                    .n_tokens = BENCH_PROMPT };
+  if (!tok || !p) {
+    free(tok);
+    free(p);
+    return -1;
+  }
+  bench_prompts_fill(tok, p, n_prompts, BENCH_PROMPT, m->cfg.vocab_size);
   struct rollout_engine *re = NULL;
   struct sample_batch b;
   struct gen_stats st;

@@ -39,6 +39,7 @@
 #include "cuda_backend.h"
 #include "gpu_layer.h"
 #include "model.h"
+#include "bench_prompts.h"
 #include "rollout.h"
 
 struct peak {
@@ -260,11 +261,7 @@ static double rollout_tps(struct model *m, int B) {
   cfg.rollout.kv_cache_mb = (long)((kv_tok * B * (PROMPT + NEW_TOKENS)) >> 20) + 4;
   int tok[8 * PROMPT];
   struct rollout_prompt p[8];
-  for (int i = 0; i < n_prompts * PROMPT; i++)
-    tok[i] = (int)((1103515245u * (unsigned)i + 12345u) % (unsigned)m->cfg.vocab_size);
-  for (int i = 0; i < n_prompts; i++)
-    p[i] = (struct rollout_prompt){.prompt_id = i, .group = i, .tokens = tok + i * PROMPT,
-                                   .n_tokens = PROMPT};
+  bench_prompts_fill(tok, p, n_prompts, PROMPT, m->cfg.vocab_size);
   struct rollout_engine *re = NULL;
   struct sample_batch b;
   sample_batch_init(&b);
