@@ -7,9 +7,10 @@
  * table's alloc/free/zero/upload/download. All work is queued on the default
  * stream, in order; download() waits for it.
  *
- * The ops are fp32 and match cpu_ops.c to ~1e-6 relative (tests/test_gpu_ops.c);
- * GEMMs use cuBLASLt with fp32 compute (no TF32). bf16 values are passed as
- * uint16_t (the upper half of an fp32) so that C callers need no CUDA types. */
+ * The ops of cuda_backend are fp32 and match cpu_ops.c to ~1e-6 relative
+ * (tests/test_gpu_ops.c); GEMMs use cuBLASLt with fp32 compute (no TF32).
+ * cuda_backend_bf16 differs only in its products (tests/test_gpu_bf16.c). bf16 values
+ * are passed as uint16_t (the upper half of an fp32) so that C callers need no CUDA types. */
 #ifndef RLPT_CUDA_BACKEND_H
 #define RLPT_CUDA_BACKEND_H
 
@@ -25,6 +26,13 @@ extern "C" {
 #endif
 
 extern const struct backend_ops cuda_backend;
+/* The same ops for [model] dtype = bf16, mixed precision as in Megatron: the model keeps a
+ * bf16 working copy of its fp32 weights (to_bf16 at each upload) and every product takes
+ * bf16 inputs with fp32 accumulation and output: the weight products through matmul_w16,
+ * the weight-gradient products dW = dy^T x through matmul, which rounds both fp32
+ * operands. Everything else is fp32 as in cuda_backend; the master weights, gradients
+ * and AdamW moments stay fp32. */
+extern const struct backend_ops cuda_backend_bf16;
 
 /* C[M,N] (fp32) = alpha op(A) op(B) + beta C with A, B in bf16, fp32 accumulation
  * (the [model] dtype = bf16 path). Same conventions as backend_ops.matmul. */

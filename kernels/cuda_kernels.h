@@ -5,6 +5,7 @@
 #define RLPT_CUDA_KERNELS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "backend.h"
 
@@ -15,6 +16,12 @@ extern "C" {
 /* gemm_cublaslt.c */
 void cuda_matmul(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                  const float *B, int ldb, float beta, float *C, int ldc);
+/* cuda_backend_bf16's products: A (and B in cuda_matmul_mixed) rounded to bf16 in scratch,
+ * then bf16 GEMM with fp32 accumulation and output; matmul's conventions. */
+void cuda_matmul_mixed(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                       const float *B, int ldb, float beta, float *C, int ldc);
+void cuda_matmul_w16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                     const uint16_t *B, int ldb, float beta, float *C, int ldc);
 
 /* gemm_fallback.cu: A, B fp32 (bf16 = 0) or bf16 (bf16 = 1), C fp32; matmul's conventions. */
 void cuda_gemm_fallback(int bf16, int ta, int tb, int M, int N, int K, float alpha, const void *A,

@@ -32,26 +32,28 @@ static void cuda_mem_download(void *host_dst, const void *src, size_t bytes) {
   if (bytes) CUDA_CHECK(cudaMemcpy(host_dst, src, bytes, cudaMemcpyDeviceToHost));
 }
 
+/* Every op but the products: fp32 in both tables (mixed precision rounds only the GEMM
+ * operands; norms, RoPE, attention, SwiGLU, logprobs and residuals stay fp32). */
+#define CUDA_FP32_OPS                                                                      \
+  .rmsnorm_fwd = cuda_rmsnorm_fwd, .rmsnorm_bwd = cuda_rmsnorm_bwd, .rope = cuda_rope,     \
+  .attention_fwd = cuda_attention_fwd, .attention_bwd = cuda_attention_bwd,                \
+  .swiglu_fwd = cuda_swiglu_fwd, .swiglu_bwd = cuda_swiglu_bwd, .embed_fwd = cuda_embed_fwd, \
+  .embed_bwd = cuda_embed_bwd, .bias_add = cuda_bias_add, .bias_bwd = cuda_bias_bwd,       \
+  .add = cuda_add, .logprob_fwd = cuda_logprob_fwd, .logprob_bwd = cuda_logprob_bwd,       \
+  .alloc = cuda_mem_alloc, .free = cuda_mem_free, .zero = cuda_mem_zero,                   \
+  .upload = cuda_mem_upload, .download = cuda_mem_download
+
 const struct backend_ops cuda_backend = {
   .name = "cuda",
   .matmul = cuda_matmul,
-  .rmsnorm_fwd = cuda_rmsnorm_fwd,
-  .rmsnorm_bwd = cuda_rmsnorm_bwd,
-  .rope = cuda_rope,
-  .attention_fwd = cuda_attention_fwd,
-  .attention_bwd = cuda_attention_bwd,
-  .swiglu_fwd = cuda_swiglu_fwd,
-  .swiglu_bwd = cuda_swiglu_bwd,
-  .embed_fwd = cuda_embed_fwd,
-  .embed_bwd = cuda_embed_bwd,
-  .bias_add = cuda_bias_add,
-  .bias_bwd = cuda_bias_bwd,
-  .add = cuda_add,
-  .logprob_fwd = cuda_logprob_fwd,
-  .logprob_bwd = cuda_logprob_bwd,
-  .alloc = cuda_mem_alloc,
-  .free = cuda_mem_free,
-  .zero = cuda_mem_zero,
-  .upload = cuda_mem_upload,
-  .download = cuda_mem_download,
+  CUDA_FP32_OPS,
+};
+
+/* [model] dtype = bf16 (cuda_backend.h): bf16 GEMM inputs, fp32 accumulation and outputs. */
+const struct backend_ops cuda_backend_bf16 = {
+  .name = "cuda-bf16",
+  .matmul = cuda_matmul_mixed,
+  .to_bf16 = cuda_f32_to_bf16,
+  .matmul_w16 = cuda_matmul_w16,
+  CUDA_FP32_OPS,
 };

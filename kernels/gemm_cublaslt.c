@@ -6,7 +6,8 @@
  * with the stored shape read transposed.
  *
  * fp32 GEMMs use CUBLAS_COMPUTE_32F (no TF32: the ops must match the CPU to
- * 1e-5); the bf16 path takes bf16 A, B and accumulates and writes fp32. For each
+ * 1e-5); the bf16 path takes bf16 A, B and accumulates and writes fp32 (and
+ * cuda_matmul_mixed / cuda_matmul_w16 at the end round fp32 operands into it). For each
  * shape (type, transposes, M, N, K, leading dimensions, pointer alignments) the
  * descriptors and the heuristic's first algorithm are built once and cached; one
  * workspace serves every call (all on the default stream, so never concurrently).
@@ -187,4 +188,42 @@ void cuda_matmul(int ta, int tb, int M, int N, int K, float alpha, const float *
 void cuda_matmul_bf16(int ta, int tb, int M, int N, int K, float alpha, const uint16_t *A, int lda,
                       const uint16_t *B, int ldb, float beta, float *C, int ldc) {
   gemm_run(GEMM_BF16, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* ---- bf16 mixed precision (cuda_backend_bf16) ----------------------------------
+ * The products of [model] dtype = bf16: fp32 operands are rounded to bf16 right before
+ * the bf16 GEMM (one conversion kernel per operand) into scratch from the device's
+ * stream-ordered memory pool (cheap after the first call, and no state kept here).
+ * The whole stored span of an operand is converted, so its leading dimension stays. */
+
+/* Elements spanned by a row-major rows x cols matrix with row stride ld. */
+static size_t gemm_extent(int rows, int cols, int ld) {
+  return rows > 0 && cols > 0 ? (size_t)(rows - 1) * (size_t)ld + (size_t)cols : 0;
+}
+
+/* B already bf16 (the model's working copy of a weight); A rounded here. */
+void cuda_matmul_w16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                     const uint16_t *B, int ldb, float beta, float *C, int ldc) {
+  if (M == 0 || N == 0) return;
+  size_t na = gemm_extent(ta ? K : M, ta ? M : K, lda);
+  uint16_t *a16;
+  CUDA_CHECK(cudaMallocAsync((void **)&a16, 2 * na + 2, 0));
+  cuda_f32_to_bf16(a16, A, na);
+  gemm_run(GEMM_BF16, ta, tb, M, N, K, alpha, a16, lda, B, ldb, beta, C, ldc);
+  CUDA_CHECK(cudaFreeAsync(a16, 0));
+}
+
+/* Both operands fp32 activations (the weight-gradient products dW = dy^T x). */
+void cuda_matmul_mixed(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                       const float *B, int ldb, float beta, float *C, int ldc) {
+  if (M == 0 || N == 0) return;
+  size_t na = gemm_extent(ta ? K : M, ta ? M : K, lda);
+  size_t nb = gemm_extent(tb ? N : K, tb ? K : N, ldb);
+  size_t off = (na + 127) & ~(size_t)127; /* B 256-byte aligned, as the pool aligns A */
+  uint16_t *s;
+  CUDA_CHECK(cudaMallocAsync((void **)&s, 2 * (off + nb) + 2, 0));
+  cuda_f32_to_bf16(s, A, na);
+  cuda_f32_to_bf16(s + off, B, nb);
+  gemm_run(GEMM_BF16, ta, tb, M, N, K, alpha, s, lda, s + off, ldb, beta, C, ldc);
+  CUDA_CHECK(cudaFreeAsync(s, 0));
 }

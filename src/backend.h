@@ -14,6 +14,7 @@
 #define RLPT_BACKEND_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Sequences of one attention call. Query rows of sequence s are
  * cu_q[s] .. cu_q[s+1]-1, its key/value rows cu_kv[s] .. cu_kv[s+1]-1. The
@@ -58,6 +59,15 @@ struct backend_ops {
    * training passes use the faster matmul. Optional (NULL: matmul). */
   void (*matmul_rowinv)(int M, int N, int K, float alpha, const float *A, int lda,
                         const float *B, int ldb, float beta, float *C, int ldc);
+  /* bf16 mixed precision ([model] dtype = bf16), optional (NULL: fp32 backend). A backend
+   * whose matmul rounds both fp32 operands to bf16 (fp32 accumulation and output) sets
+   * both, so that the model keeps a bf16 working copy of its weights, converted once per
+   * upload instead of at every product: to_bf16 writes dst[n] = bf16(src[n]) (round to
+   * nearest even; bf16 is the upper half of an fp32, held as uint16_t); matmul_w16 is
+   * matmul with B already in bf16 (the weight operand) and A rounded like matmul's. */
+  void (*to_bf16)(uint16_t *dst, const float *src, size_t n);
+  void (*matmul_w16)(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
+                     int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc);
 
   /* out[T,C] = x * rsqrt(mean(x^2) + eps) * w; rstd[T] keeps the rsqrt. */
   void (*rmsnorm_fwd)(float *out, float *rstd, const float *x, const float *w, int T, int C,

@@ -103,7 +103,7 @@ static int setup_roles(struct run *r) {
   }
   if (!rc && r->is_rollout) {
     /* the rollout model runs on [run] device like the trainer (device.h): NULL = refused */
-    const struct backend_ops *ops = device_backend(r->cfg->run.device, err, sizeof err);
+    const struct backend_ops *ops = device_backend(r->cfg->run.device, r->cfg->model.dtype, err, sizeof err);
     r->rmodel = ops ? calloc(1, sizeof *r->rmodel) : NULL;
     int max_tokens = (int)r->cfg->rollout.max_batch_tokens;
     if (!ops) {

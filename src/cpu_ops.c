@@ -1,8 +1,8 @@
 /* cpu_ops.c: the CPU backend of backend.h.
  *
  * The readable reference path: the forward products A B^T are row-invariant
- * dot products (below: a token's result never depends on the batch it is in,
- * so rollout and trainer logprobs agree to the bit), the other GEMMs go to
+ * dot products (cpu_rowdot.c: a token's result never depends on the batch it is
+ * in, so rollout and trainer logprobs agree to the bit), the other GEMMs go to
  * OpenBLAS, everything else is a loop over rows (the exp-heavy ones, SwiGLU,
  * softmax and logprob, in AVX2 with fastmath.h's exp). Attention runs one query
  * row at a time in the forward (contiguous or paged keys) and recomputes the
@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "cpu_rowdot.h"
 #include "fastmath.h"
 #include "thread_pool.h"
 
@@ -38,201 +39,6 @@ static void par_for_nt(int nt, size_t n, size_t cost, void (*fn)(void *, size_t,
 /* par_for_nt over the BLAS thread count (the rank's thread budget). */
 static void par_for(size_t n, size_t cost, void (*fn)(void *, size_t, size_t), void *arg) {
   par_for_nt(openblas_get_num_threads(), n, cost, fn, arg);
-}
-
-/* ---- row-invariant products ------------------------------------------------
- * C = A B^T (the forward of every linear layer, the lm_head and the attention
- * scores) is computed here rather than by OpenBLAS, with one fixed order per
- * element: c[i][j] = dot(a_i, b_j) with 8 lane sums over k (lane = k mod 8,
- * fused multiply-add, k ascending), reduced as ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)),
- * then the K mod 8 tail in order. That value depends on the two rows only: not
- * on M, on the tile or thread a row falls in, so a token's logits are the same
- * bits in a one-row decode step, a batch of 64 and the trainer's packed
- * forward (OpenBLAS sums in an order that depends on M, and its one-row path is
- * a GEMV with yet another order). Register tiles of 4 rows x 3 columns; a
- * panel of B columns is kept hot in L2 while every row of A passes over it, so
- * B (the weights) streams from memory once per call. */
-
-#define RD_MR 4
-#define RD_NR 3
-#define RD_PANEL_BYTES (256 * 1024) /* B panel per thread: half of a 512 KiB L2 */
-#define RD_SMALL_A (128 * 1024)     /* A up to this size: panels of RD_SMALL_PANEL columns */
-#define RD_SMALL_PANEL 12           /* a multiple of RD_NR and of the GEMV tile's 4 */
-
-struct rd_args {
-  int M, N, K, lda, ldb, ldc, panel;
-  float alpha, beta;
-  const float *A, *B;
-  float *C;
-};
-
-static void rd_store(const struct rd_args *g, int i, int j, float s) {
-  float *c = g->C + (size_t)i * g->ldc + j;
-  *c = g->beta == 0.0f ? g->alpha * s : g->alpha * s + g->beta * *c;
-}
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define RD_AVX2 __attribute__((target("avx2,fma")))
-
-RD_AVX2 static inline float rd_hsum(__m256 v) {
-  __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)); /* l_i + l_i+4 */
-  __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));                               /* + l_i+2 */
-  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
-}
-
-/* rd_hsum of four vectors at once (lane i of the result is the sum of v[i]), in the
- * same order: l_i + l_i+4 per vector, a 4 x 4 transpose, then (x0 + x2) + (x1 + x3). */
-RD_AVX2 static inline __m128 rd_hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
-#define RD_HALF(v) _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1))
-  __m128 x0 = RD_HALF(a), x1 = RD_HALF(b), x2 = RD_HALF(c), x3 = RD_HALF(d);
-#undef RD_HALF
-  _MM_TRANSPOSE4_PS(x0, x1, x2, x3);
-  return _mm_add_ps(_mm_add_ps(x0, x2), _mm_add_ps(x1, x3));
-}
-
-/* Four elements of column j, rows i0..i0+3, from their accumulators. */
-RD_AVX2 static inline void rd_finish4(const struct rd_args *g, int i0, int j, __m256 a, __m256 b,
-                                      __m256 c, __m256 d) {
-  float s[4];
-  _mm_storeu_ps(s, rd_hsum4(a, b, c, d));
-  for (int r = 0; r < 4; r++) {
-    const float *ar = g->A + (size_t)(i0 + r) * g->lda, *bj = g->B + (size_t)j * g->ldb;
-    for (int k = g->K & ~7; k < g->K; k++) s[r] = fmaf(ar[k], bj[k], s[r]);
-    rd_store(g, i0 + r, j, s[r]);
-  }
-}
-
-/* The tail k = K8 .. K-1 of one element, in order, then the store. */
-RD_AVX2 static inline void rd_finish(const struct rd_args *g, int i, int j, __m256 acc) {
-  const float *a = g->A + (size_t)i * g->lda, *b = g->B + (size_t)j * g->ldb;
-  float s = rd_hsum(acc);
-  for (int k = g->K & ~7; k < g->K; k++) s = fmaf(a[k], b[k], s);
-  rd_store(g, i, j, s);
-}
-
-#define RD_LD(x, r) _mm256_loadu_ps(x + (size_t)(r) * ld##x + k)
-#define RD_FMA(c, x, y) c = _mm256_fmadd_ps(x, y, c)
-
-/* 4 rows x 3 columns: 12 accumulators, 3 B vectors, 1 A vector = the 16 registers. */
-/* pf: when not NULL, the same three rows of B one panel ahead, fetched into L1 while
- * this tile computes (the first row block of a panel reads B from memory). */
-RD_AVX2 static void rd_tile_4x3(const struct rd_args *g, int i0, int j0, const float *pf) {
-  const float *A = g->A + (size_t)i0 * g->lda, *B = g->B + (size_t)j0 * g->ldb;
-  size_t ldA = (size_t)g->lda, ldB = (size_t)g->ldb;
-  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c02 = c00, c10 = c00, c11 = c00, c12 = c00;
-  __m256 c20 = c00, c21 = c00, c22 = c00, c30 = c00, c31 = c00, c32 = c00;
-  for (int k = 0; k < (g->K & ~7); k += 8) {
-    if (pf && !(k & 15))
-      for (int c = 0; c < RD_NR; c++) _mm_prefetch((const char *)(pf + c * ldB + k), _MM_HINT_T0);
-    __m256 b0 = RD_LD(B, 0), b1 = RD_LD(B, 1), b2 = RD_LD(B, 2), a;
-    a = RD_LD(A, 0); RD_FMA(c00, a, b0); RD_FMA(c01, a, b1); RD_FMA(c02, a, b2);
-    a = RD_LD(A, 1); RD_FMA(c10, a, b0); RD_FMA(c11, a, b1); RD_FMA(c12, a, b2);
-    a = RD_LD(A, 2); RD_FMA(c20, a, b0); RD_FMA(c21, a, b1); RD_FMA(c22, a, b2);
-    a = RD_LD(A, 3); RD_FMA(c30, a, b0); RD_FMA(c31, a, b1); RD_FMA(c32, a, b2);
-  }
-  rd_finish4(g, i0, j0, c00, c10, c20, c30);
-  rd_finish4(g, i0, j0 + 1, c01, c11, c21, c31);
-  rd_finish4(g, i0, j0 + 2, c02, c12, c22, c32);
-}
-
-/* 1 row x 4 columns: a decode step's GEMV, four independent streams of B. */
-RD_AVX2 static void rd_tile_1x4(const struct rd_args *g, int i0, int j0) {
-  const float *A = g->A + (size_t)i0 * g->lda, *B = g->B + (size_t)j0 * g->ldb;
-  size_t ldA = 0, ldB = (size_t)g->ldb;
-  __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
-  for (int k = 0; k < (g->K & ~7); k += 8) {
-    __m256 a = RD_LD(A, 0);
-    RD_FMA(c0, a, RD_LD(B, 0)); RD_FMA(c1, a, RD_LD(B, 1));
-    RD_FMA(c2, a, RD_LD(B, 2)); RD_FMA(c3, a, RD_LD(B, 3));
-  }
-  rd_finish(g, i0, j0, c0); rd_finish(g, i0, j0 + 1, c1);
-  rd_finish(g, i0, j0 + 2, c2); rd_finish(g, i0, j0 + 3, c3);
-}
-
-/* One element: the order every tile above uses. */
-RD_AVX2 static float rd_dot_avx2(const float *A, const float *B, int K) {
-  size_t ldA = 0, ldB = 0;
-  __m256 c = _mm256_setzero_ps();
-  for (int k = 0; k < (K & ~7); k += 8) RD_FMA(c, RD_LD(A, 0), RD_LD(B, 0));
-  float s = rd_hsum(c);
-  for (int k = K & ~7; k < K; k++) s = fmaf(A[k], B[k], s);
-  return s;
-}
-
-RD_AVX2 static void rd_tile_1x1(const struct rd_args *g, int i0, int j0) {
-  rd_store(g, i0, j0, rd_dot_avx2(g->A + (size_t)i0 * g->lda, g->B + (size_t)j0 * g->ldb, g->K));
-}
-
-/* Columns [j0, j1) against every row of A, a panel at a time. */
-RD_AVX2 static void rd_cols_avx2(const struct rd_args *g, int j0, int j1) {
-  for (int p0 = j0; p0 < j1; p0 += g->panel) {
-    int p1 = p0 + g->panel < j1 ? p0 + g->panel : j1, jn = p1 - (p1 - p0) % RD_NR;
-    int i = 0;
-    for (; i + RD_MR <= g->M; i += RD_MR) {
-      for (int j = p0; j < jn; j += RD_NR) {
-        int ahead = i == 0 && j + g->panel + RD_NR <= j1;
-        rd_tile_4x3(g, i, j, ahead ? g->B + (size_t)(j + g->panel) * g->ldb : NULL);
-      }
-      for (int j = jn; j < p1; j++)
-        for (int r = 0; r < RD_MR; r++) rd_tile_1x1(g, i + r, j);
-    }
-    for (; i < g->M; i++) { /* one-row tiles (a decode step's GEMV) */
-      int j = p0;
-      for (; j + 4 <= p1; j += 4) rd_tile_1x4(g, i, j);
-      for (; j < p1; j++) rd_tile_1x1(g, i, j);
-    }
-  }
-}
-#endif
-
-/* The same order without AVX2/FMA (other CPUs): lanes as plain arrays. */
-static float rd_dot_plain(const float *a, const float *b, int K) {
-  int K8 = K & ~7;
-  float l[8] = {0};
-  for (int k = 0; k < K8; k += 8)
-    for (int x = 0; x < 8; x++) l[x] = fmaf(a[k + x], b[k + x], l[x]);
-  float s = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
-  for (int k = K8; k < K; k++) s = fmaf(a[k], b[k], s);
-  return s;
-}
-
-static void rd_cols_plain(const struct rd_args *g, int j0, int j1) {
-  for (int i = 0; i < g->M; i++)
-    for (int j = j0; j < j1; j++)
-      rd_store(g, i, j, rd_dot_plain(g->A + (size_t)i * g->lda, g->B + (size_t)j * g->ldb, g->K));
-}
-
-static int rd_have_avx2(void) {
-#if defined(__x86_64__) && defined(__GNUC__)
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-  return 0;
-#endif
-}
-
-
-static void rd_cols(void *p, size_t j0, size_t j1) {
-  const struct rd_args *g = p;
-#if defined(__x86_64__) && defined(__GNUC__)
-  if (rd_have_avx2()) { rd_cols_avx2(g, (int)j0, (int)j1); return; }
-#endif
-  rd_cols_plain(g, (int)j0, (int)j1);
-}
-
-/* C[M,N] = alpha A[M,K] B[N,K]^T + beta C, columns split over the threads. */
-static void rowdot_gemm(int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-                        int ldb, float beta, float *C, int ldc) {
-  int panel = RD_PANEL_BYTES / (int)(sizeof(float) * (K > 0 ? K : 1));
-  panel = panel < RD_NR ? RD_NR : panel - panel % RD_NR;
-  /* A small A (a decode step's rows) stays in L2 anyway: then every row passes over
-   * a few columns of B right after they arrive from memory, while they sit in L1 */
-  if ((size_t)M * K * sizeof(float) <= RD_SMALL_A) panel = RD_SMALL_PANEL;
-  struct rd_args g = {M, N, K, lda, ldb, ldc, panel, alpha, beta, A, B, C};
-  /* a thread per >= PAR_MIN_WORK multiply-adds (256 KiB of weights in a GEMV): waking
-   * a pool worker costs 15-40 us, so the batch-1 q and o projections of SmolLM2 split
-   * in two (with a thread created per call they needed 1 MiB, and ran on one core) */
-  par_for((size_t)N, (size_t)M * (size_t)K + 64, rd_cols, &g);
 }
 
 static void cpu_matmul(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,

@@ -6,7 +6,8 @@
  * backward, which costs a few elementwise passes and saves two [T, C] and one
  * [T, F] buffer per layer. The attention op takes separate query and key
  * spans (struct attn_batch), so a KV-cache path can call the same layer code
- * with cached keys. */
+ * with cached keys. On a mixed-precision backend ([model] dtype = bf16, backend.h's
+ * matmul_w16) the products take their weights from a bf16 copy made at each upload. */
 #include "model.h"
 
 #include <math.h>
@@ -189,6 +190,8 @@ int model_create(struct model *m, const struct model_config *mc, int max_tokens,
   m->grads = huge_floats(m->table.total);
   m->dparams = m->on_device ? ops->alloc(sizeof(float) * m->table.total) : m->params;
   m->dgrads = m->on_device ? ops->alloc(sizeof(float) * m->table.total) : m->grads;
+  int mixed = m->on_device && ops->matmul_w16 && ops->to_bf16;
+  if (mixed) m->dparams16 = ops->alloc(sizeof(uint16_t) * m->table.total);
   int arrays_rc = batch_arrays_alloc(m);
   m->rope_cos = dmem_alloc(m, sizeof(float) * half * mc->max_seq);
   m->rope_sin = dmem_alloc(m, sizeof(float) * half * mc->max_seq);
@@ -196,7 +199,8 @@ int model_create(struct model *m, const struct model_config *mc, int max_tokens,
   struct carver count = {NULL, 0};
   model_carve(m, &count);
   m->arena = dmem_alloc(m, sizeof(float) * count.used); /* count.used: whole 64-byte pieces */
-  if (!m->params || !m->grads || !m->dparams || !m->dgrads || arrays_rc || !m->rope_cos ||
+  if (!m->params || !m->grads || !m->dparams || !m->dgrads || (mixed && !m->dparams16) ||
+      arrays_rc || !m->rope_cos ||
       !m->rope_sin || !m->layers || !m->arena || rope_tables(m)) {
     fprintf(stderr, "rlpt: out of memory for the model (%zu parameters, %zu activation floats "
             "for %d tokens)\n", m->table.total, count.used, max_tokens);
@@ -212,6 +216,7 @@ void model_free(struct model *m) {
   if (m->on_device) {
     dmem_free(m, m->dparams);
     dmem_free(m, m->dgrads);
+    dmem_free(m, m->dparams16);
   }
   free(m->params);
   free(m->grads);
@@ -267,6 +272,7 @@ static void params_upload(struct model *m) {
         m->dparams_src == m->params)
       return;
     to_dev(m, m->dparams, m->params, sizeof(float) * m->table.total);
+    if (m->dparams16) m->ops->to_bf16(m->dparams16, m->dparams, m->table.total);
     m->dparams_version = m->params_version;
     m->dparams_src = m->params;
   } else {
@@ -325,11 +331,19 @@ static int batch_set(struct model *m, const int *tokens, const int *cu, int nseq
   return 0;
 }
 
-/* C[M,N] = A[M,K] B[N,K]^T + beta C: the row-invariant product when m->exact asks
- * for it and the backend has one (backend.h), else the backend's matmul. */
+/* The bf16 working copy of the weight at w (a pointer into dparams): same offset. */
+static const uint16_t *w16(const struct model *m, const float *w) {
+  return m->dparams16 + (w - m->dparams);
+}
+
+/* C[M,N] = A[M,K] B[N,K]^T + beta C, B a weight: through its bf16 copy on a mixed-precision
+ * backend; the row-invariant product when m->exact asks for it and the backend has one
+ * (backend.h); else the backend's matmul. */
 static void matmul_abt(const struct model *m, int M, int N, int K, const float *A, int lda,
                        const float *B, int ldb, float beta, float *C, int ldc) {
-  if (m->exact && m->ops->matmul_rowinv)
+  if (m->dparams16)
+    m->ops->matmul_w16(0, 1, M, N, K, 1.0f, A, lda, w16(m, B), ldb, beta, C, ldc);
+  else if (m->exact && m->ops->matmul_rowinv)
     m->ops->matmul_rowinv(M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
   else
     m->ops->matmul(0, 1, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
@@ -342,10 +356,21 @@ static void linear_fwd(const struct model *m, float *y, const float *x, const fl
   if (b) m->ops->bias_add(y, b, T, out);
 }
 
-/* dx[T, in] (+)= dy W;  dW += dy^T x;  db += colsum(dy). */
+/* C[M,N] = A[M,K] B[K,N] + beta C, B a weight (the input gradient of a linear layer):
+ * through its bf16 copy on a mixed-precision backend. */
+static void matmul_ab(const struct model *m, int M, int N, int K, const float *A, int lda,
+                      const float *B, int ldb, float beta, float *C, int ldc) {
+  if (m->dparams16)
+    m->ops->matmul_w16(0, 0, M, N, K, 1.0f, A, lda, w16(m, B), ldb, beta, C, ldc);
+  else
+    m->ops->matmul(0, 0, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* dx[T, in] (+)= dy W;  dW += dy^T x;  db += colsum(dy). The dW product has no weight
+ * operand: a mixed-precision backend's matmul rounds dy and x to bf16 itself. */
 static void linear_bwd(const struct model *m, float *dx, float *dw, float *db, const float *dy,
                        const float *x, const float *w, int T, int out, int in, float beta) {
-  m->ops->matmul(0, 0, T, in, out, 1.0f, dy, out, w, in, beta, dx, in);
+  matmul_ab(m, T, in, out, dy, out, w, in, beta, dx, in);
   m->ops->matmul(1, 0, out, in, T, 1.0f, dy, out, x, in, 1.0f, dw, in);
   if (db) m->ops->bias_bwd(db, dy, T, out);
 }
@@ -596,7 +621,7 @@ static void layer_backward(struct model *m, int l) {
   /* MLP branch: out = res_mid + swiglu(xn2) Wdown^T; dres holds dL/dout. */
   ops->rmsnorm_fwd(m->xn, a->rstd2, a->res_mid, W(m, P_FFN_NORM, l), T, C, eps);
   /* dh (in dgate) = dres Wdown; one pass then gives dgate, dup and h for dWdown */
-  ops->matmul(0, 0, T, F, C, 1.0f, m->dres, C, W(m, P_WDOWN, l), F, 0.0f, m->dgate, F);
+  matmul_ab(m, T, F, C, m->dres, C, W(m, P_WDOWN, l), F, 0.0f, m->dgate, F);
   ops->swiglu_bwd(m->dgate, m->dup, m->h, m->dgate, a->gate, a->up, (size_t)T * F);
   ops->matmul(1, 0, C, F, T, 1.0f, m->dres, C, m->h, F, 1.0f, G(m, P_WDOWN, l), F);
   linear_bwd(m, m->dxn, G(m, P_WGATE, l), NULL, m->dgate, m->xn, W(m, P_WGATE, l), T, F, C, 0.0f);

@@ -54,6 +54,11 @@ struct model {
    * copies, and model_backward downloads the accumulated dgrads into grads. */
   float *params, *grads;  /* table.total floats each */
   float *dparams, *dgrads;
+  /* Mixed precision ([model] dtype = bf16: a backend with matmul_w16, backend.h): the
+   * bf16 working copy of dparams, remade by one to_bf16 at each upload; the products
+   * read their weight operand from it, the norms, biases and the embedding read dparams
+   * (fp32). NULL on an fp32 backend. */
+  uint16_t *dparams16;
   /* Resident weights on a device backend. params_version < 0 (model_create's default):
    * every forward uploads params. >= 0: the owner promises to change it whenever it
    * writes params (the rollout engine: at every weight sync), and a forward uploads

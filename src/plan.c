@@ -145,7 +145,7 @@ int plan_build(struct plan *p, const struct config *cfg, int world, char *err, s
     return 2;
   p->params = (double)model_param_count(&p->mc);
   p->stage_params = plan_stage_params(&p->mc, c->train_pp);
-  p->weight_bytes = cfg->model.dtype == DTYPE_BF16 ? 2 : 4;
+  p->weight_bytes = cfg->model.dtype == DTYPE_BF16 ? 2 : 4; /* the target layout: see print_model */
   p->act_elems_token_layer = plan_act_elems_per_token_layer(&p->mc);
   train_memory(p, cfg);
   rollout_memory(p, cfg);
@@ -240,6 +240,12 @@ static void print_model(const struct plan *p, const struct config *cfg, FILE *f)
           p->weight_bytes == 2 ? "bf16" : "fp32", p->weight_bytes,
           p->weight_bytes == 2 ? " + fp32 master copy" : " (they are the master copy)",
           cfg->optim.zero >= 1 ? " (master and m,v sharded over DP: zero = 1)" : "");
+  /* The figures assume bf16 storage throughout (Megatron's layout, the target); say what
+   * this build allocates today so that a tight fit is read with care (cuda_backend.h). */
+  if (p->weight_bytes == 2)
+    fprintf(f, "  bf16 as implemented (CUDA backend): fp32 device weights + a bf16 working copy "
+            "(6 bytes per parameter), bf16 GEMM inputs with fp32 accumulation, fp32 activations "
+            "and KV cache; the figures below assume bf16 storage\n");
   fprintf(f, "  largest pipeline stage %.0f parameters (%d stages); %.0f activation elements per "
           "token per layer\n", p->stage_params, p->counts.train_pp, p->act_elems_token_layer);
 }

@@ -215,7 +215,7 @@ int run_reward_model_setup(struct run *r, char *err, size_t errlen) {
     snprintf(err, errlen, "out of memory for the reward model");
     return 1;
   }
-  const struct backend_ops *ops = device_backend(r->cfg->run.device, err, errlen);
+  const struct backend_ops *ops = device_backend(r->cfg->run.device, r->cfg->model.dtype, err, errlen);
   int rc = !ops ? 2 : rm_load(rm, ops, r->cfg->reward.rm_path, r->mc.vocab_size, r->mc.max_seq,
                               (int)r->cfg->reward.rm_batch_tokens, err, errlen);
   if (rc) {

@@ -134,7 +134,7 @@ int rollout_create(struct rollout_engine **out, struct model *m, const struct co
   *out = NULL;
   /* [run] device = cuda without a GPU is refused here too, so rollout-only ranks exit 2
    * with the same message as the train ranks; the model's backend is the caller's */
-  if (!device_backend(cfg->run.device, err, errlen)) return 2;
+  if (!device_backend(cfg->run.device, cfg->model.dtype, err, errlen)) return 2;
   struct rollout_engine *re = calloc(1, sizeof *re);
   if (!re) return rfail(err, errlen, 1, "rollout: out of memory");
   re->m = m;

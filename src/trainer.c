@@ -85,7 +85,7 @@ int trainer_create(struct trainer *t, const struct config *cfg, const struct mod
   MPI_CHECK(MPI_Comm_rank(dp, &t->dp_rank));
   MPI_CHECK(MPI_Comm_size(dp, &t->dp_size));
   /* [run] device: every train rank sees the same deck, so a refusal is on every rank */
-  const struct backend_ops *ops = device_backend(cfg->run.device, err, errlen);
+  const struct backend_ops *ops = device_backend(cfg->run.device, cfg->model.dtype, err, errlen);
   if (!ops) {
     trainer_free(t);
     return 2;

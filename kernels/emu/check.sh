@@ -5,6 +5,8 @@
 # or the real cuBLASLt/CUB (replaced by reference versions).
 #   ops, model: test_gpu_ops and test_gpu_model, each in three fiber orders (in
 #               order, shuffled, and with no cuBLASLt algorithm: the GEMM fallback);
+#   bf16:       test_gpu_bf16 ([model] dtype = bf16: mixed-precision products and
+#               model against the CPU fp32 model), in the same three orders;
 #   rlpt:       rlpt itself linked with the emulated kernels (the emulated runtime
 #               reports one device), so `[run] device = cuda` runs end to end:
 #               tests/test_gpu_grpo.sh (a short GRPO run, cuda vs cpu metrics) and
@@ -12,14 +14,14 @@
 #   bench:      bench_gpu --quick (tiny shapes: the benchmark's code, not its figures).
 # Needs a CUDA-configured build for librlpt.a and the CUDA headers:
 #   cmake -S . -B build-cuda -DRLPT_CUDA=ON && cmake --build build-cuda --target rlpt_lib
-# Usage: kernels/emu/check.sh [build-dir [ops|model|rlpt|bench ...]]  (default
-# build-cuda, all four). ops + model take a few minutes, rlpt about ten.
+# Usage: kernels/emu/check.sh [build-dir [ops|model|bf16|rlpt|bench ...]]  (default
+# build-cuda, all five). ops + model + bf16 take a few minutes, rlpt about ten.
 set -euo pipefail
 EMU="$(cd "$(dirname "$0")" && pwd)"
 R="$(cd "$EMU/../.." && pwd)"
 B="$(cd "${1:-$R/build-cuda}" && pwd)"
 shift || true
-what="${*:-ops model rlpt bench}"
+what="${*:-ops model bf16 rlpt bench}"
 W="$B/emu"
 mkdir -p "$W"
 cd "$W"
@@ -47,7 +49,7 @@ done
 LIBS="$B/librlpt.a $(pkg-config --libs inih libcjson libpcre2-8) -lhdf5 -lopenblas -lz -lm -lpthread -lstdc++"
 HDF5_LIB="$(dirname "$(find /usr/lib -name 'libhdf5.so' -path '*openmpi*' | head -1)")"
 rc=0
-for t in test_gpu_ops test_gpu_model; do
+for t in test_gpu_ops test_gpu_model test_gpu_bf16; do
   case " $what " in *" ${t#test_gpu_} "*) ;; *) continue ;; esac
   $CC -c "$R/tests/$t.c" -o "$t.o"
   mpicc -o "emu_$t" "$t.o" "${objs[@]}" emu_rt.o -L"$HDF5_LIB" $LIBS
