@@ -69,7 +69,7 @@ const struct cfg_key cfg_schema[] = {
   ENUM("optim", "schedule", "constant", "constant|linear|cosine", "LR schedule after warm-up", optim.schedule),
   INT("optim", "warmup_steps", "0", 0, 1e9, "steps", "Linear LR warm-up", optim.warmup_steps),
   FLT("optim", "min_lr_ratio", "0.0", 0, 1, "", "Final LR of linear/cosine decay as a fraction of lr", optim.min_lr_ratio),
-  INT("optim", "zero", "0", 0, 1, "", "ZeRO stage for AdamW state (0 = replicated, 1 = sharded over DP)", optim.zero),
+  INT("optim", "zero", "0", 0, 1, "", "ZeRO stage for AdamW state (0 = replicated, 1 = m and v sharded over the DP train ranks, ZeRO-1; with one DP rank 1 is 0)", optim.zero),
 
   /* [task] */
   STR("task", "name", "arith", "Built-in task (arith | countdown) or jsonl", task.name),

@@ -162,14 +162,23 @@ int restart_load(struct run *r, struct restart_point *rp) {
   return rc;
 }
 
+/* The checkpoint holds the full moments whatever the layout that wrote them;
+ * this rank keeps its part (all of it, or its ZeRO-1 shard). */
+static void restore_moments(const struct trainer *t, const struct model *m, struct adamw *o,
+                            const float *full_m, const float *full_v, long adam_t) {
+  long lo, hi;
+  trainer_opt_range(t, m, &lo, &hi);
+  memcpy(o->m, full_m + lo, sizeof(float) * (size_t)(hi - lo));
+  memcpy(o->v, full_v + lo, sizeof(float) * (size_t)(hi - lo));
+  o->t = adam_t;
+}
+
 void restart_apply_rl(struct run *r, struct restart_point *rp) {
   struct ckpt_state *st = rp->st;
   if (!st) return;
   struct trainer *t = r->trainer;
   size_t n = t->policy.table.total;
-  memcpy(t->opt.m, st->adam_m, sizeof(float) * n);
-  memcpy(t->opt.v, st->adam_v, sizeof(float) * n);
-  t->opt.t = st->adam_t;
+  restore_moments(t, &t->policy, &t->opt, st->adam_m, st->adam_v, st->adam_t);
   t->step = (long)ctrl_get(st, "trainer_step");
   t->update = (long)ctrl_get(st, "trainer_update");
   t->weight_version = st->weight_version;
@@ -180,9 +189,8 @@ void restart_apply_rl(struct run *r, struct restart_point *rp) {
       die_local("restart: the checkpoint's critic does not match the deck's");
     memcpy(t->critic.params, st->critic_params, sizeof(float) * t->critic.table.total);
     if (st->has_critic_optim) {
-      memcpy(t->critic_opt.m, st->critic_adam_m, sizeof(float) * t->critic.table.total);
-      memcpy(t->critic_opt.v, st->critic_adam_v, sizeof(float) * t->critic.table.total);
-      t->critic_opt.t = st->critic_adam_t;
+      restore_moments(t, &t->critic, &t->critic_opt, st->critic_adam_m, st->critic_adam_v,
+                      st->critic_adam_t);
     }
   }
   ckpt_state_free(st);

@@ -11,6 +11,7 @@
 
 #include "ckpt.h"
 #include "error.h"
+#include "optim_zero.h"
 #include "restart.h"
 #include "run.h"
 #include "trainer.h"
@@ -21,17 +22,33 @@ int run_ckpt_due(const struct run *r, long step) {
   return step == r->cfg->run.steps || (every > 0 && step % every == 0);
 }
 
+/* The full AdamW moments of m for the checkpoint, whose format does not depend
+ * on the rank layout: the trainer's own buffers, or with [optim] zero = 1 every
+ * DP rank's shard gathered into temporaries (*tmp_m, *tmp_v, freed by the
+ * caller after the write). That costs a transient full-size m and v on every
+ * train rank while the checkpoint is written, which ZeRO-1 otherwise avoids. */
+static void full_moments(const struct trainer *t, const struct model *m, const struct adamw *o,
+                         float **mm, float **vv, float **tmp_m, float **tmp_v) {
+  *mm = o->m;
+  *vv = o->v;
+  if (!t->zero) return;
+  if (zero_gather_moments(o, (long)m->table.total, t->dp, tmp_m, tmp_v))
+    die_local("out of memory gathering the ZeRO-1 AdamW moments for the checkpoint");
+  *mm = *tmp_m;
+  *vv = *tmp_v;
+}
+
 void run_checkpoint(struct run *r, long step) {
   struct trainer *t = r->trainer;
   struct ckpt_state st;
   memset(&st, 0, sizeof st);
+  float *tmp[4] = {NULL, NULL, NULL, NULL};
   st.step = step;
   st.weight_version = t->weight_version;
   st.mc = r->mc;
   st.params = t->policy.params;
   st.has_optim = 1;
-  st.adam_m = t->opt.m;
-  st.adam_v = t->opt.v;
+  full_moments(t, &t->policy, &t->opt, &st.adam_m, &st.adam_v, &tmp[0], &tmp[1]);
   st.adam_t = t->opt.t;
   st.lr = optim_lr_at(&t->sched, t->step > 0 ? t->step - 1 : 0);
   st.has_ref = t->ref_params != NULL;
@@ -40,8 +57,9 @@ void run_checkpoint(struct run *r, long step) {
   st.critic_mc = t->critic.cfg;
   st.critic_params = t->critic.params;
   st.has_critic_optim = t->has_critic;
-  st.critic_adam_m = t->critic_opt.m;
-  st.critic_adam_v = t->critic_opt.v;
+  if (t->has_critic)
+    full_moments(t, &t->critic, &t->critic_opt, &st.critic_adam_m, &st.critic_adam_v, &tmp[2],
+                 &tmp[3]);
   st.critic_adam_t = t->critic_opt.t;
   /* the run state a restart needs (restart.h); step 0 = the SFT -> RL boundary */
   restart_fill(r, &st, step, step > 0);
@@ -52,6 +70,7 @@ void run_checkpoint(struct run *r, long step) {
   r->t_ckpt_last = wait_now() - t0;
   free(st.deck);
   free(st.used_keys);
+  for (int i = 0; i < 4; i++) free(tmp[i]);
   if (rc != CKPT_OK && r->cfg->checkpoint.on_error == CKPT_ON_ERROR_ABORT)
     die_local("step %ld: the checkpoint could not be written ([checkpoint] on_error = abort)", step);
   if (rc != CKPT_OK && r->comms.place.dp == 0)

@@ -1,7 +1,7 @@
 /* trainer.c: the train ranks' model, optimizer and SFT step (trainer.h): create
  * from the deck, phase starts, micro-batching, the shared update (DP gradient
- * sum, global-norm clip, non-finite skip, AdamW) and the SFT data path. The RL
- * step lives in trainer_rl.c. */
+ * sum, global-norm clip, non-finite skip, AdamW; or its ZeRO-1 form, optim_zero.h)
+ * and the SFT data path. The RL step lives in trainer_rl.c. */
 #include "trainer.h"
 
 #include <math.h>
@@ -15,6 +15,7 @@
 #include "error.h"
 #include "model_h5.h"
 #include "model_import.h"
+#include "optim_zero.h"
 #include "rng.h"
 #include "tasks.h"
 #include "tokenizer.h"
@@ -61,13 +62,27 @@ static int init_params(struct trainer *t, char *err, size_t errlen) {
   return 2;
 }
 
+void trainer_opt_range(const struct trainer *t, const struct model *m, long *lo, long *hi) {
+  long n = (long)m->table.total;
+  *lo = 0;
+  *hi = n;
+  if (t->zero) zero_shard(n, t->dp_rank, t->dp_size, lo, hi);
+}
+
+/* AdamW state for the part of m this rank updates (trainer_opt_range). */
+static int opt_init(const struct trainer *t, const struct model *m, struct adamw *o) {
+  long lo, hi;
+  trainer_opt_range(t, m, &lo, &hi);
+  return adamw_init(o, hi - lo);
+}
+
 /* The PPO critic: the policy's shape plus a value head score.weight; its
  * weights are set from the policy at trainer_begin_rl. */
 static int critic_create(struct trainer *t, char *err, size_t errlen) {
   struct model_config cm = t->policy.cfg;
   cm.value_head = 1;
   if (model_create(&t->critic, &cm, t->max_tokens, t->policy.ops) ||
-      adamw_init(&t->critic_opt, (long)t->critic.table.total)) {
+      opt_init(t, &t->critic, &t->critic_opt)) {
     snprintf(err, errlen, "out of memory for the PPO critic (%zu parameters)",
              model_param_count(&cm));
     return 1;
@@ -84,6 +99,7 @@ int trainer_create(struct trainer *t, const struct config *cfg, const struct mod
   t->max_tokens = max_tokens;
   MPI_CHECK(MPI_Comm_rank(dp, &t->dp_rank));
   MPI_CHECK(MPI_Comm_size(dp, &t->dp_size));
+  t->zero = cfg->optim.zero >= 1 && t->dp_size > 1;
   /* [run] device: every train rank sees the same deck, so a refusal is on every rank */
   const struct backend_ops *ops = device_backend(cfg->run.device, cfg->model.dtype, err, errlen);
   if (!ops) {
@@ -103,7 +119,7 @@ int trainer_create(struct trainer *t, const struct config *cfg, const struct mod
   int need_ref = cfg->run.steps > 0 && cfg->algo.kl_coef > 0.0;
   if (need_ref) t->ref_params = malloc(sizeof(float) * t->policy.table.total);
   if (!t->lp || !t->ent || !t->dlp || !t->cu_mb || (need_ref && !t->ref_params) ||
-      adamw_init(&t->opt, (long)t->policy.table.total)) {
+      opt_init(t, &t->policy, &t->opt)) {
     snprintf(err, errlen, "out of memory for the trainer (%zu parameters)", t->policy.table.total);
     trainer_free(t);
     return 1;
@@ -186,20 +202,25 @@ int trainer_forward_micro(struct trainer *t, struct model *m, const int *tokens,
 
 int trainer_update_model(struct trainer *t, struct model *m, struct adamw *opt, double lr,
                          double *grad_norm) {
-  float *g = m->grads;
-  size_t n = m->table.total;
-  allreduce_sum_floats(g, n, 0, t->dp);
-  /* after the sum every rank holds the same gradient: its norm is the global one */
-  double norm = sqrt(optim_sumsq(g, (long)n));
-  *grad_norm = norm;
-  if (optim_clip_scale(g, (long)n, norm, t->cfg->optim.grad_clip) == OPTIM_NONFINITE) {
-    t->skipped_nonfinite++;
-    return 0;
-  }
   const struct config *cfg = t->cfg;
   struct adamw_hparams h = {lr, cfg->optim.beta1, cfg->optim.beta2, cfg->optim.eps,
                             cfg->optim.weight_decay};
-  adamw_step(opt, m->params, g, &h);
+  float *g = m->grads;
+  size_t n = m->table.total;
+  int rc;
+  if (t->zero) {
+    rc = zero_update(opt, m->params, g, (long)n, cfg->optim.grad_clip, &h, t->dp, grad_norm);
+  } else {
+    allreduce_sum_floats(g, n, 0, t->dp);
+    /* after the sum every rank holds the same gradient: its norm is the global one */
+    *grad_norm = sqrt(optim_sumsq(g, (long)n));
+    rc = optim_clip_scale(g, (long)n, *grad_norm, cfg->optim.grad_clip);
+    if (rc == OPTIM_OK) adamw_step(opt, m->params, g, &h);
+  }
+  if (rc == OPTIM_NONFINITE) {
+    t->skipped_nonfinite++;
+    return 0;
+  }
   return 1;
 }
 

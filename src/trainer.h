@@ -24,6 +24,9 @@
  * - [model] init: scratch ([run] seed) or ckpt:PATH (the /model weights of an
  *   rlpt model file from `rlpt init` or of a checkpoint; the shape must match
  *   the deck). gguf:/hf: are refused with a message (convert them first).
+ * - [optim] zero = 1 with more than one DP rank: ZeRO-1 (optim_zero.h), the AdamW
+ *   moments sharded over dp, gradients reduce-scattered and parameters all-gathered;
+ *   the same update as zero = 0 up to fp32 summation order. On one rank it is zero = 0.
  * - [algo] adv_estimator = gae (PPO) trains a critic beside the policy (has_critic);
  *   a checkpoint holds its weights in /critic and its AdamW moments in /critic_optim.
  * - Added beside the original interface: fields step, warned_single_groups,
@@ -57,6 +60,8 @@ struct trainer {
   int64_t weight_version;    /* bumped by every RL step that applied an update */
   MPI_Comm dp;               /* data-parallel group (MPI_COMM_SELF for one rank) */
   int dp_rank, dp_size;
+  int zero;                  /* [optim] zero = 1 over dp_size > 1: opt and critic_opt hold
+                                this rank's ZeRO-1 slice only (trainer_opt_range) */
   long skipped_nonfinite;     /* updates skipped for a non-finite gradient norm, since create */
   long step;                  /* steps taken in the current phase (indexes the LR schedule) */
   int warned_single_groups;   /* the G = 1 warning was printed */
@@ -127,6 +132,11 @@ int trainer_apply_update(struct trainer *t, double lr, double *grad_norm);
  * AdamW state; does not touch t->update. */
 int trainer_update_model(struct trainer *t, struct model *m, struct adamw *opt, double lr,
                          double *grad_norm);
+
+/* The slice [*lo, *hi) of m's flat buffer (the policy or the critic) whose
+ * AdamW moments this rank holds: all of it, or with t->zero its ZeRO-1 shard
+ * (optim_zero.h). A restart copies that slice of the checkpoint's moments. */
+void trainer_opt_range(const struct trainer *t, const struct model *m, long *lo, long *hi);
 
 /* Micro-batching over packed sequences (cu[nseq + 1] offsets): the end of the
  * micro-batch that starts at sequence s0 (at most micro_batch_seqs sequences and
