@@ -41,6 +41,42 @@ static void par_for(size_t n, size_t cost, void (*fn)(void *, size_t, size_t), v
   par_for_nt(openblas_get_num_threads(), n, cost, fn, arg);
 }
 
+/* ---- GEMM -----------------------------------------------------------------
+ * A larger product is split by rows of C over the rank's pool, each slice one
+ * single-threaded sgemm, rather than handed to OpenBLAS's own threads: the pool's
+ * workers are already awake from the op before, while OpenBLAS's threads and the
+ * pool's took turns waking and spinning (two pools on two cores), and OpenBLAS's
+ * two-thread path measured 25-80 GFLOP/s on the tiny model's shapes against
+ * 65-135 for the split (1024 x 688 x 256 and the like, a busy 2-core machine). */
+
+#define MM_ROW_TILE 16          /* slices start on a multiple of sgemm's row tile */
+#define MM_SPLIT_FLOP (1 << 23) /* smaller products stay on one thread */
+
+struct mm_args {
+  int ta, tb, M, N, K, lda, ldb, ldc;
+  float alpha, beta;
+  const float *A, *B;
+  float *C;
+};
+
+/* Rows [t0, t1) x MM_ROW_TILE of C. */
+static void mm_rows(void *p, size_t t0, size_t t1) {
+  const struct mm_args *a = p;
+  int r0 = (int)t0 * MM_ROW_TILE, r1 = (int)t1 * MM_ROW_TILE;
+  if (r1 > a->M) r1 = a->M;
+  const float *A = a->ta ? a->A + r0 : a->A + (size_t)r0 * a->lda;
+  cblas_sgemm(CblasRowMajor, a->ta ? CblasTrans : CblasNoTrans,
+              a->tb ? CblasTrans : CblasNoTrans, r1 - r0, a->N, a->K, a->alpha, A, a->lda, a->B,
+              a->ldb, a->beta, a->C + (size_t)r0 * a->ldc, a->ldc);
+}
+
+/* BLAS at one thread for the call (as the attention backward does), restored after. */
+static void mm_split(int nt, const struct mm_args *a) {
+  openblas_set_num_threads(1);
+  thread_pool_par_for(nt, (size_t)(a->M + MM_ROW_TILE - 1) / MM_ROW_TILE, mm_rows, (void *)a);
+  openblas_set_num_threads(nt);
+}
+
 static void cpu_matmul(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                        const float *B, int ldb, float beta, float *C, int ldc) {
   if (M == 1) {
@@ -57,6 +93,11 @@ static void cpu_matmul(int ta, int tb, int M, int N, int K, float alpha, const f
     else cblas_sgemv(CblasRowMajor, CblasNoTrans, M, K, alpha, A, lda, B, incb, beta, C, ldc);
     return;
   }
+  int nt = openblas_get_num_threads();
+  if (nt > 1 && M >= 2 * MM_ROW_TILE && 2.0 * M * N * K >= MM_SPLIT_FLOP) {
+    mm_split(nt, &(struct mm_args){ta, tb, M, N, K, lda, ldb, ldc, alpha, beta, A, B, C});
+    return;
+  }
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N,
               K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
@@ -70,14 +111,48 @@ struct rms_args {
   float eps;
 };
 
+/* sum_i x[i] y[i] z[i] (z NULL: sum_i x[i] y[i]) in the order of rd_dot_plain: 8 lane
+ * sums (x y z as (x y) z, fused into the lane's add), reduced ((l0+l4)+(l2+l6))+((l1+l5)+
+ * (l3+l7)), then the tail in order. The row's one serial sum was the norms' whole cost
+ * (a 3-4 cycle add per element); the AVX2 twin below gives the same bits. */
+static float rms_dot_plain(const float *x, const float *y, const float *z, int n) {
+  int n8 = n & ~7;
+  float l[8] = {0};
+  for (int i = 0; i < n8; i += 8)
+    for (int c = 0; c < 8; c++) l[c] = fmaf(x[i + c] * y[i + c], z ? z[i + c] : 1.0f, l[c]);
+  float s = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+  for (int i = n8; i < n; i++) s = fmaf(x[i] * y[i], z ? z[i] : 1.0f, s);
+  return s;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+RD_AVX2 static float rms_dot_avx2(const float *x, const float *y, const float *z, int n) {
+  __m256 c = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
+  for (int i = 0; i < (n & ~7); i += 8) {
+    __m256 xy = _mm256_mul_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i));
+    c = _mm256_fmadd_ps(xy, z ? _mm256_loadu_ps(z + i) : one, c);
+  }
+  float s = rd_hsum(c);
+  for (int i = n & ~7; i < n; i++) s = fmaf(x[i] * y[i], z ? z[i] : 1.0f, s);
+  return s;
+}
+#endif
+
+static float rms_dot(const float *x, const float *y, const float *z, int n, int avx2) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (avx2) return rms_dot_avx2(x, y, z, n);
+#endif
+  (void)avx2;
+  return rms_dot_plain(x, y, z, n);
+}
+
 static void rms_fwd_rows(void *p, size_t t0, size_t t1) {
   const struct rms_args *a = p;
-  int C = a->C;
+  int C = a->C, avx2 = rd_have_avx2();
   for (size_t t = t0; t < t1; t++) {
     const float *xt = a->x + t * C;
     float *ot = a->out + t * C;
-    float ss = 0.0f;
-    for (int i = 0; i < C; i++) ss += xt[i] * xt[i];
+    float ss = rms_dot(xt, xt, NULL, C, avx2);
     float r = 1.0f / sqrtf(ss / C + a->eps);
     for (int i = 0; i < C; i++) ot[i] = xt[i] * r * a->w[i];
     a->rstd_out[t] = r;
@@ -94,12 +169,11 @@ static void cpu_rmsnorm_fwd(float *out, float *rstd, const float *x, const float
  * dx_i = r w_i dy_i - x_i r^3 / C * sum_j dy_j w_j x_j   (rows in parallel) */
 static void rms_bwd_rows(void *p, size_t t0, size_t t1) {
   const struct rms_args *a = p;
-  int C = a->C;
+  int C = a->C, avx2 = rd_have_avx2();
   for (size_t t = t0; t < t1; t++) {
     const float *xt = a->x + t * C, *dy = a->dout + t * C;
     float *dxt = a->dx + t * C;
-    float r = a->rstd[t], dot = 0.0f;
-    for (int i = 0; i < C; i++) dot += dy[i] * a->w[i] * xt[i];
+    float r = a->rstd[t], dot = rms_dot(dy, a->w, xt, C, avx2);
     float k = dot * r * r * r / C;
     for (int i = 0; i < C; i++) dxt[i] += r * a->w[i] * dy[i] - xt[i] * k;
   }
@@ -174,6 +248,20 @@ FM_AVX2 static int exp_shift_avx2(float *x, int n, float m) {
     memcpy(x + j, t, sizeof(float) * (size_t)(n - j));
   }
   return n;
+}
+
+/* max(-inf, x[0..n)) eight lanes at a time (the plain loop's ties aside, the same
+ * value: a max does not depend on the order). The plain loop here carried its
+ * running max through memory, a quarter of the attention forward. */
+FM_AVX2 static float row_max_avx2(const float *x, int n) {
+  __m256 m = _mm256_set1_ps(-INFINITY);
+  int j = 0;
+  for (; j + 8 <= n; j += 8) m = _mm256_max_ps(_mm256_loadu_ps(x + j), m);
+  float l[8], r = -INFINITY;
+  _mm256_storeu_ps(l, m);
+  for (int c = 0; c < 8; c++) r = l[c] > r ? l[c] : r;
+  for (; j < n; j++) r = x[j] > r ? x[j] : r;
+  return r;
 }
 #endif
 
@@ -307,13 +395,19 @@ RD_AVX2 static void attn_pv_avx2(float *out, const float *S, float inv,
  * log-sum-exp of the scaled scores. S: last + 1 floats of scratch. */
 static float attn_row_fwd(float *out, const float *q, const struct attn_src *s, int last, int D,
                           float scale, float *S, int avx2) {
-  float mx = -INFINITY;
+  float mx;
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (avx2) attn_scores_avx2(S, q, s, last, D, scale);
+  if (avx2) {
+    attn_scores_avx2(S, q, s, last, D, scale);
+    mx = row_max_avx2(S, last + 1);
+  } else
 #endif
-  for (int j = 0; j <= last; j++) {
-    if (!avx2) S[j] = scale * rd_dot_plain(q, s->k + attn_off(s, j), D);
-    mx = S[j] > mx ? S[j] : mx;
+  {
+    mx = -INFINITY;
+    for (int j = 0; j <= last; j++) {
+      S[j] = scale * rd_dot_plain(q, s->k + attn_off(s, j), D);
+      mx = S[j] > mx ? S[j] : mx;
+    }
   }
   float sum = 0.0f;
   exp_shift_row(S, last + 1, mx, avx2);
@@ -399,13 +493,14 @@ static void cpu_attention_paged_fwd(float *out, float *lse, const float *q,
 #define ATTN_QBLOCK 64
 
 /* One block: the query rows of the `group` heads that share a key/value head,
- * gathered into rows = group x nb contiguous rows (head-major; row r is query
- * r mod nb of its head, at position first + r mod nb), against the klim =
+ * gathered into rows = group x nb contiguous rows (position-major: row r is head
+ * r mod group of query r / group, at position first + r / group, so a position's
+ * group heads, adjacent in q, dout and dq, move as one copy), against the klim =
  * first + nb visible keys (row stride ks). Stacking the heads makes each of the
  * five products one call of group x the size (OpenBLAS's packing overhead on
  * these small blocks was a third of the backward). */
 struct attn_blk {
-  int nb, rows, first, klim, ks, D;
+  int nb, group, rows, first, klim, ks, D;
   float scale;
 };
 
@@ -414,28 +509,26 @@ static void attn_probs(const struct attn_blk *b, float *S, const float *lse) {
   int avx2 = rd_have_avx2();
   for (int i = 0; i < b->rows; i++) {
     float *row = S + (size_t)i * b->klim;
-    int last = b->first + i % b->nb;
+    int last = b->first + i / b->group;
     exp_shift_row(row, last + 1, lse[i], avx2);
     for (int j = last + 1; j < b->klim; j++) row[j] = 0.0f;
   }
 }
 
-/* dS = P * (dP - rowsum(dO * O)) * scale, in place over dP. */
-static void attn_dscores(const struct attn_blk *b, float *dP, const float *P, const float *dout,
-                         const float *out) {
+/* dS = P * (dP - delta) * scale, in place over dP; delta = rowsum(dO * O). */
+static void attn_dscores(const struct attn_blk *b, float *dP, const float *P, const float *delta) {
   for (int i = 0; i < b->rows; i++) {
-    const float *doi = dout + (size_t)i * b->D, *oi = out + (size_t)i * b->D;
-    float d = 0.0f;
-    for (int c = 0; c < b->D; c++) d += doi[c] * oi[c];
+    float d = delta[i];
     float *dp = dP + (size_t)i * b->klim;
     const float *p = P + (size_t)i * b->klim;
     for (int j = 0; j < b->klim; j++) dp[j] = p[j] * (dp[j] - d) * b->scale;
   }
 }
 
-/* The gathered rows of one block (each [rows, D]) and its two score tiles. */
+/* The gathered rows of one block (each [rows, D]), their lse and delta, and the
+ * block's two score tiles. */
 struct attn_bufs {
-  float *q, *dout, *out, *dq, *lse, *P, *dP;
+  float *q, *dout, *dq, *lse, *delta, *P, *dP;
 };
 
 /* Backward of one block: g->dq written, dK/dV rows 0..klim accumulated. */
@@ -447,7 +540,7 @@ static void attn_block_bwd(const struct attn_blk *b, const struct attn_bufs *g, 
   /* dV += P^T dO;  dP = dO V^T */
   cpu_matmul(1, 0, nk, D, M, 1.0f, g->P, nk, g->dout, D, 1.0f, dv, b->ks);
   cpu_matmul(0, 1, M, nk, D, 1.0f, g->dout, D, v, b->ks, 0.0f, g->dP, nk);
-  attn_dscores(b, g->dP, g->P, g->dout, g->out);
+  attn_dscores(b, g->dP, g->P, g->delta);
   /* dQ = dS K;  dK += dS^T Q */
   cpu_matmul(0, 0, M, D, nk, 1.0f, g->dP, nk, k, b->ks, 0.0f, g->dq, D);
   cpu_matmul(1, 0, nk, D, M, 1.0f, g->dP, nk, g->q, D, 1.0f, dk, b->ks);
@@ -461,22 +554,25 @@ struct attn_bwd_args {
   float scale;
 };
 
-/* Rows t0 .. t0+nb-1 of heads h0 .. h0+group-1 into the block's buffers
- * (scatter = 0), or the block's dQ back to them (scatter = 1). */
+/* Rows t0 .. t0+nb-1 of heads h0 .. h0+group-1 into the block's buffers, with
+ * each row's delta = dot(dO, O) read in place (scatter = 0), or the block's dQ
+ * back to them (scatter = 1). */
 static void attn_gather(const struct attn_bwd_args *a, const struct attn_blk *blk,
                         const struct attn_bufs *g, int t0, int h0, int scatter) {
-  int D = a->D, H = a->H;
-  size_t qs = (size_t)H * D;
-  for (int r = 0; r < blk->rows; r++) {
-    size_t t = (size_t)(t0 + r % blk->nb), o = t * qs + (size_t)(h0 + r / blk->nb) * D;
+  int D = a->D, H = a->H, G = blk->group, avx2 = rd_have_avx2();
+  size_t qs = (size_t)H * D, span = sizeof(float) * (size_t)G * D;
+  for (int i = 0; i < blk->nb; i++) {
+    size_t t = (size_t)(t0 + i), o = t * qs + (size_t)h0 * D, r = (size_t)i * G;
     if (scatter) {
-      memcpy(a->dq + o, g->dq + (size_t)r * D, sizeof(float) * D);
+      memcpy(a->dq + o, g->dq + r * D, span);
       continue;
     }
-    memcpy(g->q + (size_t)r * D, a->q + o, sizeof(float) * D);
-    memcpy(g->dout + (size_t)r * D, a->dout + o, sizeof(float) * D);
-    memcpy(g->out + (size_t)r * D, a->out + o, sizeof(float) * D);
-    g->lse[r] = a->lse[t * H + h0 + r / blk->nb];
+    memcpy(g->q + r * D, a->q + o, span);
+    memcpy(g->dout + r * D, a->dout + o, span);
+    memcpy(g->lse + r, a->lse + t * H + h0, sizeof(float) * G);
+    for (int h = 0; h < G; h++)
+      g->delta[r + h] = rms_dot(a->dout + o + (size_t)h * D, a->out + o + (size_t)h * D, NULL,
+                                D, avx2);
   }
 }
 
@@ -489,10 +585,10 @@ static void attn_bwd_units(void *p, size_t u0, size_t u1) {
   int H = a->H, KVH = a->KVH, D = a->D, group = H / KVH, ks = KVH * D;
   int qb = b->max_q < ATTN_QBLOCK ? b->max_q : ATTN_QBLOCK;
   size_t rows = (size_t)group * (size_t)(qb > 0 ? qb : 1), kv = (size_t)(b->max_kv > 0 ? b->max_kv : 1);
-  float *buf = malloc(sizeof(float) * rows * (2 * kv + 4 * (size_t)D + 1));
+  float *buf = malloc(sizeof(float) * rows * (2 * kv + 3 * (size_t)D + 2));
   if (!buf) abort(); /* 2 x 3 x 64 x max_seq floats and the rows: the backward has no error path */
   struct attn_bufs g = {buf, buf + rows * D, buf + 2 * rows * D, buf + 3 * rows * D,
-                        buf + 4 * rows * D, buf + 4 * rows * D + rows, NULL};
+                        buf + 3 * rows * D + rows, buf + 3 * rows * D + 2 * rows, NULL};
   g.dP = g.P + rows * kv;
   for (size_t u = u0; u < u1; u++) {
     int s = (int)(u / KVH), kh = (int)(u % KVH);
@@ -505,7 +601,7 @@ static void attn_bwd_units(void *p, size_t u0, size_t u1) {
     }
     for (int i0 = 0; i0 < nq; i0 += ATTN_QBLOCK) {
       int nb = nq - i0 < ATTN_QBLOCK ? nq - i0 : ATTN_QBLOCK, first = nk - nq + i0;
-      struct attn_blk blk = {nb, group * nb, first, first + nb, ks, D, a->scale};
+      struct attn_blk blk = {nb, group, group * nb, first, first + nb, ks, D, a->scale};
       attn_gather(a, &blk, &g, q0 + i0, kh * group, 0);
       attn_block_bwd(&blk, &g, a->dk + ko, a->dv + ko, a->k + ko, a->v + ko);
       attn_gather(a, &blk, &g, q0 + i0, kh * group, 1);
