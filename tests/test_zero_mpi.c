@@ -16,120 +16,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "dp_fixture.h"
 #include "optim_zero.h"
-#include "tasks.h"
 #include "testutil.h"
-#include "tokenizer.h"
-#include "trainer.h"
 
-#define STEPS 3
 #define REL_TOL 1e-6
 
-static const char *deck_tiny =
-    "[run]\nseed = 11\nsteps = 5\n"
-    "[model]\ndim = 32\nlayers = 2\nheads = 4\nkv_heads = 2\nffn_dim = 64\nmax_seq = 32\n"
-    "[optim]\nlr = 3e-3\ngrad_clip = 1.0\n"
-    "[task]\nname = arith\ndigits_min = 1\ndigits_max = 2\n"
-    "[sft]\nsteps = 3\nbatch_size = 12\nlr = 3e-3\n"
-    "[ranks]\nmicro_batch_seqs = 5\n";
-
-struct run {
-  struct config cfg;
-  struct model_config mc;
-  struct tokenizer tok;
-  struct task task;
-  struct trainer t;
-  double loss[STEPS], norm[STEPS];
-};
-
-/* The deck with the overrides plus optim.zero = zero. */
-static int run_make(struct run *r, int n_over, char *const *over, int zero, MPI_Comm dp) {
-  char err[512], zkey[32];
+/* dp_run_make with optim.zero = zero added to the overrides. */
+static int run_make(struct dp_run *r, int n_over, char *const *over, int zero, MPI_Comm dp) {
+  char zkey[32];
   char *all[8];
-  memset(r, 0, sizeof *r);
   for (int i = 0; i < n_over; i++) all[i] = over[i];
   snprintf(zkey, sizeof zkey, "optim.zero=%d", zero);
   all[n_over] = zkey;
-  tokenizer_init_char(&r->tok);
-  if (config_parse(&r->cfg, "tiny.ini", deck_tiny, n_over + 1, all, err, sizeof err) ||
-      model_config_from_deck(&r->mc, &r->cfg, r->tok.vocab_size, err, sizeof err) ||
-      task_init(&r->task, &r->cfg, err, sizeof err) ||
-      trainer_create(&r->t, &r->cfg, &r->mc, 256, dp, err, sizeof err)) {
-    fprintf(stderr, "setup: %s\n", err);
-    return 1;
-  }
-  return 0;
-}
-
-static void run_free(struct run *r) {
-  trainer_free(&r->t);
-  tokenizer_free(&r->tok);
-}
-
-static int sft_steps(struct run *r) {
-  struct sft_batch b;
-  sft_batch_init(&b);
-  char err[256];
-  long k0, n;
-  trainer_sft_share(r->cfg.sft.batch_size, r->t.dp_rank, r->t.dp_size, &k0, &n);
-  trainer_begin_sft(&r->t);
-  int rc = 0;
-  for (long s = 0; s < STEPS && !rc; s++) {
-    struct step_metrics m;
-    metrics_init(&m);
-    rc = trainer_sft_batch_from_task(&b, &r->cfg, &r->task, &r->tok, r->mc.max_seq, s, k0, n, err,
-                                     sizeof err) ||
-         trainer_sft_step(&r->t, b.tokens, b.cu_seqlens, b.mask, b.nseq, &m);
-    r->loss[s] = m.pg_loss;
-    r->norm[s] = m.grad_norm;
-  }
-  sft_batch_free(&b);
-  return rc;
-}
-
-/* Groups [g0, g1) of test_trainer_dp's synthetic batch: G = 4 responses to "g+1=". */
-static void rl_batch(struct sample_batch *b, int g0, int g1) {
-  for (int g = g0; g < g1; g++)
-    for (int i = 0; i < 4; i++) {
-      struct sample *s = sample_batch_add(b);
-      int32_t prompt[5] = {TOK_CHAR_BOS, '1' + g - 32, '+' - 32, '1' - 32, '=' - 32}, resp[4];
-      int nr = 2 + (g + i) % 3;
-      for (int j = 0; j < nr - 1; j++) resp[j] = '0' + (i * 3 + j * 7 + g) % 10 - 32;
-      resp[nr - 1] = TOK_CHAR_EOS;
-      sample_set_prompt(s, prompt, 5);
-      sample_set_response(s, resp, NULL, nr);
-      s->group = g;
-      s->index = i;
-      s->reward = (double)((g * 7 + i * 3) % 5) / 4.0;
-    }
-}
-
-static int rl_steps(struct run *r, int g0, int g1) {
-  struct sample_batch b;
-  sample_batch_init(&b);
-  rl_batch(&b, g0, g1);
-  trainer_begin_rl(&r->t);
-  int rc = 0;
-  for (int s = 0; s < STEPS && !rc; s++) {
-    struct step_metrics m;
-    metrics_init(&m);
-    rc = trainer_rl_step(&r->t, &b, &m);
-    r->loss[s] = m.pg_loss;
-    r->norm[s] = m.grad_norm;
-    if (!isfinite(m.pg_loss) || !isfinite(m.grad_norm)) rc = 1;
-  }
-  sample_batch_free(&b);
-  return rc;
-}
-
-static double max_rel_diff(const float *a, const float *b, size_t n) {
-  double mx = 0.0, scale = 0.0;
-  for (size_t i = 0; i < n; i++) {
-    mx = fmax(mx, fabs((double)a[i] - b[i]));
-    scale = fmax(scale, fabs((double)a[i]));
-  }
-  return mx / (scale > 0.0 ? scale : 1.0);
+  return dp_run_make(r, n_over + 1, all, dp);
 }
 
 static int rank_of(MPI_Comm c) {
@@ -164,8 +64,8 @@ static void compare_model(const char *name, MPI_Comm dp, const struct model *m0,
   CHECK(same_on_all_ranks(m1->params, n));
   float *fm, *fv;
   CHECK(zero_gather_moments(o1, (long)n, dp, &fm, &fv) == 0);
-  double dpar = max_rel_diff(m0->params, m1->params, n), dm = max_rel_diff(o0->m, fm, n);
-  double dv = max_rel_diff(o0->v, fv, n);
+  double dpar = dp_max_rel_diff(m0->params, m1->params, n), dm = dp_max_rel_diff(o0->m, fm, n);
+  double dv = dp_max_rel_diff(o0->v, fv, n);
   if (rank == 0)
     printf("%s: %zu params; AdamW m+v per rank: zero=0 %zu floats (%.1f KB), zero=1 %ld floats "
            "(%.1f KB, largest shard); max rel diff params %.2e m %.2e v %.2e (tol %.0e)\n", name,
@@ -181,15 +81,15 @@ static void compare_model(const char *name, MPI_Comm dp, const struct model *m0,
 static void compare(const char *name, int kind, int n_over, char *const *over) {
   int rank = rank_of(MPI_COMM_WORLD), size;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  struct run r[2];
+  struct dp_run r[2];
   int rc = 0, per = 6 / size;
   for (int z = 0; z < 2; z++) {
     rc |= run_make(&r[z], n_over, over, z, MPI_COMM_WORLD);
-    rc |= kind == 0 ? sft_steps(&r[z]) : rl_steps(&r[z], rank * per, (rank + 1) * per);
+    rc |= kind == 0 ? dp_sft_steps(&r[z]) : dp_rl_steps(&r[z], rank * per, (rank + 1) * per);
   }
   CHECK(rc == 0);
   CHECK(r[0].t.zero == 0 && r[1].t.zero == 1);
-  for (int s = 0; s < STEPS; s++) {
+  for (int s = 0; s < DP_STEPS; s++) {
     if (rank == 0)
       printf("%s: step %d: loss %.9g vs %.9g, grad_norm %.9g vs %.9g\n", name, s, r[0].loss[s],
              r[1].loss[s], r[0].norm[s], r[1].norm[s]);
@@ -201,7 +101,7 @@ static void compare(const char *name, int kind, int n_over, char *const *over) {
     compare_model("  critic", r[1].t.dp, &r[0].t.critic, &r[1].t.critic, &r[0].t.critic_opt,
                   &r[1].t.critic_opt);
   CHECK(r[0].t.update == r[1].t.update && r[0].t.update > 0);
-  for (int z = 0; z < 2; z++) run_free(&r[z]);
+  for (int z = 0; z < 2; z++) dp_run_free(&r[z]);
 }
 
 /* A deterministic gradient of this rank (different on each), with a NaN at
@@ -215,7 +115,7 @@ static void fake_grads(struct model *m, int rank, int poison) {
 /* Case 3 on fresh models: a finite update, a poisoned one (skipped alike), a finite one. */
 static void nonfinite(void) {
   int rank = rank_of(MPI_COMM_WORLD);
-  struct run r[2];
+  struct dp_run r[2];
   int rc = 0;
   for (int z = 0; z < 2; z++) rc |= run_make(&r[z], 0, NULL, z, MPI_COMM_WORLD);
   CHECK(rc == 0);
@@ -241,12 +141,12 @@ static void nonfinite(void) {
     CHECK(trainer_update_model(t, &t->policy, &t->opt, 1e-3, &norm) == 1);
     if (rank == 0) printf("non-finite: zero=%d skipped on both ranks; next norm %.9g\n", z, norm);
   }
-  double d = max_rel_diff(r[0].t.policy.params, r[1].t.policy.params, n);
+  double d = dp_max_rel_diff(r[0].t.policy.params, r[1].t.policy.params, n);
   if (rank == 0) printf("non-finite: params after skip + 2 updates, max rel diff %.2e\n", d);
   CHECK(d < REL_TOL);
   CHECK(same_on_all_ranks(r[1].t.policy.params, n));
   free(p0);
-  for (int z = 0; z < 2; z++) run_free(&r[z]);
+  for (int z = 0; z < 2; z++) dp_run_free(&r[z]);
 }
 
 /* Case 1: n floats in buckets of `bucket` (0: the default). */
@@ -272,10 +172,10 @@ static void collectives(long n, size_t bucket) {
 
 /* Case 4. */
 static void one_rank(void) {
-  struct run r;
+  struct dp_run r;
   CHECK(run_make(&r, 0, NULL, 1, MPI_COMM_SELF) == 0);
   CHECK(r.t.zero == 0 && r.t.opt.n == (long)r.t.policy.table.total);
-  run_free(&r);
+  dp_run_free(&r);
 }
 
 int main(int argc, char **argv) {
