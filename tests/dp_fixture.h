@@ -1,7 +1,7 @@
-/* dp_fixture.h: a tiny trainer for the data-parallel tests (test_zero_mpi.c;
- * test_trainer_dp.c has the same fixture inline): the deck, SFT steps on this
- * rank's share of each batch, and RL steps on a fixed synthetic batch of
- * groups, DP_STEPS steps each, recording every step's loss and grad_norm. */
+/* dp_fixture.h: a tiny trainer for the data-parallel tests (test_trainer_dp.c,
+ * test_zero_mpi.c): the deck, SFT steps on this rank's share of each batch, and
+ * RL steps on a fixed synthetic batch of groups, DP_STEPS steps each, recording
+ * every step's loss and grad_norm. */
 #ifndef RLPT_DP_FIXTURE_H
 #define RLPT_DP_FIXTURE_H
 
