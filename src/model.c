@@ -213,7 +213,9 @@ int model_create(struct model *m, const struct model_config *mc, int max_tokens,
 }
 
 void model_free(struct model *m) {
+  if (m->dev_update) m->dparams = m->dparams_main;
   if (m->on_device) {
+    dmem_free(m, m->dparams_alt);
     dmem_free(m, m->dparams);
     dmem_free(m, m->dgrads);
     dmem_free(m, m->dparams16);
@@ -258,19 +260,67 @@ void model_init_params(struct model *m, uint64_t seed) {
 }
 
 void model_zero_grad(struct model *m) {
-  memset(m->grads, 0, sizeof(float) * m->table.total);
+  if (!m->dev_update) memset(m->grads, 0, sizeof(float) * m->table.total);
   if (m->on_device) dmem_zero(m, m->dgrads, sizeof(float) * m->table.total);
+}
+
+/* dev_update (model.h): a forward reads the device truth, or while params points at
+ * another host buffer (the KL reference) that buffer's device copy; the bf16 working
+ * copy follows whichever it reads (one device-side conversion per switch). 0, or -1
+ * out of device memory (message printed). */
+static int params_select(struct model *m) {
+  size_t n = m->table.total;
+  float *d = m->dparams_main;
+  if (m->params != m->dparams_src) {
+    if (!m->dparams_alt) m->dparams_alt = dmem_alloc(m, sizeof(float) * n);
+    if (!m->dparams_alt) {
+      fprintf(stderr, "rlpt: out of device memory for a second copy of the weights (%zu "
+              "parameters: the KL reference)\n", n);
+      return -1;
+    }
+    if (m->dparams_alt_src != m->params) to_dev(m, m->dparams_alt, m->params, sizeof(float) * n);
+    m->dparams_alt_src = m->params;
+    d = m->dparams_alt;
+  }
+  if (d != m->dparams && m->dparams16) m->ops->to_bf16(m->dparams16, d, n);
+  m->dparams = d;
+  return 0;
+}
+
+void model_params_live(struct model *m) {
+  if (!m->on_device) return;
+  if (!m->dev_update) m->dparams_main = m->dparams;
+  m->dparams = m->dparams_main;
+  to_dev(m, m->dparams, m->params, sizeof(float) * m->table.total);
+  if (m->dparams16) m->ops->to_bf16(m->dparams16, m->dparams, m->table.total);
+  m->dparams_src = m->params;
+  m->dparams_alt_src = NULL;
+  m->dev_update = 1;
+}
+
+void model_params_to_host(struct model *m) {
+  if (m->dev_update)
+    to_host(m, (float *)m->dparams_src, m->dparams_main, sizeof(float) * m->table.total);
+}
+
+void model_params_on_host(struct model *m) {
+  if (!m->dev_update) return;
+  m->dparams = m->dparams_main;
+  m->dev_update = 0;
+  m->dparams_version = -1;
+  m->dparams_src = NULL;
 }
 
 /* The host params are the truth (model.h): a device backend copies them in before
  * a forward unless the owner's params_version says dparams already holds them; a
  * host backend reads them in place, through whatever buffer m->params points at now
  * (the trainer points it at the reference weights for a KL forward). */
-static void params_upload(struct model *m) {
+static int params_upload(struct model *m) {
+  if (m->dev_update) return params_select(m);
   if (m->on_device) {
     if (m->params_version >= 0 && m->params_version == m->dparams_version &&
         m->dparams_src == m->params)
-      return;
+      return 0;
     to_dev(m, m->dparams, m->params, sizeof(float) * m->table.total);
     if (m->dparams16) m->ops->to_bf16(m->dparams16, m->dparams, m->table.total);
     m->dparams_version = m->params_version;
@@ -279,6 +329,7 @@ static void params_upload(struct model *m) {
     m->dparams = m->params;
     m->dgrads = m->grads;
   }
+  return 0;
 }
 
 /* The ops' copies of the batch arrays built on the host. */
@@ -497,7 +548,7 @@ static void head_forward(struct model *m) {
 int model_forward(struct model *m, const int *tokens, const int *cu_seqlens, int nseq,
                   float *logprob_out, float *entropy_out, float *value_out) {
   if (batch_set(m, tokens, cu_seqlens, nseq)) return -1;
-  params_upload(m);
+  if (params_upload(m)) return -1;
   const struct model_config *mc = &m->cfg;
   int T = m->T, C = mc->dim;
   trunk_forward(m, NULL);
@@ -558,7 +609,7 @@ static int kv_batch_set(struct model *m, const int *tokens, const int *cu_new, c
 int model_forward_kv(struct model *m, const int *tokens, const int *cu_new, const int *pos0,
                      int nseq, const struct model_kv_io *io, int all_logits, float *logits) {
   if (kv_batch_set(m, tokens, cu_new, pos0, nseq)) return -1;
-  params_upload(m);
+  if (params_upload(m)) return -1;
   if (trunk_forward(m, io)) return -1;
   int C = m->cfg.dim, V = m->cfg.vocab_size, rows = all_logits ? m->T : nseq;
   const float *x = m->xf;
@@ -664,5 +715,6 @@ void model_backward(struct model *m, const float *dlogprob, const float *dentrop
                       W(m, P_FINAL_NORM, -1), m->rstdf, T, C);
   for (int l = mc->layers - 1; l >= 0; l--) layer_backward(m, l);
   m->ops->embed_bwd(G(m, P_EMBED, -1), m->tokens, m->dres, T, C);
-  if (m->on_device) to_host(m, m->grads, m->dgrads, sizeof(float) * m->table.total);
+  if (m->on_device && !m->dev_update)
+    to_host(m, m->grads, m->dgrads, sizeof(float) * m->table.total);
 }

@@ -66,6 +66,16 @@ struct model {
    * or params points at another buffer than dparams_src. */
   int64_t params_version, dparams_version;
   const float *dparams_src;
+  /* The trainer's update on the device (model_params_live; trainer_device.c): dparams_main
+   * is the truth, written by the device AdamW; the host params (dparams_src) are stale
+   * until model_params_to_host, and the gradients stay in dgrads (model_backward downloads
+   * nothing, model_zero_grad leaves the host grads alone). A forward while params points
+   * at another host buffer (the trainer's KL reference) reads that buffer's device copy,
+   * dparams_alt (allocated on first use), uploaded when dparams_alt_src differs; dparams
+   * is whichever of the two the last forward read. */
+  int dev_update;
+  float *dparams_main, *dparams_alt;
+  const float *dparams_alt_src;
   int on_device;          /* ops work on their own memory (ops->upload set) */
   int exact;              /* 1 (model_create's default): A B^T products through the backend's
                              row-invariant matmul, so a row's logprob does not depend on the
@@ -118,6 +128,13 @@ void model_init_params(struct model *m, uint64_t seed);
 void model_params_init(const struct param_table *t, float *params, double init_std,
                        uint64_t seed);
 void model_zero_grad(struct model *m);
+/* Device backend (no-ops on a host backend): model_params_live uploads the host params
+ * once and makes the device copy the truth (dev_update above); model_params_to_host
+ * downloads it into the host params; model_params_on_host makes the host params the
+ * truth again (they were rewritten: every forward uploads them, model_create's state). */
+void model_params_live(struct model *m);
+void model_params_to_host(struct model *m);
+void model_params_on_host(struct model *m);
 
 /* Forward on nseq packed sequences (cu_seqlens[nseq] tokens in all).
  * logprob_out[t] = log p(tokens[t+1] | tokens[start..t]) within the sequence;

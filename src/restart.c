@@ -14,6 +14,7 @@
 #include "error.h"
 #include "run.h"
 #include "trainer.h"
+#include "trainer_device.h"
 
 static void ctrl_put(struct ckpt_state *st, const char *name, double v) {
   if (st->n_ctrl >= CKPT_CTRL_MAX) die_local("restart: more than %d controller values", CKPT_CTRL_MAX);
@@ -151,6 +152,7 @@ int restart_load(struct run *r, struct restart_point *rp) {
   if (!rc && r->is_train) {
     struct trainer *t = r->trainer;
     memcpy(t->policy.params, st->params, sizeof(float) * t->policy.table.total);
+    trainer_host_changed(t);
     t->weight_version = st->weight_version;
     if (rp->phase_rl) rp->st = st;  /* restart_apply_rl takes the RL state after trainer_begin_rl */
   }
@@ -193,6 +195,7 @@ void restart_apply_rl(struct run *r, struct restart_point *rp) {
                       st->critic_adam_t);
     }
   }
+  trainer_host_changed(t);  /* a device trainer takes them up at its next forward and update */
   ckpt_state_free(st);
   free(st);
   rp->st = NULL;

@@ -15,6 +15,7 @@
 #include "restart.h"
 #include "run.h"
 #include "trainer.h"
+#include "trainer_device.h"
 #include "wait.h"
 
 int run_ckpt_due(const struct run *r, long step) {
@@ -43,6 +44,7 @@ void run_checkpoint(struct run *r, long step) {
   struct ckpt_state st;
   memset(&st, 0, sizeof st);
   float *tmp[4] = {NULL, NULL, NULL, NULL};
+  trainer_sync_host(t, 1);  /* the device's params and moments, when it trains there */
   st.step = step;
   st.weight_version = t->weight_version;
   st.mc = r->mc;

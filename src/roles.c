@@ -15,6 +15,7 @@
 #include "rollout.h"
 #include "run.h"
 #include "trainer.h"
+#include "trainer_device.h"
 #include "wait.h"
 #include "xfer.h"
 
@@ -254,6 +255,7 @@ void run_sync_weights(struct run *r) {
   int64_t v = root ? r->trainer->weight_version : 0;
   wait_bcast(&v, 1, MPI_INT64_T, 0, wc);
   struct model *m = r->is_train ? &r->trainer->policy : r->rmodel;
+  if (r->is_train) trainer_sync_host(r->trainer, 0);  /* params trained on the device */
   struct xfer_stats st;
   int rc = xfer_bcast_weights(m->params, &m->table, 0, wc, &st);
   if (rc != XFER_OK) die_local("weight broadcast failed: %s", xfer_strerror(rc));

@@ -19,6 +19,7 @@
 #include "rng.h"
 #include "tasks.h"
 #include "tokenizer.h"
+#include "trainer_device.h"
 #include "wait.h"
 
 /* ---- create / free ---------------------------------------------------------- */
@@ -106,11 +107,15 @@ int trainer_create(struct trainer *t, const struct config *cfg, const struct mod
     trainer_free(t);
     return 2;
   }
+  trainer_device_select(t, ops);
   if (max_tokens < 1 || model_create(&t->policy, mc, max_tokens, ops)) {
     snprintf(err, errlen, "could not allocate the policy model for %d tokens", max_tokens);
     trainer_free(t);
     return 1;
   }
+  /* ZeRO-1 on the device is not sharded yet: the device update all-reduces the whole
+   * gradient with NCCL and keeps full moments (trainer_device.h) */
+  if (trainer_device_on(&t->policy)) t->zero = 0;
   size_t n = (size_t)max_tokens;
   t->lp = malloc(sizeof(float) * n);
   t->ent = malloc(sizeof(float) * n);
@@ -132,6 +137,7 @@ int trainer_create(struct trainer *t, const struct config *cfg, const struct mod
 }
 
 void trainer_free(struct trainer *t) {
+  trainer_device_free(t);
   model_free(&t->policy);
   adamw_free(&t->opt);
   model_free(&t->critic);
@@ -153,6 +159,9 @@ static void adamw_reset(struct adamw *o) {
 }
 
 static void reset_optimizer(struct trainer *t) {
+  /* a phase starts from the host copies (the current ones: trainer_device.h) */
+  trainer_sync_host(t, 0);
+  trainer_host_changed(t);
   adamw_reset(&t->opt);
   t->update = 0;
   t->step = 0;
@@ -202,6 +211,7 @@ int trainer_forward_micro(struct trainer *t, struct model *m, const int *tokens,
 
 int trainer_update_model(struct trainer *t, struct model *m, struct adamw *opt, double lr,
                          double *grad_norm) {
+  if (trainer_device_on(m)) return trainer_update_device(t, m, opt, lr, grad_norm);
   const struct config *cfg = t->cfg;
   struct adamw_hparams h = {lr, cfg->optim.beta1, cfg->optim.beta2, cfg->optim.eps,
                             cfg->optim.weight_decay};

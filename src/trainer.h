@@ -20,7 +20,8 @@
  *   group and computed locally): the step loop must distribute whole groups.
  *   Batch-wide statistics (REINFORCE++ and whiten_adv whitening, counts, metrics)
  *   are all-reduced over dp. Every DP rank must call the step, even with no samples.
- * - The model runs on the CPU backend (params/grads in host memory).
+ * - The model runs on [run] device's backend. On a device the update runs there too
+ *   (trainer_device.h): host params and moments are then copies made for their readers.
  * - [model] init: scratch ([run] seed) or ckpt:PATH (the /model weights of an
  *   rlpt model file from `rlpt init` or of a checkpoint; the shape must match
  *   the deck). gguf:/hf: are refused with a message (convert them first).
@@ -72,6 +73,9 @@ struct trainer {
   int has_critic;
   struct model critic;
   struct adamw critic_opt;
+  /* the update on the device (trainer_device.h): device moments, NCCL; NULL until the
+   * first device update */
+  struct trainer_dev *dev;
   /* scratch of one SFT micro-batch (max_tokens floats / max_tokens + 1 ints) */
   float *lp, *ent, *dlp;
   int *cu_mb;

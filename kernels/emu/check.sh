@@ -7,6 +7,8 @@
 #               order, shuffled, and with no cuBLASLt algorithm: the GEMM fallback);
 #   bf16:       test_gpu_bf16 ([model] dtype = bf16: mixed-precision products and
 #               model against the CPU fp32 model), in the same three orders;
+#   trainer:    test_gpu_trainer (the trainer's device update against the host one) on
+#               one rank and on two (NCCL emulated over MPI_COMM_WORLD: emu_rt.cpp);
 #   rlpt:       rlpt itself linked with the emulated kernels (the emulated runtime
 #               reports one device), so `[run] device = cuda` runs end to end:
 #               tests/test_gpu_grpo.sh (a short GRPO run, cuda vs cpu metrics) and
@@ -14,14 +16,14 @@
 #   bench:      bench_gpu --quick (tiny shapes: the benchmark's code, not its figures).
 # Needs a CUDA-configured build for librlpt.a and the CUDA headers:
 #   cmake -S . -B build-cuda -DRLPT_CUDA=ON && cmake --build build-cuda --target rlpt_lib
-# Usage: kernels/emu/check.sh [build-dir [ops|model|bf16|rlpt|bench ...]]  (default
-# build-cuda, all five). ops + model + bf16 take a few minutes, rlpt about ten.
+# Usage: kernels/emu/check.sh [build-dir [ops|model|bf16|trainer|rlpt|bench ...]]  (default
+# build-cuda, all six). ops + model + bf16 take a few minutes, trainer one, rlpt about ten.
 set -euo pipefail
 EMU="$(cd "$(dirname "$0")" && pwd)"
 R="$(cd "$EMU/../.." && pwd)"
 B="$(cd "${1:-$R/build-cuda}" && pwd)"
 shift || true
-what="${*:-ops model bf16 rlpt bench}"
+what="${*:-ops model bf16 trainer rlpt bench}"
 W="$B/emu"
 mkdir -p "$W"
 cd "$W"
@@ -41,7 +43,7 @@ for cu in "$R"/kernels/*.cu; do
   $CXX -c "$f.emu.cpp" -o "$f.o"
   objs+=("$f.o")
 done
-$CXX -c "$EMU/emu_rt.cpp" -o emu_rt.o
+$CXX -DOMPI_SKIP_MPICXX $(mpicc --showme:compile) -c "$EMU/emu_rt.cpp" -o emu_rt.o
 for c in "$R"/kernels/*.c; do
   $CC -c "$c" -o "$(basename "$c" .c).o"
   objs+=("$(basename "$c" .c).o")
@@ -61,6 +63,19 @@ for t in test_gpu_ops test_gpu_model test_gpu_bf16; do
     tail -3 "emu_$t.$order.log"
   done
 done
+if [[ " $what " == *" trainer "* ]]; then
+  $CC -c "$R/tests/test_gpu_trainer.c" -o test_gpu_trainer.o
+  mpicc -o emu_test_gpu_trainer test_gpu_trainer.o "${objs[@]}" emu_rt.o -L"$HDF5_LIB" $LIBS
+  troot=""
+  [ "$(id -u)" = 0 ] && troot=--allow-run-as-root
+  for np in 1 2; do
+    echo "== test_gpu_trainer on $np rank(s) (emulated kernels)"
+    EMU_DEVICES=$np OMPI_MCA_mpi_yield_when_idle=1 OPENBLAS_NUM_THREADS=1 mpiexec -n $np \
+      --oversubscribe $troot -x EMU_DEVICES \
+      ./emu_test_gpu_trainer > "emu_test_gpu_trainer.$np.log" 2>&1 || rc=1
+    grep -E '^(step|after)|CHECK|test_gpu_trainer' "emu_test_gpu_trainer.$np.log" || true
+  done
+fi
 if [[ " $what " == *" rlpt "* ]]; then
   $CC -DRLPT_VERSION='"emu"' -c "$R/src/main.c" -o main.o
   mpicc -o emu_rlpt main.o "${objs[@]}" emu_rt.o -L"$HDF5_LIB" $LIBS

@@ -8,6 +8,7 @@
 // index): after its start (makecontext) a fiber is switched with _setjmp/_longjmp,
 // which save no signal mask, so a switch costs no system call.
 #include "emu.h"
+#include <mpi.h>
 #include <cublasLt.h>
 #include <csetjmp>
 #include <ucontext.h>
@@ -134,7 +135,8 @@ cudaError_t cudaMemset(void *p, int v, size_t n) { memset(p, v, n); return cudaS
 cudaError_t cudaMemcpy(void *d, const void *s, size_t n, enum cudaMemcpyKind) { memmove(d, s, n); return cudaSuccess; }
 cudaError_t cudaGetLastError(void) { return cudaSuccess; }
 const char *cudaGetErrorString(cudaError_t) { return "emu error"; }
-cudaError_t cudaGetDeviceCount(int *n) { *n = 1; return cudaSuccess; }
+// EMU_DEVICES: the devices reported (default 1; a multi-rank run of a test that wants one each)
+cudaError_t cudaGetDeviceCount(int *n) { const char *e = getenv("EMU_DEVICES"); *n = e ? atoi(e) : 1; return cudaSuccess; }
 cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int) {
   memset(p, 0, sizeof *p); strcpy(p->name, "EMU (kernels on the CPU)");
@@ -146,6 +148,62 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
 cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) { *ms = (float)(*(double *)b - *(double *)a); return cudaSuccess; }
 cudaError_t cudaEventDestroy(cudaEvent_t e) { free(e); return cudaSuccess; }
+}
+
+// ---- streams (the work is synchronous) and NCCL over MPI ----
+// Only groups of the whole MPI world are emulated (a one-rank group, or every rank of
+// MPI_COMM_WORLD: e.g. test_gpu_trainer's DP run); anything else stops with a message.
+struct ncclComm { MPI_Comm c; int n; };
+extern "C" {
+cudaError_t cudaSetDevice(int) { return cudaSuccess; }
+cudaError_t cudaStreamCreate(cudaStream_t *s) { *s = (cudaStream_t)malloc(8); return cudaSuccess; }
+cudaError_t cudaStreamDestroy(cudaStream_t s) { free(s); return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamQuery(cudaStream_t) { return cudaSuccess; }
+ncclResult_t ncclGetUniqueId(ncclUniqueId *id) { memset(id, 0, sizeof *id); return ncclSuccess; }
+ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId, int rank) {
+  int wr = 0, ws = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &wr);
+  MPI_Comm_size(MPI_COMM_WORLD, &ws);
+  if (nranks != 1 && (nranks != ws || rank != wr)) {
+    fprintf(stderr, "EMU: NCCL groups other than one rank or MPI_COMM_WORLD are not emulated\n");
+    abort();
+  }
+  *comm = new ncclComm{MPI_COMM_SELF, nranks};
+  if (nranks > 1) MPI_Comm_dup(MPI_COMM_WORLD, &(*comm)->c);
+  return ncclSuccess;
+}
+ncclResult_t ncclCommSplit(ncclComm_t, int, int, ncclComm_t *, ncclConfig_t *) {
+  fprintf(stderr, "EMU: ncclCommSplit is not emulated\n");
+  abort();
+}
+ncclResult_t ncclCommDestroy(ncclComm_t c) {
+  if (c->n > 1) MPI_Comm_free(&c->c);
+  delete c;
+  return ncclSuccess;
+}
+ncclResult_t ncclCommAbort(ncclComm_t c) { return ncclCommDestroy(c); }
+ncclResult_t ncclCommGetAsyncError(ncclComm_t, ncclResult_t *e) { *e = ncclSuccess; return ncclSuccess; }
+const char *ncclGetErrorString(ncclResult_t) { return "emu NCCL error"; }
+ncclResult_t ncclAllReduce(const void *s, void *r, size_t n, ncclDataType_t t, ncclRedOp_t op,
+                           ncclComm_t c, cudaStream_t) {
+  if (t != ncclFloat32 || (op != ncclSum && op != ncclAvg)) {
+    fprintf(stderr, "EMU: ncclAllReduce: only fp32 sum/avg are emulated\n");
+    abort();
+  }
+  float *x = (float *)r;
+  if (s != r) memmove(r, s, sizeof(float) * n);
+  MPI_Allreduce(MPI_IN_PLACE, x, (int)n, MPI_FLOAT, MPI_SUM, c->c);
+  if (op == ncclAvg) for (size_t i = 0; i < n; i++) x[i] /= (float)c->n;
+  return ncclSuccess;
+}
+ncclResult_t ncclBroadcast(const void *s, void *r, size_t n, ncclDataType_t t, int root,
+                           ncclComm_t c, cudaStream_t) {
+  if (t != ncclFloat32) { fprintf(stderr, "EMU: ncclBroadcast: only fp32 is emulated\n"); abort(); }
+  if (s != r) memmove(r, s, sizeof(float) * n);
+  MPI_Bcast(r, (int)n, MPI_FLOAT, root, c->c);
+  return ncclSuccess;
+}
 }
 
 // ---- naive cuBLASLt (column-major, checks the shapes) ----

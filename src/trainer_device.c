@@ -1,0 +1,170 @@
+/* trainer_device.c: the trainer's update on the device (trainer_device.h): NCCL
+ * gradient average over DP, global norm, clip, non-finite skip and fused AdamW
+ * on device memory, and the host copies its readers ask for. Compiled in every
+ * build; the device update only with the CUDA backend. */
+#include "trainer_device.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "config.h"
+#include "error.h"
+#include "model.h"
+#include "nccl_comm.h"
+#include "optim.h"
+#include "trainer.h"
+
+#ifdef RLPT_HAVE_CUDA
+#include "cuda_backend.h"
+#endif
+
+/* The device AdamW state of one model (the policy, or the PPO critic) and which
+ * copies agree: moments_ok, the device moments hold the host's or newer ones;
+ * host_*_ok, the host copy equals the device one (no update since the download). */
+struct dev_slot {
+  float *m, *v;
+  int moments_ok, host_params_ok, host_moments_ok;
+};
+
+struct trainer_dev {
+  struct dev_slot slot[2]; /* [0] policy, [1] critic */
+#ifdef RLPT_HAVE_CUDA
+  int nccl_on;             /* nc mirrors t->dp (dp_size > 1, from the first update on) */
+  struct nccl_comm nc;
+#endif
+};
+
+static struct model *slot_model(struct trainer *t, int i) { return i ? &t->critic : &t->policy; }
+static struct adamw *slot_opt(struct trainer *t, int i) { return i ? &t->critic_opt : &t->opt; }
+
+void trainer_sync_host(struct trainer *t, int with_optim) {
+  struct trainer_dev *d = t->dev;
+  if (!d) return;
+  for (int i = 0; i < 2; i++) {
+    struct model *m = slot_model(t, i);
+    struct adamw *o = slot_opt(t, i);
+    struct dev_slot *s = &d->slot[i];
+    if (m->dev_update && !s->host_params_ok) {
+      model_params_to_host(m);
+      s->host_params_ok = 1;
+    }
+    if (with_optim && s->moments_ok && !s->host_moments_ok) {
+      m->ops->download(o->m, s->m, sizeof(float) * (size_t)o->n);
+      m->ops->download(o->v, s->v, sizeof(float) * (size_t)o->n);
+      s->host_moments_ok = 1;
+    }
+  }
+}
+
+void trainer_host_changed(struct trainer *t) {
+  model_params_on_host(&t->policy);
+  model_params_on_host(&t->critic);
+  if (!t->dev) return;
+  for (int i = 0; i < 2; i++)
+    t->dev->slot[i] = (struct dev_slot){t->dev->slot[i].m, t->dev->slot[i].v, 0, 1, 1};
+}
+
+void trainer_device_free(struct trainer *t) {
+  struct trainer_dev *d = t->dev;
+  if (!d) return;
+  for (int i = 0; i < 2; i++) {
+    const struct model *m = slot_model(t, i);
+    if (d->slot[i].m) m->ops->free(d->slot[i].m);
+    if (d->slot[i].v) m->ops->free(d->slot[i].v);
+  }
+#ifdef RLPT_HAVE_CUDA
+  if (d->nccl_on) nccl_comm_free(&d->nc);
+#endif
+  free(d);
+  t->dev = NULL;
+}
+
+#ifdef RLPT_HAVE_CUDA
+void trainer_device_select(const struct trainer *t, const struct backend_ops *ops) {
+  if (ops->upload && t->dp_size > 1 && nccl_select_device(t->dp) < 0)
+    die_local("no CUDA device visible for the NCCL data-parallel group");
+}
+
+int trainer_device_on(const struct model *m) { return m->on_device; }
+
+/* Device moments of slot s allocated and current, m's device params the truth. */
+static void slot_ready(struct model *m, const struct adamw *o, struct dev_slot *s) {
+  size_t bytes = sizeof(float) * m->table.total;
+  if ((size_t)o->n != m->table.total)
+    die_local("the device update needs the full AdamW state (%ld of %zu values)", o->n,
+              m->table.total);
+  if (!s->m) s->m = m->ops->alloc(bytes);
+  if (!s->v) s->v = m->ops->alloc(bytes);
+  if (!s->m || !s->v)
+    die_local("out of device memory for the AdamW moments (%zu parameters)", m->table.total);
+  if (!s->moments_ok) {
+    m->ops->upload(s->m, o->m, bytes);
+    m->ops->upload(s->v, o->v, bytes);
+    s->moments_ok = s->host_moments_ok = 1;
+  }
+  if (!m->dev_update) {
+    model_params_live(m);
+    s->host_params_ok = 1;
+  }
+}
+
+/* The gradient sum over dp, in place in g[n] (device); returns the factor the
+ * averaged buffer still needs (dp_size; 1 on one rank). */
+static double dp_average(struct trainer *t, float *g, size_t n) {
+  struct trainer_dev *d = t->dev;
+  if (t->dp_size == 1) return 1.0;
+  if (!d->nccl_on) {
+    nccl_comm_init(&d->nc, t->dp);
+    d->nccl_on = 1;
+  }
+  nccl_allreduce_avg(&d->nc, g, n);
+  return (double)t->dp_size;
+}
+
+int trainer_update_device(struct trainer *t, struct model *m, struct adamw *opt, double lr,
+                          double *grad_norm) {
+  if (!t->dev && !(t->dev = calloc(1, sizeof *t->dev))) die_local("out of memory");
+  struct dev_slot *s = &t->dev->slot[m == &t->critic];
+  slot_ready(m, opt, s);
+  float *g = m->dgrads;
+  size_t n = m->table.total;
+  /* NCCL averages; the host path sums (losses are divided by global counts): the
+   * factor P goes into the norm and into the one scaling pass below */
+  double P = dp_average(t, g, n);
+  double norm = P * sqrt(cuda_sumsq(g, n));
+  *grad_norm = norm;
+  if (!isfinite(norm)) {
+    t->skipped_nonfinite++;
+    return 0;
+  }
+  const struct config *cfg = t->cfg;
+  double clip = cfg->optim.grad_clip;
+  /* optim_clip_scale's factor, in the same float rounding */
+  float scale = clip > 0.0 && norm > clip ? (float)(clip / (norm + 1e-6)) : 1.0f;
+  if (P != 1.0) scale = (float)(P * (double)scale);
+  if (scale != 1.0f) cuda_scale(g, n, scale);
+  opt->t++;
+  /* the bf16 working copy is refreshed here when the forward reads the master's */
+  uint16_t *p16 = m->dparams == m->dparams_main ? m->dparams16 : NULL;
+  cuda_adamw_step(m->dparams_main, p16, g, s->m, s->v, n, opt->t, lr, cfg->optim.beta1,
+                  cfg->optim.beta2, cfg->optim.eps, cfg->optim.weight_decay);
+  s->host_params_ok = s->host_moments_ok = 0;
+  return 1;
+}
+#else
+void trainer_device_select(const struct trainer *t, const struct backend_ops *ops) {
+  (void)t;
+  (void)ops;
+}
+
+int trainer_device_on(const struct model *m) {
+  (void)m;
+  return 0;
+}
+
+int trainer_update_device(struct trainer *t, struct model *m, struct adamw *opt, double lr,
+                          double *grad_norm) {
+  (void)t, (void)m, (void)opt, (void)lr, (void)grad_norm;
+  die_local("the device update needs the CUDA backend (this build has none)");
+}
+#endif
