@@ -13,6 +13,8 @@
 #               reports one device), so `[run] device = cuda` runs end to end:
 #               tests/test_gpu_grpo.sh (a short GRPO run, cuda vs cpu metrics) and
 #               tests/test_gpu_cli.sh (generate / score --device cuda vs cpu);
+#   grpo16:     the rlpt GRPO run with the cuda side in [model] dtype = bf16 (not in the
+#               default set: about five minutes more);
 #   bench:      bench_gpu --quick (tiny shapes: the benchmark's code, not its figures).
 # Needs a CUDA-configured build for librlpt.a and the CUDA headers:
 #   cmake -S . -B build-cuda -DRLPT_CUDA=ON && cmake --build build-cuda --target rlpt_lib
@@ -76,7 +78,7 @@ if [[ " $what " == *" trainer "* ]]; then
     grep -E '^(step|after)|CHECK|test_gpu_trainer' "emu_test_gpu_trainer.$np.log" || true
   done
 fi
-if [[ " $what " == *" rlpt "* ]]; then
+if [[ " $what " == *" rlpt "* || " $what " == *" grpo16 "* ]]; then
   $CC -DRLPT_VERSION='"emu"' -c "$R/src/main.c" -o main.o
   mpicc -o emu_rlpt main.o "${objs[@]}" emu_rt.o -L"$HDF5_LIB" $LIBS
   $CC -c "$R/tests/test_gpu_grpo.c" -o test_gpu_grpo.o
@@ -85,11 +87,16 @@ if [[ " $what " == *" rlpt "* ]]; then
   [ "$(id -u)" = 0 ] && root=--allow-run-as-root
   export RLPT_MPIEXEC="${RLPT_MPIEXEC:-mpiexec -n}" RLPT_MPI_FLAGS="${RLPT_MPI_FLAGS:---oversubscribe $root}"
   export OMPI_MCA_mpi_yield_when_idle=1 OPENBLAS_NUM_THREADS=1 RLPT_SOURCE_DIR="$R"
-  echo "== test_gpu_grpo.sh (emulated kernels)"
-  # gpu.cmake's gpu_grpo run with smaller batches (the emulated kernels are ~1000x slower)
+fi
+# gpu.cmake's gpu_grpo run with smaller batches (the emulated kernels are ~1000x slower)
+emu_grpo() {
   sh "$R/tests/test_gpu_grpo.sh" "$W/emu_rlpt" "$W/emu_test_gpu_grpo" 4 \
     "$R/tests/decks/e2e_tiny.ini" 40 4 algo.kl_coef=0.05 sft.batch_size=16 \
-    algo.prompts_per_step=8 eval.prompts=16 sft.eval_prompts=16 > emu_gpu_grpo.log 2>&1 || rc=1
+    algo.prompts_per_step=8 eval.prompts=16 sft.eval_prompts=16
+}
+if [[ " $what " == *" rlpt "* ]]; then
+  echo "== test_gpu_grpo.sh (emulated kernels)"
+  emu_grpo > emu_gpu_grpo.log 2>&1 || rc=1
   grep -E '^(run.device|mean|test_gpu_grpo|GPU_GRPO|.*CHECK failed)' emu_gpu_grpo.log || true
   echo "== test_gpu_cli.sh (emulated kernels)"
   printf '[model]\ndim = 32\nlayers = 2\nheads = 4\nkv_heads = 2\nffn_dim = 48\nmax_seq = 64\ninit_std = 0.2\n' \
@@ -97,6 +104,12 @@ if [[ " $what " == *" rlpt "* ]]; then
   ./emu_rlpt init emu_cli.ini --out emu_cli.h5 run.seed=5 > /dev/null
   sh "$R/tests/test_gpu_cli.sh" "$W/emu_rlpt" emu_cli.h5 > emu_gpu_cli.log 2>&1 || rc=1
   tail -12 emu_gpu_cli.log
+fi
+if [[ " $what " == *" grpo16 "* ]]; then
+  echo "== test_gpu_grpo.sh, cuda side in bf16 (emulated kernels)"
+  RLPT_GPU_GRPO_DTYPE=bf16 emu_grpo > emu_gpu_grpo16.log 2>&1 || rc=1
+  grep -E '^(run.device|gpu dtype|mean|step|test_gpu_grpo|GPU_GRPO|.*CHECK failed)' \
+    emu_gpu_grpo16.log || true
 fi
 if [[ " $what " == *" bench "* ]]; then
   $CC -c "$R/tests/bench/bench_gpu.c" -o bench_gpu.o
