@@ -45,6 +45,13 @@ static inline size_t attn_scratch_floats(int max_q, int max_kv) {
   return 2 * (size_t)max_q * (size_t)max_kv + (size_t)max_q;
 }
 
+/* One product of matmul_rowinv_shared: B [N, K] and C [M, N], both row-major and dense. */
+struct rowinv_product {
+  int N;
+  const float *B;
+  float *C;
+};
+
 struct backend_ops {
   const char *name;
 
@@ -59,6 +66,12 @@ struct backend_ops {
    * training passes use the faster matmul. Optional (NULL: matmul). */
   void (*matmul_rowinv)(int M, int N, int K, float alpha, const float *A, int lda,
                         const float *B, int ldb, float beta, float *C, int ldc);
+  /* count matmul_rowinv products that share A (a layer's q, k and v from one normed
+   * input; gate and up): out[i].C = A out[i].B^T (alpha 1, beta 0), the bits of count
+   * separate calls, in one parallel job: one wake-up of the threads, not count.
+   * Optional (NULL: separate matmul_rowinv calls). */
+  void (*matmul_rowinv_shared)(int M, int K, const float *A, int lda, int count,
+                               const struct rowinv_product *out);
   /* bf16 mixed precision ([model] dtype = bf16), optional (NULL: fp32 backend). A backend
    * whose matmul rounds both fp32 operands to bf16 (fp32 accumulation and output) sets
    * both, so that the model keeps a bf16 working copy of its weights, converted once per

@@ -870,6 +870,7 @@ const struct backend_ops cpu_backend = {
   .name = "cpu",
   .matmul = cpu_matmul,
   .matmul_rowinv = rowdot_gemm,
+  .matmul_rowinv_shared = rowdot_gemm_shared,
   .rmsnorm_fwd = cpu_rmsnorm_fwd,
   .rmsnorm_bwd = cpu_rmsnorm_bwd,
   .rope = cpu_rope,

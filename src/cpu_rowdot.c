@@ -10,8 +10,10 @@
  * forward (OpenBLAS sums in an order that depends on M, and its one-row path is
  * a GEMV with yet another order). Register tiles of 4 rows x 3 columns; a
  * panel of B columns is kept hot in L2 while every row of A passes over it, so
- * B (the weights) streams from memory once per call. */
-
+ * B (the weights) streams from memory once per call. Fewer than 4 rows (decode
+ * steps) are bound by memory bandwidth alone: B is then read as four long
+ * sequential streams per thread. Products that share A (q, k, v) can run as one
+ * job of the rank's thread pool. */
 #include <cblas.h>
 #include <math.h>
 #include <stddef.h>
@@ -24,8 +26,8 @@
 #define RD_PANEL_BYTES (256 * 1024) /* B panel per thread: half of a 512 KiB L2 */
 #define RD_SMALL_A (128 * 1024)     /* A up to this size: panels of RD_SMALL_PANEL columns */
 #define RD_SMALL_PANEL 12           /* a multiple of RD_NR and of the GEMV tile's 4 */
-#define RD_STREAMS 4               /* rd_streams_avx2's sequential streams of B */
-#define RD_MIN_WORK 65536           /* multiply-adds per thread below which one is not woken */
+#define RD_STREAMS 4                /* rd_streams_avx2's sequential streams of B */
+#define RD_MIN_WORK 32768           /* multiply-adds per thread below which one is not woken */
 
 struct rd_args {
   int M, N, K, lda, ldb, ldc, panel;
@@ -170,20 +172,61 @@ static void rd_cols(void *p, size_t j0, size_t j1) {
   rd_cols_plain(g, (int)j0, (int)j1);
 }
 
-/* C[M,N] = alpha A[M,K] B[N,K]^T + beta C, columns split over the threads. */
-void rowdot_gemm(int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-                 int ldb, float beta, float *C, int ldc) {
+/* Up to RD_SHARED_MAX products run as one pool job (one wake-up of the workers): the
+ * threads split the concatenation of their columns, product i owning columns
+ * [n0[i], n0[i+1]). A slice that spans two products runs a piece of each. */
+#define RD_SHARED_MAX 4
+
+struct rd_job {
+  int count;
+  size_t n0[RD_SHARED_MAX + 1];
+  struct rd_args g[RD_SHARED_MAX];
+};
+
+static void rd_job_cols(void *p, size_t j0, size_t j1) {
+  const struct rd_job *job = p;
+  for (int i = 0; i < job->count; i++) {
+    size_t lo = j0 > job->n0[i] ? j0 : job->n0[i], hi = j1 < job->n0[i + 1] ? j1 : job->n0[i + 1];
+    if (lo < hi) rd_cols((void *)&job->g[i], lo - job->n0[i], hi - job->n0[i]);
+  }
+}
+
+/* Columns of B per panel (rd_cols_avx2) for M rows of A of length K. */
+static int rd_panel(int M, int K) {
   int panel = RD_PANEL_BYTES / (int)(sizeof(float) * (K > 0 ? K : 1));
   panel = panel < RD_NR ? RD_NR : panel - panel % RD_NR;
   /* A small A (a decode step's rows) stays in L2 anyway: then every row passes over
    * a few columns of B right after they arrive from memory, while they sit in L1 */
-  if ((size_t)M * K * sizeof(float) <= RD_SMALL_A) panel = RD_SMALL_PANEL;
-  struct rd_args g = {M, N, K, lda, ldb, ldc, panel, alpha, beta, A, B, C};
-  /* a thread per >= RD_MIN_WORK multiply-adds (256 KiB of weights in a GEMV): waking
-   * a pool worker costs 15-40 us, so the batch-1 q and o projections of SmolLM2 split
-   * in two (with a thread created per call they needed 1 MiB, and ran on one core) */
-  size_t by_work = (size_t)N * ((size_t)M * (size_t)K + 64) / RD_MIN_WORK;
+  return (size_t)M * K * sizeof(float) <= RD_SMALL_A ? RD_SMALL_PANEL : panel;
+}
+
+/* The job's columns over the rank's threads: a thread per >= RD_MIN_WORK multiply-adds.
+ * Waking a pool worker that still polls costs a few us, one that sleeps 15-40 us. */
+static void rd_job_run(struct rd_job *job) {
+  size_t n = job->n0[job->count], mk = (size_t)job->g[0].M * (size_t)job->g[0].K;
+  size_t by_work = n * (mk + 64) / RD_MIN_WORK;
   int nt = openblas_get_num_threads();
   if ((size_t)nt > by_work) nt = (int)by_work;
-  thread_pool_par_for(nt, (size_t)N, rd_cols, &g);
+  thread_pool_par_for(nt, n, rd_job_cols, job);
+}
+
+/* C[M,N] = alpha A[M,K] B[N,K]^T + beta C, columns split over the threads. */
+void rowdot_gemm(int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                 int ldb, float beta, float *C, int ldc) {
+  struct rd_job job = {1, {0, (size_t)N}, {{M, N, K, lda, ldb, ldc, rd_panel(M, K), alpha, beta, A, B, C}}};
+  rd_job_run(&job);
+}
+
+void rowdot_gemm_shared(int M, int K, const float *A, int lda, int count,
+                        const struct rowinv_product *out) {
+  for (int c0 = 0; c0 < count; c0 += RD_SHARED_MAX) {
+    struct rd_job job = {0, {0}, {{0}}};
+    for (int c = c0; c < count && job.count < RD_SHARED_MAX; c++, job.count++) {
+      const struct rowinv_product *o = &out[c];
+      job.g[job.count] = (struct rd_args){M, o->N, K, lda, K, o->N, rd_panel(M, K), 1.0f, 0.0f,
+                                          A, o->B, o->C};
+      job.n0[job.count + 1] = job.n0[job.count] + (size_t)o->N;
+    }
+    rd_job_run(&job);
+  }
 }

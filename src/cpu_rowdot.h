@@ -12,11 +12,17 @@
 
 #include <math.h>
 
+#include "backend.h"
+
 /* C[M,N] = alpha A[M,K] B[N,K]^T + beta C, every element in the order above, so a
  * row of C has the same bits whatever M is and whichever rows share the call;
  * columns split over the rank's thread pool. backend.h's matmul_rowinv. */
 void rowdot_gemm(int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                  int ldb, float beta, float *C, int ldc);
+/* count rowdot_gemm products sharing A, run as one job per 4 (backend.h's
+ * matmul_rowinv_shared). */
+void rowdot_gemm_shared(int M, int K, const float *A, int lda, int count,
+                        const struct rowinv_product *out);
 
 static inline int rd_have_avx2(void) {
 #if defined(__x86_64__) && defined(__GNUC__)

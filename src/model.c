@@ -407,6 +407,24 @@ static void linear_fwd(const struct model *m, float *y, const float *x, const fl
   if (b) m->ops->bias_add(y, b, T, out);
 }
 
+/* y_i[T, out_i] = x[T, in] W_i^T (+ b_i) for n <= 3 linears that read the same x (a layer's
+ * q, k and v; gate and up): on the row-invariant path one backend call when it has the
+ * shared op (one wake-up of the threads instead of n: a decode step's products are
+ * short), else linear_fwd each. Same bits either way. */
+static void linears_fwd(const struct model *m, const float *x, int T, int in, int n,
+                        float *const *y, const float *const *w, const float *const *b,
+                        const int *out) {
+  if (!m->dparams16 && m->exact && m->ops->matmul_rowinv && m->ops->matmul_rowinv_shared) {
+    struct rowinv_product p[3];
+    for (int i = 0; i < n; i++) p[i] = (struct rowinv_product){out[i], w[i], y[i]};
+    m->ops->matmul_rowinv_shared(T, in, x, in, n, p);
+    for (int i = 0; i < n; i++)
+      if (b[i]) m->ops->bias_add(y[i], b[i], T, out[i]);
+    return;
+  }
+  for (int i = 0; i < n; i++) linear_fwd(m, y[i], x, w[i], b[i], T, out[i], in, 0.0f);
+}
+
 /* C[M,N] = A[M,K] B[K,N] + beta C, B a weight (the input gradient of a linear layer):
  * through its bf16 copy on a mixed-precision backend. */
 static void matmul_ab(const struct model *m, int M, int N, int K, const float *A, int lda,
@@ -491,9 +509,9 @@ static int layer_forward(struct model *m, int l, float *out, const struct model_
   int T = m->T, C = mc->dim, F = mc->ffn_dim, H = mc->heads, KVH = mc->kv_heads, D = mc->head_dim;
   int KV = KVH * D;
   ops->rmsnorm_fwd(m->xn, a->rstd1, a->res_in, W(m, P_ATTN_NORM, l), T, C, (float)mc->norm_eps);
-  linear_fwd(m, a->q, m->xn, W(m, P_WQ, l), W(m, P_BQ, l), T, C, C, 0.0f);
-  linear_fwd(m, a->k, m->xn, W(m, P_WK, l), W(m, P_BK, l), T, KV, C, 0.0f);
-  linear_fwd(m, a->v, m->xn, W(m, P_WV, l), W(m, P_BV, l), T, KV, C, 0.0f);
+  linears_fwd(m, m->xn, T, C, 3, (float *[]){a->q, a->k, a->v},
+              (const float *[]){W(m, P_WQ, l), W(m, P_WK, l), W(m, P_WV, l)},
+              (const float *[]){W(m, P_BQ, l), W(m, P_BK, l), W(m, P_BV, l)}, (int[]){C, KV, KV});
   ops->rope(a->q, m->pos, m->rope_cos, m->rope_sin, T, H, D, 0);
   ops->rope(a->k, m->pos, m->rope_cos, m->rope_sin, T, KVH, D, 0);
   if (attention_forward(m, l, io)) return -1;
@@ -501,8 +519,9 @@ static int layer_forward(struct model *m, int l, float *out, const struct model_
   dmem_copy(m, a->res_mid, a->res_in, (size_t)T * C);
   linear_fwd(m, a->res_mid, a->att, W(m, P_WO, l), NULL, T, C, C, 1.0f);
   ops->rmsnorm_fwd(m->xn, a->rstd2, a->res_mid, W(m, P_FFN_NORM, l), T, C, (float)mc->norm_eps);
-  linear_fwd(m, a->gate, m->xn, W(m, P_WGATE, l), NULL, T, F, C, 0.0f);
-  linear_fwd(m, a->up, m->xn, W(m, P_WUP, l), NULL, T, F, C, 0.0f);
+  linears_fwd(m, m->xn, T, C, 2, (float *[]){a->gate, a->up},
+              (const float *[]){W(m, P_WGATE, l), W(m, P_WUP, l)}, (const float *[]){NULL, NULL},
+              (int[]){F, F});
   ops->swiglu_fwd(m->h, a->gate, a->up, (size_t)T * F);
   dmem_copy(m, out, a->res_mid, (size_t)T * C);
   linear_fwd(m, out, m->h, W(m, P_WDOWN, l), NULL, T, C, F, 1.0f);
