@@ -42,38 +42,50 @@ static void par_for(size_t n, size_t cost, void (*fn)(void *, size_t, size_t), v
 }
 
 /* ---- GEMM -----------------------------------------------------------------
- * A larger product is split by rows of C over the rank's pool, each slice one
- * single-threaded sgemm, rather than handed to OpenBLAS's own threads: the pool's
- * workers are already awake from the op before, while OpenBLAS's threads and the
- * pool's took turns waking and spinning (two pools on two cores), and OpenBLAS's
- * two-thread path measured 25-80 GFLOP/s on the tiny model's shapes against
- * 65-135 for the split (1024 x 688 x 256 and the like, a busy 2-core machine). */
+ * A larger product is split over the rank's pool, each slice one single-threaded
+ * sgemm, rather than handed to OpenBLAS's own threads: the pool's workers are
+ * already awake from the op before, while OpenBLAS's threads and the pool's took
+ * turns waking and spinning (two pools on two cores), and OpenBLAS's two-thread
+ * path measured 25-80 GFLOP/s on the tiny model's shapes against 65-135 for the
+ * split (1024 x 688 x 256 and the like, a busy 2-core machine). The split is
+ * along the longer of C's sides: every slice packs the whole of the operand
+ * along the other side, so that copy is the smaller one. */
 
-#define MM_ROW_TILE 16          /* slices start on a multiple of sgemm's row tile */
+#define MM_TILE 16              /* slices start on a multiple of sgemm's register tile */
 #define MM_SPLIT_FLOP (1 << 23) /* smaller products stay on one thread */
 
 struct mm_args {
-  int ta, tb, M, N, K, lda, ldb, ldc;
+  int ta, tb, M, N, K, lda, ldb, ldc, by_cols;
   float alpha, beta;
   const float *A, *B;
   float *C;
 };
 
-/* Rows [t0, t1) x MM_ROW_TILE of C. */
-static void mm_rows(void *p, size_t t0, size_t t1) {
+/* Tiles [t0, t1) of C's rows (by_cols = 0) or columns, MM_TILE each. */
+static void mm_slice(void *p, size_t t0, size_t t1) {
   const struct mm_args *a = p;
-  int r0 = (int)t0 * MM_ROW_TILE, r1 = (int)t1 * MM_ROW_TILE;
-  if (r1 > a->M) r1 = a->M;
-  const float *A = a->ta ? a->A + r0 : a->A + (size_t)r0 * a->lda;
+  int lo = (int)t0 * MM_TILE, hi = (int)t1 * MM_TILE, M = a->M, N = a->N;
+  const float *A = a->A, *B = a->B;
+  float *C = a->C;
+  if (a->by_cols) {
+    hi = hi < N ? hi : N;
+    B += a->tb ? (size_t)lo * a->ldb : (size_t)lo;
+    C += lo, N = hi - lo;
+  } else {
+    hi = hi < M ? hi : M;
+    A += a->ta ? (size_t)lo : (size_t)lo * a->lda;
+    C += (size_t)lo * a->ldc, M = hi - lo;
+  }
   cblas_sgemm(CblasRowMajor, a->ta ? CblasTrans : CblasNoTrans,
-              a->tb ? CblasTrans : CblasNoTrans, r1 - r0, a->N, a->K, a->alpha, A, a->lda, a->B,
-              a->ldb, a->beta, a->C + (size_t)r0 * a->ldc, a->ldc);
+              a->tb ? CblasTrans : CblasNoTrans, M, N, a->K, a->alpha, A, a->lda, B, a->ldb,
+              a->beta, C, a->ldc);
 }
 
 /* BLAS at one thread for the call (as the attention backward does), restored after. */
 static void mm_split(int nt, const struct mm_args *a) {
+  int side = a->by_cols ? a->N : a->M;
   openblas_set_num_threads(1);
-  thread_pool_par_for(nt, (size_t)(a->M + MM_ROW_TILE - 1) / MM_ROW_TILE, mm_rows, (void *)a);
+  thread_pool_par_for(nt, (size_t)(side + MM_TILE - 1) / MM_TILE, mm_slice, (void *)a);
   openblas_set_num_threads(nt);
 }
 
@@ -94,8 +106,9 @@ static void cpu_matmul(int ta, int tb, int M, int N, int K, float alpha, const f
     return;
   }
   int nt = openblas_get_num_threads();
-  if (nt > 1 && M >= 2 * MM_ROW_TILE && 2.0 * M * N * K >= MM_SPLIT_FLOP) {
-    mm_split(nt, &(struct mm_args){ta, tb, M, N, K, lda, ldb, ldc, alpha, beta, A, B, C});
+  int by_cols = N > M;
+  if (nt > 1 && (by_cols ? N : M) >= 2 * MM_TILE && 2.0 * M * N * K >= MM_SPLIT_FLOP) {
+    mm_split(nt, &(struct mm_args){ta, tb, M, N, K, lda, ldb, ldc, by_cols, alpha, beta, A, B, C});
     return;
   }
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N,
@@ -389,6 +402,98 @@ RD_AVX2 static void attn_pv_avx2(float *out, const float *S, float inv,
     out[d] = o;
   }
 }
+
+/* Two query rows at positions last and last + 1 (S0, S1) in one pass over the
+ * keys: each k row loaded once feeds both (the one-row kernel issued a load per
+ * fused multiply-add). Every score is attn_scores_avx2's: lane sums over D, then
+ * rd_hsum4's reduction, the D mod 8 tail and the scale in the same order. */
+RD_AVX2 static void attn_scores2_avx2(float *S0, float *S1, const float *q0, const float *q1,
+                                      const struct attn_src *s, int last, int D, float scale) {
+  int j = 0, D8 = D & ~7;
+  for (; j + 4 <= last + 1; j += 4) {
+    const float *kr[4];
+    for (int r = 0; r < 4; r++) kr[r] = s->k + attn_off(s, j + r);
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+    for (int k = 0; k < D8; k += 8) {
+      __m256 x = _mm256_loadu_ps(q0 + k), y = _mm256_loadu_ps(q1 + k);
+      __m256 w0 = _mm256_loadu_ps(kr[0] + k), w1 = _mm256_loadu_ps(kr[1] + k);
+      __m256 w2 = _mm256_loadu_ps(kr[2] + k), w3 = _mm256_loadu_ps(kr[3] + k);
+      /* in registers: GCC otherwise folds each load into both FMAs (two loads) */
+      __asm__("" : "+x"(w0), "+x"(w1), "+x"(w2), "+x"(w3));
+      a0 = _mm256_fmadd_ps(x, w0, a0), b0 = _mm256_fmadd_ps(y, w0, b0);
+      a1 = _mm256_fmadd_ps(x, w1, a1), b1 = _mm256_fmadd_ps(y, w1, b1);
+      a2 = _mm256_fmadd_ps(x, w2, a2), b2 = _mm256_fmadd_ps(y, w2, b2);
+      a3 = _mm256_fmadd_ps(x, w3, a3), b3 = _mm256_fmadd_ps(y, w3, b3);
+    }
+    float t0[4], t1[4];
+    _mm_storeu_ps(t0, rd_hsum4(a0, a1, a2, a3));
+    _mm_storeu_ps(t1, rd_hsum4(b0, b1, b2, b3));
+    for (int r = 0; r < 4; r++) {
+      for (int k = D8; k < D; k++) {
+        t0[r] = fmaf(q0[k], kr[r][k], t0[r]);
+        t1[r] = fmaf(q1[k], kr[r][k], t1[r]);
+      }
+      S0[j + r] = scale * t0[r];
+      S1[j + r] = scale * t1[r];
+    }
+  }
+  for (; j <= last; j++) {
+    S0[j] = scale * rd_dot_avx2(q0, s->k + attn_off(s, j), D);
+    S1[j] = scale * rd_dot_avx2(q1, s->k + attn_off(s, j), D);
+  }
+  S1[last + 1] = scale * rd_dot_avx2(q1, s->k + attn_off(s, last + 1), D);
+}
+
+/* attn_pv_avx2 for the two rows of attn_scores2_avx2 (D a multiple of 32): 32
+ * columns of both at a time, each v row loaded once for the two; every output is
+ * the same chain of fused multiply-adds over j ascending. */
+RD_AVX2 static void attn_pv2_avx2(float *o0, float *o1, const float *S0, const float *S1,
+                                  float inv0, float inv1, const struct attn_src *s, int last,
+                                  int D) {
+  for (int d = 0; d + 32 <= D; d += 32) {
+    __m256 a[4], b[4];
+    for (int c = 0; c < 4; c++) a[c] = b[c] = _mm256_setzero_ps();
+    for (int j = 0; j <= last; j++) {
+      const float *v = s->v + attn_off(s, j) + d;
+      __m256 p = _mm256_set1_ps(S0[j] * inv0), r = _mm256_set1_ps(S1[j] * inv1);
+      for (int c = 0; c < 4; c++) {
+        __m256 w = _mm256_loadu_ps(v + 8 * c);
+        __asm__("" : "+x"(w)); /* one load for both rows (see attn_scores2_avx2) */
+        a[c] = _mm256_fmadd_ps(p, w, a[c]);
+        b[c] = _mm256_fmadd_ps(r, w, b[c]);
+      }
+    }
+    const float *v = s->v + attn_off(s, last + 1) + d;
+    __m256 r = _mm256_set1_ps(S1[last + 1] * inv1);
+    for (int c = 0; c < 4; c++) {
+      _mm256_storeu_ps(o0 + d + 8 * c, a[c]);
+      _mm256_storeu_ps(o1 + d + 8 * c, _mm256_fmadd_ps(r, _mm256_loadu_ps(v + 8 * c), b[c]));
+    }
+  }
+}
+
+/* attn_row_fwd (below) for queries at positions last and last + 1 at once, the
+ * same bits: the two serial sums run side by side in their own orders. */
+static void attn_rows2_fwd(float *lse, float *out0, float *out1, const float *q0, const float *q1,
+                           const struct attn_src *s, int last, int D, float scale, float *S0,
+                           float *S1) {
+  attn_scores2_avx2(S0, S1, q0, q1, s, last, D, scale);
+  float mx0 = row_max_avx2(S0, last + 1), mx1 = row_max_avx2(S1, last + 2);
+  exp_shift_row(S0, last + 1, mx0, 1);
+  exp_shift_row(S1, last + 2, mx1, 1);
+  float sum0 = 0.0f, sum1 = 0.0f;
+  for (int j = 0; j <= last; j++) sum0 += S0[j], sum1 += S1[j];
+  sum1 += S1[last + 1];
+  float inv0 = 1.0f / sum0, inv1 = 1.0f / sum1;
+  if (D % 32 == 0) {
+    attn_pv2_avx2(out0, out1, S0, S1, inv0, inv1, s, last, D);
+  } else {
+    attn_pv_avx2(out0, S0, inv0, s, last, D);
+    attn_pv_avx2(out1, S1, inv1, s, last + 1, D);
+  }
+  lse[0] = mx0 + logf(sum0);
+  lse[1] = mx1 + logf(sum1);
+}
 #endif
 
 /* One query at position `last` against keys 0..last: out[D] written, returns the
@@ -442,7 +547,8 @@ static void attn_fwd_units(void *p, size_t u0, size_t u1) {
   const struct attn_fwd_args *a = p;
   const struct attn_batch *b = a->b;
   int H = a->H, D = a->D, ks = a->KVH * D, avx2 = rd_have_avx2();
-  float *S = malloc(sizeof(float) * (size_t)(b->max_kv > 0 ? b->max_kv : 1));
+  size_t kv = (size_t)(b->max_kv > 0 ? b->max_kv : 1);
+  float *S = malloc(sizeof(float) * 2 * kv);
   if (!S) abort(); /* a few KiB: the forward has no error path to report through */
   for (size_t u = u0; u < u1; u++) {
     int s = (int)(u / H), h = (int)(u % H);
@@ -457,7 +563,18 @@ static void attn_fwd_units(void *p, size_t u0, size_t u1) {
       src.k += (size_t)b->cu_kv[s] * ks;
       src.v += (size_t)b->cu_kv[s] * ks;
     }
-    for (int i = 0; i < nq; i++) {
+    int i = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    for (; avx2 && i + 2 <= nq; i += 2) { /* query pairs: one pass over k and v for two */
+      size_t r = (size_t)(q0 + i), o = r * H * D + (size_t)h * D;
+      float l2[2];
+      attn_rows2_fwd(l2, a->out + o, a->out + o + (size_t)H * D, a->q + o, a->q + o + (size_t)H * D,
+                     &src, nk - nq + i, D, a->scale, S, S + kv);
+      a->lse[r * H + h] = l2[0];
+      a->lse[(r + 1) * H + h] = l2[1];
+    }
+#endif
+    for (; i < nq; i++) {
       size_t r = (size_t)(q0 + i);
       a->lse[r * H + h] = attn_row_fwd(a->out + r * H * D + h * D, a->q + r * H * D + h * D,
                                        &src, nk - nq + i, D, a->scale, S, avx2);
