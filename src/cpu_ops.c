@@ -5,14 +5,17 @@
  * in, so rollout and trainer logprobs agree to the bit), the other GEMMs go to
  * OpenBLAS, everything else is a loop over rows (the exp-heavy ones, SwiGLU,
  * softmax and logprob, in AVX2 with fastmath.h's exp). Attention runs one query
- * row at a time in the forward (contiguous or paged keys) and recomputes the
- * probabilities from the saved log-sum-exp in the backward (no T^2 storage).
+ * row (or two adjacent ones, the same bits) at a time in the forward (contiguous
+ * or paged keys) and recomputes the probabilities from the saved log-sum-exp in
+ * the backward (no T^2 storage).
  *
- * Threads: the row loops of the larger ops are split over as many threads as
+ * Threads: the row loops of the larger ops, and the larger OpenBLAS products
+ * (one single-threaded sgemm per slice), are split over as many threads as
  * OpenBLAS has (the rank's thread budget) on the rank's persistent pool
- * (thread_pool.h), whose idle workers sleep rather than spin against BLAS's.
- * Every output element is computed by the same operations in the same order
- * whatever the thread count, so results do not depend on it. */
+ * (thread_pool.h), so OpenBLAS's own threads stay asleep. Every output element
+ * of the loops is computed by the same operations in the same order whatever the
+ * thread count, so their results do not depend on it; an OpenBLAS product's sums
+ * depend on where it is cut, as they did with OpenBLAS's own threads. */
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
