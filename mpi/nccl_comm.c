@@ -115,4 +115,26 @@ void nccl_broadcast(struct nccl_comm *nc, float *buf, size_t count, int root) {
   NCCL_CHECK(ncclBroadcast(buf, buf, count, ncclFloat32, root, nc->comm, nc->stream));
   nccl_wait(nc, "broadcast");
 }
+
+/* One collective per slice, rooted at its owner, grouped so NCCL runs them together;
+ * in place: a slice's owner reduces into it, the other ranks only read it. */
+void nccl_reduce_slices(struct nccl_comm *nc, float *buf, const size_t *lo) {
+  NCCL_CHECK(ncclGroupStart());
+  for (int r = 0; r < nc->size; r++)
+    if (lo[r + 1] > lo[r])
+      NCCL_CHECK(ncclReduce(buf + lo[r], buf + lo[r], lo[r + 1] - lo[r], ncclFloat32, ncclSum, r,
+                            nc->comm, nc->stream));
+  NCCL_CHECK(ncclGroupEnd());
+  nccl_wait(nc, "reduce (ZeRO-1 slices)");
+}
+
+void nccl_gather_slices(struct nccl_comm *nc, float *buf, const size_t *lo) {
+  NCCL_CHECK(ncclGroupStart());
+  for (int r = 0; r < nc->size; r++)
+    if (lo[r + 1] > lo[r])
+      NCCL_CHECK(ncclBroadcast(buf + lo[r], buf + lo[r], lo[r + 1] - lo[r], ncclFloat32, r,
+                               nc->comm, nc->stream));
+  NCCL_CHECK(ncclGroupEnd());
+  nccl_wait(nc, "broadcast (ZeRO-1 slices)");
+}
 #endif

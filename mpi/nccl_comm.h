@@ -48,6 +48,13 @@ void nccl_comm_free(struct nccl_comm *nc);
 void nccl_allreduce_avg(struct nccl_comm *nc, float *buf, size_t count);
 /* In place: buf[count] (device, fp32) on every rank becomes root's (weight broadcast). */
 void nccl_broadcast(struct nccl_comm *nc, float *buf, size_t count, int root);
+/* ZeRO-1 over contiguous slices of buf (device, fp32) that may differ in size: rank r
+ * owns [lo[r], lo[r + 1]), lo[size] the end. nccl_reduce_slices: each rank's slice
+ * becomes the sum over the ranks (the rest is left undefined: a reduce-scatter with
+ * uneven slices, one ncclReduce per slice in one group); nccl_gather_slices: every
+ * rank gets every slice from its owner (an all-gather: grouped ncclBroadcast). */
+void nccl_reduce_slices(struct nccl_comm *nc, float *buf, const size_t *lo);
+void nccl_gather_slices(struct nccl_comm *nc, float *buf, const size_t *lo);
 /* Wait for the queued collectives of nc; what names them in messages. A note goes to
  * stderr every 60 s of waiting; an asynchronous NCCL error aborts with its message. */
 void nccl_wait(struct nccl_comm *nc, const char *what);

@@ -113,9 +113,6 @@ int trainer_create(struct trainer *t, const struct config *cfg, const struct mod
     trainer_free(t);
     return 1;
   }
-  /* ZeRO-1 on the device is not sharded yet: the device update all-reduces the whole
-   * gradient with NCCL and keeps full moments (trainer_device.h) */
-  if (trainer_device_on(&t->policy)) t->zero = 0;
   size_t n = (size_t)max_tokens;
   t->lp = malloc(sizeof(float) * n);
   t->ent = malloc(sizeof(float) * n);

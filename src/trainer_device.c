@@ -9,9 +9,11 @@
 
 #include "config.h"
 #include "error.h"
+#include "allreduce.h"
 #include "model.h"
 #include "nccl_comm.h"
 #include "optim.h"
+#include "optim_zero.h"
 #include "trainer.h"
 
 #ifdef RLPT_HAVE_CUDA
@@ -87,12 +89,10 @@ void trainer_device_select(const struct trainer *t, const struct backend_ops *op
 
 int trainer_device_on(const struct model *m) { return m->on_device; }
 
-/* Device moments of slot s allocated and current, m's device params the truth. */
+/* Device moments of slot s (o->n values: all of m, or its ZeRO-1 slice) allocated and
+ * current, m's device params the truth. */
 static void slot_ready(struct model *m, const struct adamw *o, struct dev_slot *s) {
-  size_t bytes = sizeof(float) * m->table.total;
-  if ((size_t)o->n != m->table.total)
-    die_local("the device update needs the full AdamW state (%ld of %zu values)", o->n,
-              m->table.total);
+  size_t bytes = sizeof(float) * (size_t)o->n;
   if (!s->m) s->m = m->ops->alloc(bytes);
   if (!s->v) s->v = m->ops->alloc(bytes);
   if (!s->m || !s->v)
@@ -108,17 +108,49 @@ static void slot_ready(struct model *m, const struct adamw *o, struct dev_slot *
   }
 }
 
-/* The gradient sum over dp, in place in g[n] (device); returns the factor the
- * averaged buffer still needs (dp_size; 1 on one rank). */
-static double dp_average(struct trainer *t, float *g, size_t n) {
+static struct nccl_comm *dp_nccl(struct trainer *t) {
   struct trainer_dev *d = t->dev;
-  if (t->dp_size == 1) return 1.0;
   if (!d->nccl_on) {
     nccl_comm_init(&d->nc, t->dp);
     d->nccl_on = 1;
   }
-  nccl_allreduce_avg(&d->nc, g, n);
+  return &d->nc;
+}
+
+/* The gradient sum over dp, in place in g[n] (device); returns the factor the
+ * averaged buffer still needs (dp_size; 1 on one rank). */
+static double dp_average(struct trainer *t, float *g, size_t n) {
+  if (t->dp_size == 1) return 1.0;
+  nccl_allreduce_avg(dp_nccl(t), g, n);
   return (double)t->dp_size;
+}
+
+/* ZeRO-1: the DP ranks' slices of m (trainer_opt_range's on each), lo[dp_size + 1]. */
+static size_t *zero_bounds(const struct trainer *t, const struct model *m) {
+  size_t *lo = malloc(sizeof(size_t) * ((size_t)t->dp_size + 1));
+  if (!lo) die_local("out of memory");
+  for (int r = 0; r < t->dp_size; r++) {
+    long a, b;
+    zero_shard((long)m->table.total, r, t->dp_size, &a, &b);
+    lo[r] = (size_t)a;
+    lo[r + 1] = (size_t)b;
+  }
+  return lo;
+}
+
+/* The sum of squares of the global gradient g[n]: with ZeRO-1 (lo: the slices) each
+ * rank's slice of g becomes the sum over dp (*P = 1) and the slices' sums are added
+ * over dp; else g becomes the DP average and *P the factor to the sum. */
+static double dp_sumsq(struct trainer *t, float *g, size_t n, const size_t *lo, double *P) {
+  *P = 1.0;
+  if (!lo) {
+    *P = dp_average(t, g, n);
+    return cuda_sumsq(g, n);
+  }
+  nccl_reduce_slices(dp_nccl(t), g, lo);
+  double ss = cuda_sumsq(g + lo[t->dp_rank], lo[t->dp_rank + 1] - lo[t->dp_rank]);
+  allreduce_polite(&ss, 1, MPI_DOUBLE, MPI_SUM, t->dp);
+  return ss;
 }
 
 int trainer_update_device(struct trainer *t, struct model *m, struct adamw *opt, double lr,
@@ -126,14 +158,17 @@ int trainer_update_device(struct trainer *t, struct model *m, struct adamw *opt,
   if (!t->dev && !(t->dev = calloc(1, sizeof *t->dev))) die_local("out of memory");
   struct dev_slot *s = &t->dev->slot[m == &t->critic];
   slot_ready(m, opt, s);
-  float *g = m->dgrads;
-  size_t n = m->table.total;
+  float *g = m->dgrads, *p = m->dparams_main;
+  long a, b; /* this rank's part: all of m, or its ZeRO-1 slice */
+  trainer_opt_range(t, m, &a, &b);
+  size_t n = (size_t)(b - a), *lo = t->zero ? zero_bounds(t, m) : NULL;
   /* NCCL averages; the host path sums (losses are divided by global counts): the
    * factor P goes into the norm and into the one scaling pass below */
-  double P = dp_average(t, g, n);
-  double norm = P * sqrt(cuda_sumsq(g, n));
+  double P, norm = sqrt(dp_sumsq(t, g, m->table.total, lo, &P));
+  norm *= P;
   *grad_norm = norm;
   if (!isfinite(norm)) {
+    free(lo);
     t->skipped_nonfinite++;
     return 0;
   }
@@ -142,12 +177,17 @@ int trainer_update_device(struct trainer *t, struct model *m, struct adamw *opt,
   /* optim_clip_scale's factor, in the same float rounding */
   float scale = clip > 0.0 && norm > clip ? (float)(clip / (norm + 1e-6)) : 1.0f;
   if (P != 1.0) scale = (float)(P * (double)scale);
-  if (scale != 1.0f) cuda_scale(g, n, scale);
+  if (scale != 1.0f) cuda_scale(g + a, n, scale);
   opt->t++;
   /* the bf16 working copy is refreshed here when the forward reads the master's */
   uint16_t *p16 = m->dparams == m->dparams_main ? m->dparams16 : NULL;
-  cuda_adamw_step(m->dparams_main, p16, g, s->m, s->v, n, opt->t, lr, cfg->optim.beta1,
-                  cfg->optim.beta2, cfg->optim.eps, cfg->optim.weight_decay);
+  cuda_adamw_step(p + a, p16 ? p16 + a : NULL, g + a, s->m, s->v, n, opt->t, lr,
+                  cfg->optim.beta1, cfg->optim.beta2, cfg->optim.eps, cfg->optim.weight_decay);
+  if (lo) { /* every rank's updated slice to every rank, and its bf16 copy */
+    nccl_gather_slices(dp_nccl(t), p, lo);
+    if (p16) m->ops->to_bf16(p16, p, m->table.total);
+  }
+  free(lo);
   s->host_params_ok = s->host_moments_ok = 0;
   return 1;
 }

@@ -18,8 +18,11 @@
  * start, a restart) calls trainer_host_changed, and the next forward and
  * update take them from the host again.
  *
- * [optim] zero = 1 on the device is not sharded yet: trainer_create turns it
- * off for an on-device policy, and the update is the full NCCL all-reduce.
+ * [optim] zero = 1 over dp_size > 1 (ZeRO-1, optim_zero.h): the device keeps the
+ * moments of this rank's slice only; the gradient slices are summed to their
+ * owners (grouped ncclReduce: the slices are uneven), the norm is the DP sum of
+ * the slices' sums of squares, AdamW updates the slice, and the slices are
+ * gathered back to every rank (grouped ncclBroadcast), with the bf16 copy remade.
  * Without the CUDA backend no model is on a device and these are no-ops (but
  * trainer_update_device, which is then never called). */
 #ifndef RLPT_TRAINER_DEVICE_H

@@ -14,6 +14,8 @@
  * |cuda - cpu| / max |cpu| over the buffer; only the GEMM and reduction orders
  * differ, ~1e-6 per gradient element). Also: the device trainer's host params
  * stay as they were until trainer_sync_host (no per-step download).
+ * Arguments: deck overrides for both trainers (test_gpu_trainer_zero: optim.zero=1 on
+ * 2 ranks, ZeRO-1 on both sides; m and v are then compared over this rank's slice).
  * Skips (exit 77) without the CUDA backend, without a device, or on more ranks
  * than a node has devices (NCCL refuses shared devices). */
 #include <math.h>
@@ -46,13 +48,16 @@ struct side {
   struct trainer t;
 };
 
-static int side_make(struct side *s, const char *device) {
+/* The tiny deck on `device` with the command line's overrides (argv[1..]). */
+static int side_make(struct side *s, const char *device, int argc, char **argv) {
   char err[512], over[64];
-  char *ov[1] = {over};
+  char *ov[8] = {over};
+  int n_ov = 1;
   snprintf(over, sizeof over, "run.device=%s", device);
+  for (int i = 1; i < argc && n_ov < 8; i++) ov[n_ov++] = argv[i];
   memset(s, 0, sizeof *s);
   tokenizer_init_char(&s->tok);
-  if (config_parse(&s->cfg, "tiny.ini", deck_tiny, 1, ov, err, sizeof err) ||
+  if (config_parse(&s->cfg, "tiny.ini", deck_tiny, n_ov, ov, err, sizeof err) ||
       model_config_from_deck(&s->mc, &s->cfg, s->tok.vocab_size, err, sizeof err) ||
       task_init(&s->task, &s->cfg, err, sizeof err) ||
       trainer_create(&s->t, &s->cfg, &s->mc, 256, MPI_COMM_WORLD, err, sizeof err)) {
@@ -99,15 +104,17 @@ static int sft_step(struct side *s, long step, int nan_mask, struct step_metrics
   return rc;
 }
 
+/* params in full; m and v of this rank's part (all, or the ZeRO-1 slice on both) */
 static void compare(struct side *cpu, struct side *gpu, const char *when) {
-  size_t n = cpu->t.policy.table.total;
+  size_t n = cpu->t.policy.table.total, no = (size_t)cpu->t.opt.n;
   trainer_sync_host(&gpu->t, 1);
+  CHECK(gpu->t.opt.n == cpu->t.opt.n);
   double ep = rel_err(gpu->t.policy.params, cpu->t.policy.params, n);
-  double em = rel_err(gpu->t.opt.m, cpu->t.opt.m, n);
-  double ev = rel_err(gpu->t.opt.v, cpu->t.opt.v, n);
+  double em = rel_err(gpu->t.opt.m, cpu->t.opt.m, no);
+  double ev = rel_err(gpu->t.opt.v, cpu->t.opt.v, no);
   if (is_root())
-    printf("%s: params %.3g, adam m %.3g, v %.3g (relative), t %ld / %ld\n", when, ep, em, ev,
-           gpu->t.opt.t, cpu->t.opt.t);
+    printf("%s: params %.3g, adam m %.3g, v %.3g (relative; m, v: %zu of %zu values), "
+           "t %ld / %ld\n", when, ep, em, ev, no, n, gpu->t.opt.t, cpu->t.opt.t);
   CHECK_MSG(ep <= 1e-5, "%s: params relative error %.3g", when, ep);
   CHECK_MSG(em <= 1e-5, "%s: adam m relative error %.3g", when, em);
   CHECK_MSG(ev <= 1e-5, "%s: adam v relative error %.3g", when, ev);
@@ -142,19 +149,19 @@ static void set_clip(struct side *cpu, struct side *gpu, double clip) {
 
 /* As a restart: the host copies rewritten, the device trainer told. */
 static void rewrite_host(struct side *cpu, struct side *gpu) {
-  size_t n = cpu->t.policy.table.total;
+  size_t n = cpu->t.policy.table.total, no = (size_t)cpu->t.opt.n;
   trainer_sync_host(&gpu->t, 1);
   for (size_t i = 0; i < n; i++) cpu->t.policy.params[i] *= 1.01f;
   memcpy(gpu->t.policy.params, cpu->t.policy.params, sizeof(float) * n);
-  memcpy(gpu->t.opt.m, cpu->t.opt.m, sizeof(float) * n);
-  memcpy(gpu->t.opt.v, cpu->t.opt.v, sizeof(float) * n);
+  memcpy(gpu->t.opt.m, cpu->t.opt.m, sizeof(float) * no);
+  memcpy(gpu->t.opt.v, cpu->t.opt.v, sizeof(float) * no);
   trainer_host_changed(&gpu->t);
 }
 
-static void run_all(void) {
+static void run_all(int argc, char **argv) {
   struct side *cpu = malloc(sizeof *cpu), *gpu = malloc(sizeof *gpu);
   CHECK(cpu && gpu);
-  if (!cpu || !gpu || side_make(cpu, "cpu") || side_make(gpu, "cuda")) {
+  if (!cpu || !gpu || side_make(cpu, "cpu", argc, argv) || side_make(gpu, "cuda", argc, argv)) {
     CHECK(0);
     return;
   }
@@ -164,6 +171,7 @@ static void run_all(void) {
   if (!before) return;
   double norm0 = both_step(cpu, gpu, 0, 0);
   CHECK(gpu->t.policy.dev_update == 1);  /* the device update took over */
+  CHECK(gpu->t.zero == cpu->t.zero);
   compare(cpu, gpu, "after step 0 (no clipping)");
 
   set_clip(cpu, gpu, 0.25 * norm0);
@@ -224,7 +232,8 @@ int main(int argc, char **argv) {
       printf("test_gpu_trainer: no CUDA backend, no device, or fewer devices than ranks on a "
              "node: skipped\n");
   } else {
-    run_all();
+    for (int i = 1; i < argc && rank == 0; i++) printf("override %s\n", argv[i]);
+    run_all(argc, argv);
     int mine = tu_failures, all = 0;
     MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     tu_failures = all;

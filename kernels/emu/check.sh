@@ -8,7 +8,8 @@
 #   bf16:       test_gpu_bf16 ([model] dtype = bf16: mixed-precision products and
 #               model against the CPU fp32 model), in the same three orders;
 #   trainer:    test_gpu_trainer (the trainer's device update against the host one) on
-#               one rank and on two (NCCL emulated over MPI_COMM_WORLD: emu_rt.cpp);
+#               one rank, on two, and on two with ZeRO-1 (NCCL emulated over
+#               MPI_COMM_WORLD: emu_rt.cpp);
 #   rlpt:       rlpt itself linked with the emulated kernels (the emulated runtime
 #               reports one device), so `[run] device = cuda` runs end to end:
 #               tests/test_gpu_grpo.sh (a short GRPO run, cuda vs cpu metrics) and
@@ -70,12 +71,15 @@ if [[ " $what " == *" trainer "* ]]; then
   mpicc -o emu_test_gpu_trainer test_gpu_trainer.o "${objs[@]}" emu_rt.o -L"$HDF5_LIB" $LIBS
   troot=""
   [ "$(id -u)" = 0 ] && troot=--allow-run-as-root
-  for np in 1 2; do
-    echo "== test_gpu_trainer on $np rank(s) (emulated kernels)"
+  for run in 1 2 "2 optim.zero=1"; do
+    set -- $run
+    np=$1
+    shift
+    echo "== test_gpu_trainer on $np rank(s) $* (emulated kernels)"
     EMU_DEVICES=$np OMPI_MCA_mpi_yield_when_idle=1 OPENBLAS_NUM_THREADS=1 mpiexec -n $np \
-      --oversubscribe $troot -x EMU_DEVICES \
-      ./emu_test_gpu_trainer > "emu_test_gpu_trainer.$np.log" 2>&1 || rc=1
-    grep -E '^(step|after)|CHECK|test_gpu_trainer' "emu_test_gpu_trainer.$np.log" || true
+      --oversubscribe $troot -x EMU_DEVICES ./emu_test_gpu_trainer "$@" \
+      > "emu_test_gpu_trainer.$np$#.log" 2>&1 || rc=1
+    grep -E '^(step|after)|CHECK|test_gpu_trainer' "emu_test_gpu_trainer.$np$#.log" || true
   done
 fi
 if [[ " $what " == *" rlpt "* || " $what " == *" grpo16 "* ]]; then

@@ -197,6 +197,21 @@ ncclResult_t ncclAllReduce(const void *s, void *r, size_t n, ncclDataType_t t, n
   if (op == ncclAvg) for (size_t i = 0; i < n; i++) x[i] /= (float)c->n;
   return ncclSuccess;
 }
+ncclResult_t ncclGroupStart(void) { return ncclSuccess; }  // each call below runs at once
+ncclResult_t ncclGroupEnd(void) { return ncclSuccess; }
+ncclResult_t ncclReduce(const void *s, void *r, size_t n, ncclDataType_t t, ncclRedOp_t op,
+                        int root, ncclComm_t c, cudaStream_t) {
+  if (t != ncclFloat32 || op != ncclSum) { fprintf(stderr, "EMU: ncclReduce: only fp32 sum is emulated\n"); abort(); }
+  int me = 0;
+  MPI_Comm_rank(c->c, &me);
+  if (me == root) {
+    if (s != r) memmove(r, s, sizeof(float) * n);
+    MPI_Reduce(MPI_IN_PLACE, r, (int)n, MPI_FLOAT, MPI_SUM, root, c->c);
+  } else {
+    MPI_Reduce(s, NULL, (int)n, MPI_FLOAT, MPI_SUM, root, c->c);
+  }
+  return ncclSuccess;
+}
 ncclResult_t ncclBroadcast(const void *s, void *r, size_t n, ncclDataType_t t, int root,
                            ncclComm_t c, cudaStream_t) {
   if (t != ncclFloat32) { fprintf(stderr, "EMU: ncclBroadcast: only fp32 is emulated\n"); abort(); }

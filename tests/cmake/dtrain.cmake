@@ -5,3 +5,6 @@
 # also without one device per rank.
 add_unit_test(test_gpu_trainer SOURCES test_gpu_trainer.c LABELS gpu)
 add_mpi_test(NAME test_gpu_trainer_dp EXE test_gpu_trainer NUM_PROCS 2 LABELS gpu mpi)
+# ZeRO-1 on both sides (optim_zero.c on the host, sliced NCCL reduce/gather on the device)
+add_mpi_test(NAME test_gpu_trainer_zero EXE test_gpu_trainer NUM_PROCS 2 ARGS optim.zero=1
+             LABELS gpu mpi)
