@@ -3,7 +3,8 @@
  * two plain reads of the same 538 MB: one sequential stream per thread (the read
  * bench_generate takes as its bound) and four per thread (as the GEMV reads). On a
  * CPU whose prefetcher tracks several streams a core, one stream leaves bandwidth
- * unused, so only the four-stream read bounds the GEMV.
+ * unused, so only the four-stream read bounds the GEMV (on the 2-core VM: one stream
+ * ~70% of four per CPU-second, two ~85%, eight no more than four).
  *
  * A token's products: 30 layers of q, k, v, o, gate, up, down and the tied lm_head,
  * run once as 7 calls per layer and once as 4 (q/k/v and gate/up through
