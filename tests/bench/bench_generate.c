@@ -14,7 +14,8 @@
  * embeddings). Also prints the batch-1 memory-bandwidth
  * bound: every weight is read once per generated token, so tokens/s <= BW / bytes,
  * with BW measured here right before the batch-1 run (a STREAM-like read of a 512 MB
- * buffer by the bench's threads; wall GB/s and GB per CPU-second, the latter the fair
+ * buffer by the bench's threads, four sequential streams each as the decode GEMV
+ * reads: bench_read.h; wall GB/s and GB per CPU-second, the latter the fair
  * one on a shared machine) and, for scale, the issue's 30 GB/s. Never asserts a time;
  * exits 0 unless the engine fails.
  *
@@ -30,6 +31,7 @@
 #include "config.h"
 #include "model.h"
 #include "bench_prompts.h"
+#include "bench_read.h"
 #include "rollout.h"
 #include "thread_pool.h"
 
@@ -49,14 +51,10 @@ static double clock_s(clockid_t id) {
 
 /* ---- memory bandwidth: one pass over a buffer the caches cannot hold -------------- */
 
-/* Floats [16 lo, 16 hi) of x; the volatile sum keeps the reads from being optimised away. */
+/* Blocks [lo, hi) of 64 floats as four sequential streams, as the decode GEMV reads
+ * (bench_read.h: one stream per thread would understate the bound). */
 static void bw_read(void *p, size_t lo, size_t hi) {
-  const float *x = p;
-  float acc[16] = { 0 }; /* 16 independent lanes: the compiler vectorises the loads */
-  for (size_t i = lo * 16; i < hi * 16; i += 16)
-    for (int l = 0; l < 16; l++) acc[l] += x[i + l];
-  volatile float sum = 0.0f;
-  for (int l = 0; l < 16; l++) sum += acc[l];
+  bench_read_streams(p, lo, hi, BENCH_READ_STREAMS);
 }
 
 /* Read bandwidth of `threads` threads (a thread pool like the rank's) over BW_BYTES:
@@ -74,7 +72,7 @@ static double bw_measure(int threads, double *per_cpu) {
   double best = -1;
   for (int rep = 0; rep < 3; rep++) {
     double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
-    thread_pool_run(pool, threads, n / 16, bw_read, x);
+    thread_pool_run(pool, threads, n / 64, bw_read, x);
     double wall = BW_BYTES / (clock_s(CLOCK_MONOTONIC) - t0);
     if (wall > best) best = wall, *per_cpu = BW_BYTES / (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0);
   }

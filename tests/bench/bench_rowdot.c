@@ -1,7 +1,7 @@
 /* bench_rowdot.c: the memory bandwidth a batch-1 decode step's weight products get
  * (the row-invariant GEMV of cpu_rowdot.c, M = 1) on the SmolLM2-135M shapes, beside
- * two plain reads of the same 538 MB: one sequential stream per thread (the read
- * bench_generate takes as its bound) and four per thread (as the GEMV reads). On a
+ * two plain reads of the same 538 MB (bench_read.h): one sequential stream per thread
+ * and four per thread (as the GEMV reads, and as bench_generate's bound reads). On a
  * CPU whose prefetcher tracks several streams a core, one stream leaves bandwidth
  * unused, so only the four-stream read bounds the GEMV (on the 2-core VM: one stream
  * ~70% of four per CPU-second, two ~85%, eight no more than four).
@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "backend.h"
+#include "bench_read.h"
 #include "huge_alloc.h"
 #include "thread_pool.h"
 
@@ -30,7 +31,6 @@
 #define VOCAB 49152
 #define LAYER_FLOATS ((size_t)DIM * DIM * 2 + (size_t)KVD * DIM * 2 + (size_t)FFN * DIM * 3)
 #define TOTAL_FLOATS (LAYER_FLOATS * LAYERS + (size_t)VOCAB * DIM)
-#define READ_STREAMS 4
 
 static double clock_s(clockid_t id) {
   struct timespec ts;
@@ -38,21 +38,10 @@ static double clock_s(clockid_t id) {
   return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
-/* Blocks [lo, hi) of 64 floats as `streams` sequential streams (contiguous parts). */
-static void read_streams(const float *x, size_t lo, size_t hi, int streams) {
-  size_t part = (hi - lo) / (size_t)streams * 64;
-  const float *p = x + lo * 64;
-  float acc[READ_STREAMS][16] = {{0}};
-  for (size_t i = 0; i < part; i += 16)
-    for (int s = 0; s < streams; s++)
-      for (int l = 0; l < 16; l++) acc[s][l] += p[(size_t)s * part + i + l];
-  volatile float sum = 0.0f; /* keeps the reads */
-  for (int s = 0; s < streams; s++)
-    for (int l = 0; l < 16; l++) sum += acc[s][l];
+static void read_one(void *x, size_t lo, size_t hi) { bench_read_streams(x, lo, hi, 1); }
+static void read_four(void *x, size_t lo, size_t hi) {
+  bench_read_streams(x, lo, hi, BENCH_READ_STREAMS);
 }
-
-static void read_one(void *x, size_t lo, size_t hi) { read_streams(x, lo, hi, 1); }
-static void read_four(void *x, size_t lo, size_t hi) { read_streams(x, lo, hi, READ_STREAMS); }
 
 /* One token's weight products from W (layer by layer, then the lm_head). */
 static void token_products(const float *W, const float *x, float *y, int shared) {
