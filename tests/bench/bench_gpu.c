@@ -13,7 +13,8 @@
  *              shape (dim 2048, 16 layers, 16/8 heads, ffn 5632, vocab 32000): one
  *              training step of model.c (model_forward + model_backward on 4 x 1024
  *              tokens, with its host<->device copies of weights and gradients) as
- *              tokens/s and MFU against the bf16 peak; the rollout engine (rollout.c,
+ *              tokens/s and MFU against the bf16 peak, and the same step with [model]
+ *              dtype = bf16 (cuda_backend_bf16); the rollout engine (rollout.c,
  *              KV cache, sampling) at 64 sequences (8 prompts x 8 samples) and at 1,
  *              32-token prompts, as generated tokens/s; batch 1 against the memory-
  *              bandwidth bound (every weight read once per token: HBM bytes/s over the
@@ -217,6 +218,7 @@ static void params_fill(float *p, size_t n) {
 
 struct model_figs {
   double params, train_tps, train_mfu, xfer_s, roll_tps, dec_tps, bound_fp32, bound_bf16;
+  double train16_tps, train16_mfu; /* the training step with [model] dtype = bf16 */
 };
 
 /* Seconds per training step (forward + backward of TRAIN_SEQS x TRAIN_LEN tokens),
@@ -285,13 +287,37 @@ static const char *fmt(char *buf, size_t n, const char *f, double x) {
   return buf;
 }
 
+/* The training step again on cuda_backend_bf16 ([model] dtype = bf16: bf16 GEMM inputs,
+ * fp32 accumulation), the same tokens and FLOPs: tok/s and MFU into f. */
+static void bench_train_bf16(const struct peak *pk, const char *name,
+                             const struct model_config *mc, int len, double flops,
+                             struct model_figs *f) {
+  struct model m;
+  f->train16_tps = f->train16_mfu = -1;
+  if (model_create(&m, mc, TRAIN_SEQS * len, &cuda_backend_bf16)) {
+    printf("bench model %s train bf16: out of memory\n", name);
+    return;
+  }
+  params_fill(m.params, m.table.total);
+  double st = train_step_s(&m, mc->vocab_size, len);
+  if (st > 0) {
+    f->train16_tps = TRAIN_SEQS * len / st;
+    f->train16_mfu = pk->bf16_tflops > 0 ? 100.0 * flops / st / (pk->bf16_tflops * 1e12) : -1;
+    char mfu[32];
+    printf("bench model %s train bf16: %.3f s/step, %.0f tok/s, %.1f TFLOP/s, MFU %s %% of bf16 "
+           "peak\n", name, st, f->train16_tps, flops / st / 1e12,
+           fmt(mfu, sizeof mfu, "%.2f", f->train16_mfu));
+  }
+  model_free(&m);
+}
+
 static void bench_whole_model(const struct peak *pk, int big, int quick, struct model_figs *f) {
   const char *name = big ? "1B" : "SmolLM2-135M";
   int len;
   struct model_config mc = shape_get(big, quick, &len);
   struct model m;
   memset(f, 0, sizeof *f);
-  f->train_tps = f->roll_tps = f->dec_tps = -1;
+  f->train_tps = f->roll_tps = f->dec_tps = f->train16_tps = f->train16_mfu = -1;
   if (model_create(&m, &mc, TRAIN_SEQS * len, &cuda_backend)) {
     printf("bench model %s: out of memory\n", name);
     return;
@@ -328,19 +354,24 @@ static void bench_whole_model(const struct peak *pk, int big, int quick, struct 
          f->roll_tps, f->dec_tps, PROMPT, NEW_TOKENS, fmt(b32, sizeof b32, "%.0f", f->bound_fp32),
          fmt(b16, sizeof b16, "%.0f", f->bound_bf16), pk->hbm_tbps);
   model_free(&m);
+  bench_train_bf16(pk, name, &mc, len, flops, f);
 }
 
 static void table_print(const struct model_figs *f, const char *const *names, int n) {
-  printf("bench table %-13s %7s %11s %9s %13s %12s %17s %10s\n", "shape", "params", "train tok/s",
-         "MFU bf16", "rollout tok/s", "decode tok/s", "B=1 bound bf16", "dec/bound");
-  printf("bench table %-13s %7s %11s %9s %13s %12s %17s %10s\n", "", "", "(4x1024)", "(%)",
-         "(64 seqs)", "(batch 1)", "(fp32) tok/s", "(bf16)");
+  printf("bench table %-13s %7s %11s %9s %16s %13s %12s %17s %10s\n", "shape", "params",
+         "train tok/s", "MFU bf16", "dtype=bf16 train", "rollout tok/s", "decode tok/s",
+         "B=1 bound bf16", "dec/bound");
+  printf("bench table %-13s %7s %11s %9s %16s %13s %12s %17s %10s\n", "", "", "(4x1024)", "(%)",
+         "tok/s (MFU %)", "(64 seqs)", "(batch 1)", "(fp32) tok/s", "(bf16)");
   for (int i = 0; i < n; i++) {
-    char a[32], b[32], c[32], d[32], e[32], g[32], h[80];
+    char a[32], b[32], c[32], d[32], e[32], g[32], h[80], t16[80];
     snprintf(h, sizeof h, "%s (%s)", fmt(e, sizeof e, "%.0f", f[i].bound_bf16),
              fmt(g, sizeof g, "%.0f", f[i].bound_fp32));
-    printf("bench table %-13s %6.1fM %11s %9s %13s %12s %17s %10s\n", names[i], f[i].params / 1e6,
-           fmt(a, sizeof a, "%.0f", f[i].train_tps), fmt(b, sizeof b, "%.2f", f[i].train_mfu),
+    snprintf(t16, sizeof t16, "%s (%s)", fmt(e, sizeof e, "%.0f", f[i].train16_tps),
+             fmt(g, sizeof g, "%.2f", f[i].train16_mfu));
+    printf("bench table %-13s %6.1fM %11s %9s %16s %13s %12s %17s %10s\n", names[i],
+           f[i].params / 1e6, fmt(a, sizeof a, "%.0f", f[i].train_tps),
+           fmt(b, sizeof b, "%.2f", f[i].train_mfu), t16,
            fmt(c, sizeof c, "%.1f", f[i].roll_tps), fmt(d, sizeof d, "%.1f", f[i].dec_tps), h,
            fmt(e, sizeof e, "%.4f", f[i].dec_tps > 0 && f[i].bound_bf16 > 0
                                         ? f[i].dec_tps / f[i].bound_bf16 : -1));
