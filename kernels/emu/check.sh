@@ -112,7 +112,7 @@ fi
 if [[ " $what " == *" grpo16 "* ]]; then
   echo "== test_gpu_grpo.sh, cuda side in bf16 (emulated kernels)"
   RLPT_GPU_GRPO_DTYPE=bf16 emu_grpo > emu_gpu_grpo16.log 2>&1 || rc=1
-  grep -E '^(run.device|gpu dtype|mean|step|test_gpu_grpo|GPU_GRPO|.*CHECK failed)' \
+  grep -E '^(run.device|gpu dtype|mean|step [0-9]+ +[a-z_]+ +cpu|test_gpu_grpo|GPU_GRPO|.*CHECK failed)' \
     emu_gpu_grpo16.log || true
 fi
 if [[ " $what " == *" bench "* ]]; then
