@@ -9,6 +9,7 @@
 #include "config.h"
 #include "error.h"
 #include "model_import.h"
+#include "reward_model.h"
 #include "tokenizer.h"
 
 /* Saved activations per token per layer for the backward pass, in elements.
@@ -87,7 +88,33 @@ static void train_memory(struct plan *p, const struct config *cfg) {
   /* fp32 logits of one micro-batch for logprobs and the loss (last stage; the
    * plan charges the worst stage with it too, an upper bound). */
   m->logits = tokens * p->mc.vocab_size * 4.0 / c->train_tp;
-  m->total = m->weights + m->master + m->grads + m->adam + m->activations + m->logits;
+  /* PPO's critic (trainer.c critic_create): the policy's shape plus a value head of dim
+   * weights, the same state per parameter and its own activations; no vocabulary logits */
+  if (cfg->run.steps > 0 && cfg->algo.adv_estimator == ADV_GAE) {
+    double head = p->mc.value_head ? 0.0 : (double)p->mc.dim / c->train_tp;
+    m->critic = m->weights + m->master + m->grads + m->adam + m->activations +
+                head * (p->weight_bytes + 4.0 + 8.0 / opt_div + (p->weight_bytes == 4 ? 0 : 4.0 / opt_div));
+  }
+  m->total = m->weights + m->master + m->grads + m->adam + m->activations + m->logits + m->critic;
+}
+
+/* Per reward rank with [reward] rm_path: the reward model (shape from the file's
+ * metadata, checked against the policy as rlpt run does) in the run's precision, and
+ * the saved activations of one forward over rm_batch_tokens (at least max_seq). 0 or 2. */
+static int reward_memory(struct plan *p, const struct config *cfg, char *err, size_t errlen) {
+  struct plan_memory *m = &p->reward;
+  memset(m, 0, sizeof *m);
+  if (!cfg->reward.rm_path[0]) return 0;
+  if (reward_model_check(cfg->reward.rm_path, p->mc.vocab_size, p->mc.max_seq, &p->rm_mc, err,
+                         errlen))
+    return 2;
+  double tokens = cfg->reward.rm_batch_tokens > p->mc.max_seq ? (double)cfg->reward.rm_batch_tokens
+                                                              : (double)p->mc.max_seq;
+  m->weights = (double)model_param_count(&p->rm_mc) * p->weight_bytes;
+  m->activations = tokens * p->rm_mc.layers * plan_act_elems_per_token_layer(&p->rm_mc) *
+                   p->weight_bytes;
+  m->total = m->weights + m->activations;
+  return 0;
 }
 
 /* Per rollout rank: the whole model split over rollout_tp, and the KV cache of
@@ -149,7 +176,8 @@ int plan_build(struct plan *p, const struct config *cfg, int world, char *err, s
   p->act_elems_token_layer = plan_act_elems_per_token_layer(&p->mc);
   train_memory(p, cfg);
   rollout_memory(p, cfg);
-  p->colocated_total = p->train.total + p->rollout.total;
+  if (reward_memory(p, cfg, err, errlen)) return 2;
+  p->colocated_total = p->train.total + p->rollout.total + p->reward.total;
   /* Upper bound: every sequence of the step is max_seq tokens long. Generation
    * is a forward (2 FLOPs per parameter per token); training is forward +
    * backward (6 per parameter per token) for each of ppo_epochs passes. */
@@ -217,13 +245,15 @@ static void print_memory_line(FILE *f, const char *role, int ranks, const struct
                               int train) {
   char a[32], b[32], d[32], e[32], g[32], h[32], t[32];
   if (ranks <= 0) return;
-  if (train)
+  if (train) {
     fprintf(f, "  %-12s %s = weights %s + fp32 master %s + grads %s + Adam m,v %s + activations %s "
-            "+ logits %s\n", role, bytes_str(m->total, t, sizeof t), bytes_str(m->weights, a, sizeof a),
+            "+ logits %s", role, bytes_str(m->total, t, sizeof t), bytes_str(m->weights, a, sizeof a),
             bytes_str(m->master, b, sizeof b), bytes_str(m->grads, d, sizeof d),
             bytes_str(m->adam, e, sizeof e), bytes_str(m->activations, g, sizeof g),
             bytes_str(m->logits, h, sizeof h));
-  else
+    if (m->critic > 0) fprintf(f, " + PPO critic %s", bytes_str(m->critic, a, sizeof a));
+    fputc('\n', f);
+  } else
     fprintf(f, "  %-12s %s = weights %s + KV cache %s\n", role, bytes_str(m->total, t, sizeof t),
             bytes_str(m->weights, a, sizeof a), bytes_str(m->kv_cache, b, sizeof b));
 }
@@ -261,10 +291,18 @@ static void print_memory(const struct plan *p, const struct config *cfg, FILE *f
           "", cfg->ranks.micro_batch_seqs, p->mc.max_seq, p->seqs_per_instance,
           cfg->algo.prompts_per_step, c->rollout_instances, cfg->algo.group_size, p->mc.max_seq,
           p->kv_bytes_token / 1e3);
+  const struct plan_memory *rw = &p->reward;
+  char w[32], x[32];
+  if (rw->total > 0)
+    fprintf(f, "  %-12s %s = reward model weights %s (%zu parameters) + activations %s "
+            "(rm_batch_tokens %ld)\n", c->colocated ? "reward part" : "reward",
+            bytes_str(rw->total, b, sizeof b), bytes_str(rw->weights, w, sizeof w),
+            model_param_count(&p->rm_mc), bytes_str(rw->activations, x, sizeof x),
+            cfg->reward.rm_batch_tokens);
   if (c->colocated)
-    fprintf(f, "  %-12s %s = train + rollout, both resident\n", "worker",
-            bytes_str(p->colocated_total, b, sizeof b));
-  else fprintf(f, "  %-12s ~0 (rule verifiers, no model)\n", "reward");
+    fprintf(f, "  %-12s %s = train + rollout%s, all resident\n", "worker",
+            bytes_str(p->colocated_total, b, sizeof b), rw->total > 0 ? " + reward model" : "");
+  else if (rw->total <= 0) fprintf(f, "  %-12s ~0 (rule verifiers, no model)\n", "reward");
   if (c->controller) fprintf(f, "  %-12s ~0 (no model)\n", "controller");
   if (p->kv_pool < p->rollout.kv_cache)
     fprintf(f, "  %-12s [rollout] kv_cache_mb = %ld: the engine's pool holds %.0f%% of the step's "
@@ -328,7 +366,15 @@ int plan_check_fit(const struct plan *p, const struct config *cfg, char *err, si
                           n ? "\n" : "", bytes_str(ro->total, t, sizeof t),
                           bytes_str(ro->weights, a, sizeof a), bytes_str(ro->kv_cache, b, sizeof b),
                           p->seqs_per_instance, p->mc.max_seq, cfg->ranks.device_memory_gb);
-  double pool_total = ro->weights + p->kv_pool + (c->colocated ? tr->total : 0);
+  if (!c->colocated && p->reward.total > limit && n < errlen)
+    n += (size_t)snprintf(err + n, errlen - n, "%sreward rank needs %s (reward model weights %s + "
+                          "activations %s) > [ranks] device_memory_gb = %g; lower [reward] "
+                          "rm_batch_tokens (%ld)", n ? "\n" : "",
+                          bytes_str(p->reward.total, t, sizeof t),
+                          bytes_str(p->reward.weights, a, sizeof a),
+                          bytes_str(p->reward.activations, b, sizeof b),
+                          cfg->ranks.device_memory_gb, cfg->reward.rm_batch_tokens);
+  double pool_total = ro->weights + p->kv_pool + (c->colocated ? tr->total + p->reward.total : 0);
   if (pool_total > limit && n < errlen)
     n += (size_t)snprintf(err + n, errlen - n, "%s%s rank: weights %s + [rollout] kv_cache_mb = "
                           "%ld MiB%s = %s > [ranks] device_memory_gb = %g; lower kv_cache_mb",

@@ -11,6 +11,12 @@
  * in fp32 (4 bytes); AdamW m and v are fp32 (8 bytes per parameter).
  * With [optim] zero = 1 the fp32 master copy and m, v are sharded over DP.
  *
+ * PPO (gae) adds its critic to the train ranks: the policy's trunk and a value
+ * head, with its own master, grads, AdamW moments and activations (no logits).
+ * A reward model ([reward] rm_path, its shape read from the file's metadata) costs
+ * its weights plus the forward activations of rm_batch_tokens on each reward rank
+ * (colocated: on each worker).
+ *
  * Rollout memory is the weights plus the KV cache of every sequence an engine
  * instance holds in one step (the need); the engine itself allocates a pool of
  * [rollout] kv_cache_mb, so the fit check also requires weights + pool to fit. */
@@ -28,6 +34,7 @@ struct config;
 /* Bytes per rank, by what they hold. */
 struct plan_memory {
   double weights, master, grads, adam, activations, logits, kv_cache;
+  double critic;            /* train: the PPO critic's own weights, grads, Adam, activations */
   double total;
 };
 
@@ -39,7 +46,9 @@ struct plan {
   int weight_bytes;         /* 4 (fp32) or 2 (bf16) */
   double act_elems_token_layer; /* saved activations per token per layer (elements) */
   struct plan_memory train, rollout;  /* per rank of that role */
-  double colocated_total;   /* colocated worker: train + rollout, both resident */
+  struct plan_memory reward;          /* [reward] rm_path: weights + activations; else 0 */
+  struct model_config rm_mc;          /* the reward model's shape (when rm_path is set) */
+  double colocated_total;   /* colocated worker: train + rollout + reward model, all resident */
   double seqs_per_instance; /* rollout sequences one engine instance holds in a step */
   double kv_bytes_token;    /* whole-model KV bytes per token (all layers, all kv heads) */
   double kv_pool;           /* [rollout] kv_cache_mb in bytes: the pool the engine allocates

@@ -107,12 +107,14 @@ static int open_checked(const char *path, int vocab, int need_seq, char *file, s
   return rc;
 }
 
-int reward_model_check(const char *path, int vocab, int need_seq, char *err, size_t errlen) {
+int reward_model_check(const char *path, int vocab, int need_seq, struct model_config *mc,
+                       char *err, size_t errlen) {
   char file[4200];
   hid_t f;
-  struct model_config mc;
+  struct model_config own;
   const char *group;
-  int rc = open_checked(path, vocab, need_seq, file, sizeof file, &f, &mc, &group, err, errlen);
+  int rc = open_checked(path, vocab, need_seq, file, sizeof file, &f, mc ? mc : &own, &group, err,
+                        errlen);
   if (!rc) H5Fclose(f);
   return rc;
 }
@@ -204,7 +206,8 @@ int reward_model_score(struct reward_model *rm, const struct rm_seq *seqs, int n
 
 int run_reward_model_check(const struct run *r, char *err, size_t errlen) {
   if (r->comms.world_rank != 0 || !r->cfg->reward.rm_path[0]) return 0;
-  return reward_model_check(r->cfg->reward.rm_path, r->mc.vocab_size, r->mc.max_seq, err, errlen);
+  return reward_model_check(r->cfg->reward.rm_path, r->mc.vocab_size, r->mc.max_seq, NULL, err,
+                            errlen);
 }
 
 int run_reward_model_setup(struct run *r, char *err, size_t errlen) {

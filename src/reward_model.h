@@ -45,8 +45,10 @@ struct rm_seq {
 int reward_model_load(struct reward_model *rm, const char *path, int vocab, int need_seq, int budget,
                       char *err, size_t errlen);
 void reward_model_free(struct reward_model *rm);
-/* The same checks without the weights (only the file's metadata is read): 0 or 2. */
-int reward_model_check(const char *path, int vocab, int need_seq, char *err, size_t errlen);
+/* The same checks without the weights (only the file's metadata is read): 0 or 2.
+ * mc (may be NULL) gets the reward model's config. */
+int reward_model_check(const char *path, int vocab, int need_seq, struct model_config *mc,
+                       char *err, size_t errlen);
 
 /* out[i] = the value head at the last token of seqs[i], for n sequences, in forwards of
  * at most rm->budget tokens. Non-finite scores are returned as they are (the reward

@@ -9,9 +9,12 @@
  *   total:     embed 64*32 = 2048 + 2 * 9280 + final norm 32 = 20640
  *   untied:    + lm_head 2048 = 22688
  * Byte counts are exact integers well below 2^53, so the tolerance is 0. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "comm.h"
+#include "model_h5.h"
 #include "config.h"
 #include "params.h"
 #include "plan.h"
@@ -235,11 +238,60 @@ static void test_threads(void) {
   CHECK(threads_detect_cores() >= 1);
 }
 
+/* PPO's critic on the train ranks, and a reward model on the reward rank. */
+static void test_memory_critic_rm(void) {
+  struct config cfg;
+  struct plan p;
+  char err[1024];
+  small_config(&cfg);
+  cfg.algo.adv_estimator = ADV_GAE;
+  CHECK(plan_build(&p, &cfg, 6, err, sizeof err) == 0);
+  /* critic = the policy's weights 82560 + grads 82560 + Adam 165120 + activations 212992
+   *        + the value head's 32 weights x (4 + 4 + 8 bytes) = 512 -> 543744;
+   * train total = 559616 (test_memory_fp32) + 543744 = 1103360 */
+  CHECK_NEAR(p.train.critic, 543744, 0);
+  CHECK_NEAR(p.train.total, 1103360, 0);
+  CHECK_NEAR(p.reward.total, 0, 0);
+  /* A reward model file: the same shape with a value head, 20640 + 32 = 20672 parameters.
+   * Reward rank: weights 20672 * 4 = 82688 + activations of max(rm_batch_tokens 8,
+   * max_seq 16) = 16 tokens * 2 layers * 416 * 4 bytes = 53248 -> 135936. */
+  struct model_config rm;
+  CHECK(model_config_from_deck(&rm, &cfg, 0, err, sizeof err) == 0);
+  rm.value_head = 1;
+  size_t n = model_param_count(&rm);
+  float *w = calloc(n, sizeof(float));
+  const char *file = "test_plan_rm.h5";
+  CHECK(w && n == 20672 && model_h5_write(file, &rm, w) == 0);
+  free(w);
+  cfg.algo.adv_estimator = ADV_GRPO;
+  snprintf(cfg.reward.rm_path, sizeof cfg.reward.rm_path, "%s", file);
+  cfg.reward.rm_batch_tokens = 8;
+  CHECK(plan_build(&p, &cfg, 6, err, sizeof err) == 0);
+  CHECK_NEAR(p.reward.weights, 82688, 0);
+  CHECK_NEAR(p.reward.activations, 53248, 0);
+  CHECK_NEAR(p.reward.total, 135936, 0);
+  CHECK_NEAR(p.train.critic, 0, 0);
+  cfg.ranks.device_memory_gb = 0.0001;  /* 100000 bytes: the reward rank does not fit */
+  CHECK(plan_check_fit(&p, &cfg, err, sizeof err) == 2);
+  CHECK_MSG(strstr(err, "reward rank needs 0.1 MB"), "%s", err);
+  /* colocated (world 2): a worker holds train + rollout + the reward model */
+  cfg.ranks.layout = LAYOUT_COLOCATED;
+  cfg.ranks.device_memory_gb = 0;
+  CHECK(plan_build(&p, &cfg, 2, err, sizeof err) == 0);
+  CHECK_NEAR(p.colocated_total, p.train.total + p.rollout.total + 135936, 0);
+  /* a policy with another vocabulary: refused as rlpt run refuses it */
+  cfg.model.vocab_size = 65;
+  CHECK(plan_build(&p, &cfg, 2, err, sizeof err) == 2);
+  CHECK_MSG(strstr(err, "rm_path") && strstr(err, "vocab_size 64"), "%s", err);
+  remove(file);
+}
+
 int main(void) {
   test_threads();
   test_counts();
   test_memory_fp32();
   test_memory_bf16();
+  test_memory_critic_rm();
   test_plan_rejects();
   test_layouts();
   return TEST_RESULT("test_plan");

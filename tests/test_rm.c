@@ -201,9 +201,9 @@ static void test_errors(void) {
         strstr(err, "rm_path") && strstr(err, "max_seq 40"));
   CHECK(reward_model_load(&rm, ".", 30, 40, 64, err, sizeof err) == 2 && strstr(err, "no readable checkpoint"));
   /* the metadata-only check (rank 0 at rlpt run setup) agrees */
-  CHECK(reward_model_check("rm_test_init.h5", 30, 40, err, sizeof err) == 0);
-  CHECK(reward_model_check("rm_test_novalue.h5", 30, 40, err, sizeof err) == 2 && strstr(err, "no value head"));
-  CHECK(reward_model_check("rm_test_init.h5", 30, 41, err, sizeof err) == 2 && strstr(err, "max_seq 40"));
+  CHECK(reward_model_check("rm_test_init.h5", 30, 40, NULL, err, sizeof err) == 0);
+  CHECK(reward_model_check("rm_test_novalue.h5", 30, 40, NULL, err, sizeof err) == 2 && strstr(err, "no value head"));
+  CHECK(reward_model_check("rm_test_init.h5", 30, 41, NULL, err, sizeof err) == 2 && strstr(err, "max_seq 40"));
   printf("  e.g. %s\n", err);
 }
 
