@@ -255,7 +255,9 @@ void run_sync_weights(struct run *r) {
   int64_t v = root ? r->trainer->weight_version : 0;
   wait_bcast(&v, 1, MPI_INT64_T, 0, wc);
   struct model *m = r->is_train ? &r->trainer->policy : r->rmodel;
-  if (r->is_train) trainer_sync_host(r->trainer, 0);  /* params trained on the device */
+  double t0 = wait_now();  /* params trained on the device come down first: in t_sync */
+  if (r->is_train) trainer_sync_host(r->trainer, 0);
+  double t_down = wait_now() - t0;
   struct xfer_stats st;
   int rc = xfer_bcast_weights(m->params, &m->table, 0, wc, &st);
   if (rc != XFER_OK) die_local("weight broadcast failed: %s", xfer_strerror(rc));
@@ -264,7 +266,7 @@ void run_sync_weights(struct run *r) {
   r->weight_version = v;
   if (r->is_rollout) rollout_weights_changed(r->engine, v);
   if (root) {
-    r->part[PS_TRAIN_BEGIN + run_metric_index("t_sync")] = st.t_sync;
+    r->part[PS_TRAIN_BEGIN + run_metric_index("t_sync")] = st.t_sync + t_down;
     r->part[PS_TRAIN_BEGIN + run_metric_index("sync_gbps")] = st.sync_gbps;
     r->part[PS_VERSION] = (double)v;
   }
