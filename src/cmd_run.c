@@ -94,6 +94,11 @@ static int setup_roles(struct run *r) {
   r->part = calloc((size_t)r->part_len, sizeof(double));
   for (int b = 0; b < BOX_COUNT; b++) sample_batch_init(&r->box[b]);
   if (!r->part) rc = 1, snprintf(err, sizeof err, "out of memory");
+  /* every rank, whatever its role, before any device memory: one GPU per rank of a node */
+  const struct backend_ops *dev = device_backend(r->cfg->run.device, r->cfg->model.dtype, err,
+                                                 sizeof err);
+  if (dev && dev->upload) device_select_local(MPI_COMM_WORLD);
+  err[0] = '\0';
   if (!rc && r->is_train) {
     r->trainer = calloc(1, sizeof *r->trainer);
     int max_tokens = (int)(r->cfg->ranks.micro_batch_seqs * r->mc.max_seq);

@@ -6,6 +6,9 @@
 #include <string.h>
 
 #include "config.h"
+#ifdef RLPT_HAVE_CUDA
+#include "nccl_comm.h"
+#endif
 
 #ifdef RLPT_HAVE_CUDA
 int cuda_device_count(void); /* kernels/cuda_device.c */
@@ -48,4 +51,12 @@ const struct backend_ops *device_backend_named(const char *name, char *err, size
   if (!strcmp(name, "cuda")) return pick(DEVICE_CUDA, DTYPE_FP32, "--device cuda", err, errlen);
   snprintf(err, errlen, "--device '%s': expected auto, cpu or cuda", name);
   return NULL;
+}
+
+int device_select_local(MPI_Comm comm) {
+#ifdef RLPT_HAVE_CUDA
+  if (cuda_device_count() > 0) return nccl_select_device(comm);
+#endif
+  (void)comm;
+  return -1;
 }

@@ -107,7 +107,6 @@ int trainer_create(struct trainer *t, const struct config *cfg, const struct mod
     trainer_free(t);
     return 2;
   }
-  trainer_device_select(t, ops);
   if (max_tokens < 1 || model_create(&t->policy, mc, max_tokens, ops)) {
     snprintf(err, errlen, "could not allocate the policy model for %d tokens", max_tokens);
     trainer_free(t);

@@ -82,11 +82,6 @@ void trainer_device_free(struct trainer *t) {
 }
 
 #ifdef RLPT_HAVE_CUDA
-void trainer_device_select(const struct trainer *t, const struct backend_ops *ops) {
-  if (ops->upload && t->dp_size > 1 && nccl_select_device(t->dp) < 0)
-    die_local("no CUDA device visible for the NCCL data-parallel group");
-}
-
 int trainer_device_on(const struct model *m) { return m->on_device; }
 
 /* Device moments of slot s (o->n values: all of m, or its ZeRO-1 slice) allocated and
@@ -192,11 +187,6 @@ int trainer_update_device(struct trainer *t, struct model *m, struct adamw *opt,
   return 1;
 }
 #else
-void trainer_device_select(const struct trainer *t, const struct backend_ops *ops) {
-  (void)t;
-  (void)ops;
-}
-
 int trainer_device_on(const struct model *m) {
   (void)m;
   return 0;

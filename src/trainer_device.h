@@ -34,10 +34,6 @@ struct trainer;
 struct model;
 struct adamw;
 
-/* Before the policy is allocated (collective over t->dp): with a device backend
- * and more than one DP rank, each DP rank takes GPU local_rank % devices of its
- * node (nccl_select_device), so that the ranks of one node do not share one. */
-void trainer_device_select(const struct trainer *t, const struct backend_ops *ops);
 /* 1 when m's update runs on the device (m on a device backend of a CUDA build). */
 int trainer_device_on(const struct model *m);
 /* trainer_update_model for such an m (the policy or the critic with its AdamW

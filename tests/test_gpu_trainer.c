@@ -74,17 +74,6 @@ static int is_root(void) {
   return rank == 0;
 }
 
-/* max |a - ref| / max |ref| (NaN: infinite) */
-static double rel_err(const float *a, const float *ref, size_t n) {
-  double md = 0, mr = 0;
-  for (size_t i = 0; i < n; i++) {
-    double d = isnan(a[i]) || isnan(ref[i]) ? INFINITY : fabs((double)a[i] - ref[i]);
-    md = d > md ? d : md;
-    mr = fabs(ref[i]) > mr ? fabs(ref[i]) : mr;
-  }
-  return mr > 0 ? md / mr : md;
-}
-
 /* SFT step `step` of this rank's share; nan_mask: one loss weight NaN. */
 static int sft_step(struct side *s, long step, int nan_mask, struct step_metrics *m) {
   int rank, size;
@@ -109,9 +98,9 @@ static void compare(struct side *cpu, struct side *gpu, const char *when) {
   size_t n = cpu->t.policy.table.total, no = (size_t)cpu->t.opt.n;
   trainer_sync_host(&gpu->t, 1);
   CHECK(gpu->t.opt.n == cpu->t.opt.n);
-  double ep = rel_err(gpu->t.policy.params, cpu->t.policy.params, n);
-  double em = rel_err(gpu->t.opt.m, cpu->t.opt.m, no);
-  double ev = rel_err(gpu->t.opt.v, cpu->t.opt.v, no);
+  double ep = tu_rel_err(gpu->t.policy.params, cpu->t.policy.params, n);
+  double em = tu_rel_err(gpu->t.opt.m, cpu->t.opt.m, no);
+  double ev = tu_rel_err(gpu->t.opt.v, cpu->t.opt.v, no);
   if (is_root())
     printf("%s: params %.3g, adam m %.3g, v %.3g (relative; m, v: %zu of %zu values), "
            "t %ld / %ld\n", when, ep, em, ev, no, n, gpu->t.opt.t, cpu->t.opt.t);
@@ -232,6 +221,7 @@ int main(int argc, char **argv) {
       printf("test_gpu_trainer: no CUDA backend, no device, or fewer devices than ranks on a "
              "node: skipped\n");
   } else {
+    device_select_local(MPI_COMM_WORLD);  /* as rlpt run: one GPU per rank of the node */
     for (int i = 1; i < argc && rank == 0; i++) printf("override %s\n", argv[i]);
     run_all(argc, argv);
     int mine = tu_failures, all = 0;
