@@ -33,16 +33,6 @@ static const int seqlen[3] = {5, 23, 40};
 /* ragged packed batch, GQA 2:1, head size 16, a vocabulary that is no power of two */
 static const struct layer_dims dims = {3, 64, 4, 2, 16, 96, 211, 64, seqlen};
 
-static double rel_err(const float *a, const float *ref, size_t n) {
-  double md = 0, mr = 0;
-  for (size_t i = 0; i < n; i++) {
-    double d = isnan(a[i]) || isnan(ref[i]) ? INFINITY : fabs((double)a[i] - ref[i]);
-    md = d > md ? d : md;
-    mr = fabs(ref[i]) > mr ? fabs(ref[i]) : mr;
-  }
-  return mr > 0 ? md / mr : md;
-}
-
 static int layer_check(void) {
   struct host_inputs in;
   inputs_make(&in, &dims);
@@ -59,14 +49,14 @@ static int layer_check(void) {
   gl_mem_get(gn.o, gg, gn.grad, 4 * np);
   int T = in.T;
   double e;
-  e = rel_err(ga + cn.aoff[A_LP], AC(&cn, A_LP), T);
+  e = tu_rel_err(ga + cn.aoff[A_LP], AC(&cn, A_LP), T);
   CHECK_MSG(e <= 1e-5, "logprob: relative error %.3g", e);
-  e = rel_err(ga + cn.aoff[A_ENT], AC(&cn, A_ENT), T);
+  e = tu_rel_err(ga + cn.aoff[A_ENT], AC(&cn, A_ENT), T);
   CHECK_MSG(e <= 1e-5, "entropy: relative error %.3g", e);
-  e = rel_err(ga + cn.aoff[A_Y], AC(&cn, A_Y), (size_t)T * dims.C);
+  e = tu_rel_err(ga + cn.aoff[A_Y], AC(&cn, A_Y), (size_t)T * dims.C);
   CHECK_MSG(e <= 1e-5, "layer output: relative error %.3g", e);
   for (int p = 0; p < GL_COUNT; p++) {
-    e = rel_err(gg + cn.poff[p], GP(&cn, p), gl_psize(&dims, p));
+    e = tu_rel_err(gg + cn.poff[p], GP(&cn, p), gl_psize(&dims, p));
     printf("grad %-6s relative error %.3g\n", gl_pname[p], e);
     CHECK_MSG(e <= 1e-4, "grad %s: relative error %.3g", gl_pname[p], e);
   }
@@ -98,7 +88,7 @@ static void grads_check(const struct model *cm, const struct model *gm, const ch
   double worst = 0;
   for (int i = 0; i < cm->table.n; i++) {
     const struct param_entry *e = &cm->table.e[i];
-    double r = rel_err(gm->grads + e->offset, cm->grads + e->offset, e->numel);
+    double r = tu_rel_err(gm->grads + e->offset, cm->grads + e->offset, e->numel);
     worst = r > worst ? r : worst;
     CHECK_MSG(r <= 1e-4, "%s: grad %s relative error %.3g", what, e->name, r);
   }
@@ -134,7 +124,7 @@ static void model_check(const struct model_config *mc, int chunk, const char *wh
   }
   static const char *const oname[3] = {"logprob", "entropy", "value"};
   for (int k = 0; k < (mc->value_head ? 3 : 2); k++) {
-    double e = rel_err(out[1][k], out[0][k], MTOK);
+    double e = tu_rel_err(out[1][k], out[0][k], MTOK);
     printf("%s: %s relative error %.3g\n", what, oname[k], e);
     CHECK_MSG(e <= 1e-5, "%s: %s relative error %.3g", what, oname[k], e);
   }
@@ -196,8 +186,8 @@ static void kv_check(const struct model_config *mc) {
     CHECK(model_forward_kv(&m[b], dtok, dcu, p0, 3, &io, 0, lg[b][1]) == 0);
     free(c.k); free(c.v); free(c.kc); free(c.vc);
   }
-  double e0 = rel_err(lg[1][0], lg[0][0], (size_t)cu[3] * V);
-  double e1 = rel_err(lg[1][1], lg[0][1], (size_t)3 * V);
+  double e0 = tu_rel_err(lg[1][0], lg[0][0], (size_t)cu[3] * V);
+  double e1 = tu_rel_err(lg[1][1], lg[0][1], (size_t)3 * V);
   printf("kv path: prefill logits relative error %.3g, decode %.3g\n", e0, e1);
   CHECK_MSG(e0 <= 1e-5 && e1 <= 1e-5, "kv path: logits relative error %.3g / %.3g", e0, e1);
   for (int b = 0; b < 2; b++) { free(lg[b][0]); free(lg[b][1]); model_free(&m[b]); }

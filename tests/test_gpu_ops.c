@@ -63,15 +63,9 @@ static void *up(const void *h, size_t bytes) {
 static double rel_err_dev(const void *dev, const float *ref, size_t n) {
   float *h = malloc(sizeof(float) * (n ? n : 1));
   G->download(h, dev, sizeof(float) * n);
-  double md = 0, mr = 0;
-  for (size_t i = 0; i < n; i++) {
-    double d = fabs((double)h[i] - ref[i]);
-    if (isnan(h[i]) || isnan(ref[i])) d = INFINITY;
-    md = d > md ? d : md;
-    mr = fabs(ref[i]) > mr ? fabs(ref[i]) : mr;
-  }
+  double e = tu_rel_err(h, ref, n);
   free(h);
-  return mr > 0 ? md / mr : md;
+  return e;
 }
 
 #define CHECK_REL(dev, ref, n, tol, what) do { double _e = rel_err_dev(dev, ref, n); \

@@ -30,16 +30,6 @@ static float *fill(size_t n, int rank, unsigned salt) {
   return x;
 }
 
-static double rel_err(const float *a, const float *ref, size_t n) {
-  double md = 0, mr = 0;
-  for (size_t i = 0; i < n; i++) {
-    double d = isnan(a[i]) ? INFINITY : fabs((double)a[i] - ref[i]);
-    md = d > md ? d : md;
-    mr = fabs(ref[i]) > mr ? fabs(ref[i]) : mr;
-  }
-  return mr > 0 ? md / mr : md;
-}
-
 /* Mean allreduce over nc against MPI on nc->mpi. */
 static void check_allreduce(struct nccl_comm *nc, size_t n, unsigned salt, const char *what) {
   const struct backend_ops *G = &cuda_backend;
@@ -50,7 +40,7 @@ static void check_allreduce(struct nccl_comm *nc, size_t n, unsigned salt, const
   G->upload(d, x, 4 * n);
   nccl_allreduce_avg(nc, d, n);
   G->download(got, d, 4 * n);
-  double e = rel_err(got, want, n);
+  double e = tu_rel_err(got, want, n);
   CHECK_MSG(e <= 1e-6, "%s allreduce of %zu floats: relative error %.3g", what, n, e);
   G->free(d);
   free(x), free(want), free(got);

@@ -3,6 +3,7 @@
 #ifndef RLPT_TESTUTIL_H
 #define RLPT_TESTUTIL_H
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 
 static int tu_failures = 0;
@@ -17,6 +18,17 @@ static int tu_failures = 0;
   if (!(fabs(_a - _b) <= (tol))) { tu_failures++; fprintf(stderr, \
   "%s:%d: CHECK_NEAR failed: %s = %.9g vs %s = %.9g (diff %.3g > tol %.3g)\n", \
   __FILE__, __LINE__, #a, _a, #b, _b, fabs(_a - _b), (double)(tol)); } } while (0)
+/* max |a - ref| / max |ref| (max |a - ref| when ref is all zero); a NaN on either side
+ * gives INFINITY, so it fails every tolerance. */
+static inline double tu_rel_err(const float *a, const float *ref, size_t n) {
+  double md = 0, mr = 0;
+  for (size_t i = 0; i < n; i++) {
+    double d = isnan(a[i]) || isnan(ref[i]) ? INFINITY : fabs((double)a[i] - ref[i]);
+    md = d > md ? d : md;
+    mr = fabs(ref[i]) > mr ? fabs(ref[i]) : mr;
+  }
+  return mr > 0 ? md / mr : md;
+}
 #define TEST_RESULT(name) (tu_failures ? (fprintf(stderr, "%s: %d check(s) failed\n", \
   name, tu_failures), 1) : (printf("%s: all checks passed\n", name), 0))
 
