@@ -107,7 +107,7 @@ int jsonl_get_text(const cJSON *row, const char *key, const char *path, long lin
     *out = v->valuestring;
     return 0;
   }
-  if (cJSON_IsNumber(v) && isfinite(v->valuedouble)) {
+  if (cJSON_IsNumber(v) && isfinite(v->valuedouble) && numbuf && numlen > 0) {
     double d = v->valuedouble;
     if (d == floor(d) && fabs(d) < 9.007199254740992e15) {
       snprintf(numbuf, numlen, "%.0f", d);
