@@ -10,6 +10,9 @@
 #            the restart's metrics equal the straight run's (exact)
 #   layout   save with 1 train rank (4 ranks), resume with train_dp = 2 (5 ranks):
 #            every field within rtol 1e-4 + atol 1e-6 of the straight run
+#   switch   as exact, but the straight run and the first half add the overrides in
+#            $RESTART_FIRST and the restart those in $RESTART_THEN (e.g. optim.zero=1 then
+#            optim.zero=0): every field within rtol 1e-4 + atol 1e-6 of the straight run
 #   preempt  SIGUSR1 to mpirun while RL steps run: exit 0, the stop message, `latest`;
 #            the restart continues at the next step with no step logged twice
 #   kill     kill -9 of the whole job while a checkpoint is being written (its .tmp
@@ -79,6 +82,21 @@ layout)
     ranks.train_dp=2 "$@" || fail "restart on 2 train ranks exited $?"
   grep "^restart:" half2.log
   grep -q "on 2 train rank(s)" half2.log || fail "restart did not run on 2 train ranks"
+  "$cmp" full.jsonl part.jsonl 1e-4 1e-6 4
+  ;;
+switch)
+  # shellcheck disable=SC2086
+  run "$np_" full.log log.metrics_path=full.jsonl checkpoint.dir=ckA ${RESTART_FIRST:-} "$@" ||
+    fail "straight run ($RESTART_FIRST) exited $?"
+  # shellcheck disable=SC2086
+  run "$np_" half1.log log.metrics_path=part.jsonl checkpoint.dir=ckB run.stop_after=3 \
+    ${RESTART_FIRST:-} "$@" || fail "first half ($RESTART_FIRST) exited $?"
+  grep -q "stop_after after RL step 3: checkpoint ckB/step_00000003.h5 written" half1.log || fail "no stop message"
+  # shellcheck disable=SC2086
+  run "$np_" half2.log log.metrics_path=part.jsonl checkpoint.dir=ckB --restart latest \
+    ${RESTART_THEN:-} "$@" || fail "restart ($RESTART_THEN) exited $?"
+  grep "^restart:" half2.log
+  grep -q "continuing with RL step 4 of" half2.log || fail "restart did not say what it restored"
   "$cmp" full.jsonl part.jsonl 1e-4 1e-6 4
   ;;
 preempt)

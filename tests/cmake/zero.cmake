@@ -6,8 +6,9 @@
 #   restart_exact_zero     test_restart.sh exact with zero = 1, colocated on 2 ranks (train_dp 2):
 #                          stop after RL step 3 + --restart latest == the straight run, bit for bit
 #                          (restart_exact_zero_ppo: the critic's sharded moments too)
-#   restart_zero_1to0 / _0to1  a checkpoint written with zero = 1 resumed with zero = 0 and the
-#                          reverse (the format holds full m and v): within rtol 1e-4 + atol 1e-6
+#   restart_zero_1to0 / _0to1  test_restart.sh switch: a checkpoint written with zero = 1
+#                          resumed with zero = 0 and the reverse (the format holds full m and
+#                          v): within rtol 1e-4 + atol 1e-6
 add_unit_test(test_zero_shard SOURCES test_zero_shard.c)
 
 add_executable(test_zero_mpi test_zero_mpi.c)
@@ -35,16 +36,17 @@ foreach(algo grpo ppo)
     FAIL_REGULAR_EXPRESSION "RESTART_TEST_FAILED|CHECK failed")
 endforeach()
 
+list(REMOVE_ITEM RLPT_ZERO_COLOCATED optim.zero=1)
 foreach(pair "1;0" "0;1")
   list(GET pair 0 za)
   list(GET pair 1 zb)
   add_test(NAME restart_zero_${za}to${zb}
-    COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/test_zero_restart.sh ${za} ${zb} $<TARGET_FILE:rlpt>
+    COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/test_restart.sh switch $<TARGET_FILE:rlpt>
             $<TARGET_FILE:test_restart_cmp> ${CMAKE_CURRENT_SOURCE_DIR}/decks/restart_tiny.ini
-            algo.name=ppo)
+            ${RLPT_ZERO_COLOCATED} algo.name=ppo)
   set_tests_properties(restart_zero_${za}to${zb} PROPERTIES LABELS "e2e;mpi"
-    ENVIRONMENT "${RLPT_ZERO_ENV}" PROCESSORS 2 TIMEOUT 90
-    FAIL_REGULAR_EXPRESSION "RESTART_TEST_FAILED|CHECK failed")
+    ENVIRONMENT "${RLPT_ZERO_ENV};RESTART_NP=2;RESTART_FIRST=optim.zero=${za};RESTART_THEN=optim.zero=${zb}"
+    PROCESSORS 2 TIMEOUT 90 FAIL_REGULAR_EXPRESSION "RESTART_TEST_FAILED|CHECK failed")
 endforeach()
 
 # An odd rank count: shards of unequal length, 3-way sums.
