@@ -106,8 +106,8 @@ void nccl_wait(struct nccl_comm *nc, const char *what) {
   }
 }
 
-void nccl_allreduce_avg(struct nccl_comm *nc, float *buf, size_t count) {
-  NCCL_CHECK(ncclAllReduce(buf, buf, count, ncclFloat32, ncclAvg, nc->comm, nc->stream));
+void nccl_allreduce_sum(struct nccl_comm *nc, float *buf, size_t count) {
+  NCCL_CHECK(ncclAllReduce(buf, buf, count, ncclFloat32, ncclSum, nc->comm, nc->stream));
   nccl_wait(nc, "allreduce");
 }
 

@@ -44,8 +44,9 @@ void nccl_comm_init(struct nccl_comm *nc, MPI_Comm mpi);
 void nccl_comm_mirror(struct nccl_comm *child, const struct nccl_comm *parent, MPI_Comm child_mpi);
 void nccl_comm_free(struct nccl_comm *nc);
 
-/* In place: buf[count] (device, fp32) becomes the mean over the ranks (gradient allreduce). */
-void nccl_allreduce_avg(struct nccl_comm *nc, float *buf, size_t count);
+/* In place: buf[count] (device, fp32) becomes the sum over the ranks (the gradient
+ * allreduce: a sum, as allreduce_sum_floats, since the losses are divided by global counts). */
+void nccl_allreduce_sum(struct nccl_comm *nc, float *buf, size_t count);
 /* In place: buf[count] (device, fp32) on every rank becomes root's (weight broadcast). */
 void nccl_broadcast(struct nccl_comm *nc, float *buf, size_t count, int root);
 /* ZeRO-1 over contiguous slices of buf (device, fp32) that may differ in size: rank r

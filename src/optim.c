@@ -96,10 +96,14 @@ double optim_sumsq(const float *g, long n) {
 
 double optim_grad_norm(const float *g, long n) { return sqrt(optim_sumsq(g, n)); }
 
+float optim_clip_factor(double norm, double clip) {
+  return clip > 0.0 && norm > clip ? (float)(clip / (norm + 1e-6)) : 1.0f;
+}
+
 int optim_clip_scale(float *g, long n, double norm, double clip) {
   if (!isfinite(norm)) return OPTIM_NONFINITE;
-  if (clip > 0.0 && norm > clip) {
-    float scale = (float)(clip / (norm + 1e-6));
+  float scale = optim_clip_factor(norm, clip);
+  if (scale != 1.0f) {
     float *restrict x = g;
     for (long i = 0; i < n; i++) x[i] *= scale;
   }

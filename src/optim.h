@@ -38,6 +38,9 @@ double optim_grad_norm(const float *g, long n);
 #define OPTIM_OK 0
 #define OPTIM_NONFINITE 1   /* the gradient norm is NaN/Inf: skip the step (skipped_nonfinite) */
 
+/* The factor clip_grad_norm_ scales the gradient by: clip/(norm + 1e-6) in float when
+ * clip > 0 and norm > clip, else 1 (a finite norm). */
+float optim_clip_factor(double norm, double clip);
 /* Given the global norm, scale g by clip/(norm + 1e-6) when norm > clip (clip > 0),
  * as clip_grad_norm_. Returns OPTIM_NONFINITE (and leaves g as it is) for a
  * non-finite norm. */

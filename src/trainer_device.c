@@ -1,5 +1,5 @@
 /* trainer_device.c: the trainer's update on the device (trainer_device.h): NCCL
- * gradient average over DP, global norm, clip, non-finite skip and fused AdamW
+ * gradient sum over DP, global norm, clip, non-finite skip and fused AdamW
  * on device memory, and the host copies its readers ask for. Compiled in every
  * build; the device update only with the CUDA backend. */
 #include "trainer_device.h"
@@ -112,12 +112,9 @@ static struct nccl_comm *dp_nccl(struct trainer *t) {
   return &d->nc;
 }
 
-/* The gradient sum over dp, in place in g[n] (device); returns the factor the
- * averaged buffer still needs (dp_size; 1 on one rank). */
-static double dp_average(struct trainer *t, float *g, size_t n) {
-  if (t->dp_size == 1) return 1.0;
-  nccl_allreduce_avg(dp_nccl(t), g, n);
-  return (double)t->dp_size;
+/* The gradient sum over dp, in place in g[n] (device). */
+static void dp_sum(struct trainer *t, float *g, size_t n) {
+  if (t->dp_size > 1) nccl_allreduce_sum(dp_nccl(t), g, n);
 }
 
 /* ZeRO-1: the DP ranks' slices of m (trainer_opt_range's on each), lo[dp_size + 1]. */
@@ -134,12 +131,11 @@ static size_t *zero_bounds(const struct trainer *t, const struct model *m) {
 }
 
 /* The sum of squares of the global gradient g[n]: with ZeRO-1 (lo: the slices) each
- * rank's slice of g becomes the sum over dp (*P = 1) and the slices' sums are added
- * over dp; else g becomes the DP average and *P the factor to the sum. */
-static double dp_sumsq(struct trainer *t, float *g, size_t n, const size_t *lo, double *P) {
-  *P = 1.0;
+ * rank's slice of g becomes the sum over dp and the slices' sums are added over dp;
+ * else all of g becomes the sum over dp. */
+static double dp_sumsq(struct trainer *t, float *g, size_t n, const size_t *lo) {
   if (!lo) {
-    *P = dp_average(t, g, n);
+    dp_sum(t, g, n);
     return cuda_sumsq(g, n);
   }
   nccl_reduce_slices(dp_nccl(t), g, lo);
@@ -157,10 +153,7 @@ int trainer_update_device(struct trainer *t, struct model *m, struct adamw *opt,
   long a, b; /* this rank's part: all of m, or its ZeRO-1 slice */
   trainer_opt_range(t, m, &a, &b);
   size_t n = (size_t)(b - a), *lo = t->zero ? zero_bounds(t, m) : NULL;
-  /* NCCL averages; the host path sums (losses are divided by global counts): the
-   * factor P goes into the norm and into the one scaling pass below */
-  double P, norm = sqrt(dp_sumsq(t, g, m->table.total, lo, &P));
-  norm *= P;
+  double norm = sqrt(dp_sumsq(t, g, m->table.total, lo));
   *grad_norm = norm;
   if (!isfinite(norm)) {
     free(lo);
@@ -168,10 +161,7 @@ int trainer_update_device(struct trainer *t, struct model *m, struct adamw *opt,
     return 0;
   }
   const struct config *cfg = t->cfg;
-  double clip = cfg->optim.grad_clip;
-  /* optim_clip_scale's factor, in the same float rounding */
-  float scale = clip > 0.0 && norm > clip ? (float)(clip / (norm + 1e-6)) : 1.0f;
-  if (P != 1.0) scale = (float)(P * (double)scale);
+  float scale = optim_clip_factor(norm, cfg->optim.grad_clip);
   if (scale != 1.0f) cuda_scale(g + a, n, scale);
   opt->t++;
   /* the bf16 working copy is refreshed here when the forward reads the master's */

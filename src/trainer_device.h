@@ -2,10 +2,10 @@
  *
  * When the model runs on a device backend, trainer_update_model hands over to
  * trainer_update_device: the gradients stay in device memory (no per-step
- * download), the DP ranks average them with NCCL (a communicator mirroring
- * t->dp, made at the first update when dp_size > 1; times dp_size, since the
- * losses are divided by global counts and the host path sums), then the global
- * norm (cuda_sumsq), the non-finite skip, clipping (optim_clip_scale's formula)
+ * download), the DP ranks sum them with NCCL as the host path does (the losses
+ * are divided by global counts; a communicator mirroring t->dp, made at the first
+ * update when dp_size > 1), then the global norm (cuda_sumsq), the non-finite
+ * skip, clipping (optim_clip_factor)
  * and AdamW (cuda_adamw_step) on device moments, the device params the fp32
  * master and the bf16 working copy refreshed in the same pass when the model
  * has one. The host struct adamw keeps its step count t (authoritative) and

@@ -30,15 +30,14 @@ static float *fill(size_t n, int rank, unsigned salt) {
   return x;
 }
 
-/* Mean allreduce over nc against MPI on nc->mpi. */
+/* Sum allreduce over nc against MPI on nc->mpi. */
 static void check_allreduce(struct nccl_comm *nc, size_t n, unsigned salt, const char *what) {
   const struct backend_ops *G = &cuda_backend;
   float *x = fill(n, nc->rank, salt), *want = malloc(sizeof(float) * n), *got = malloc(4 * n);
   MPI_Allreduce(x, want, (int)n, MPI_FLOAT, MPI_SUM, nc->mpi);
-  for (size_t i = 0; i < n; i++) want[i] /= (float)nc->size;
   float *d = G->alloc(4 * n);
   G->upload(d, x, 4 * n);
-  nccl_allreduce_avg(nc, d, n);
+  nccl_allreduce_sum(nc, d, n);
   G->download(got, d, 4 * n);
   double e = tu_rel_err(got, want, n);
   CHECK_MSG(e <= 1e-6, "%s allreduce of %zu floats: relative error %.3g", what, n, e);
