@@ -264,6 +264,11 @@ void model_zero_grad(struct model *m) {
   if (m->on_device) dmem_zero(m, m->dgrads, sizeof(float) * m->table.total);
 }
 
+/* The bf16 working copy (mixed precision) remade from the fp32 weights at d. */
+static void bf16_refresh(const struct model *m, const float *d) {
+  if (m->dparams16) m->ops->to_bf16(m->dparams16, d, m->table.total);
+}
+
 /* dev_update (model.h): a forward reads the device truth, or while params points at
  * another host buffer (the KL reference) that buffer's device copy; the bf16 working
  * copy follows whichever it reads (one device-side conversion per switch). 0, or -1
@@ -282,7 +287,7 @@ static int params_select(struct model *m) {
     m->dparams_alt_src = m->params;
     d = m->dparams_alt;
   }
-  if (d != m->dparams && m->dparams16) m->ops->to_bf16(m->dparams16, d, n);
+  if (d != m->dparams) bf16_refresh(m, d);
   m->dparams = d;
   return 0;
 }
@@ -292,7 +297,7 @@ void model_params_live(struct model *m) {
   if (!m->dev_update) m->dparams_main = m->dparams;
   m->dparams = m->dparams_main;
   to_dev(m, m->dparams, m->params, sizeof(float) * m->table.total);
-  if (m->dparams16) m->ops->to_bf16(m->dparams16, m->dparams, m->table.total);
+  bf16_refresh(m, m->dparams);
   m->dparams_src = m->params;
   m->dparams_alt_src = NULL;
   m->dev_update = 1;
@@ -322,7 +327,7 @@ static int params_upload(struct model *m) {
         m->dparams_src == m->params)
       return 0;
     to_dev(m, m->dparams, m->params, sizeof(float) * m->table.total);
-    if (m->dparams16) m->ops->to_bf16(m->dparams16, m->dparams, m->table.total);
+    bf16_refresh(m, m->dparams);
     m->dparams_version = m->params_version;
     m->dparams_src = m->params;
   } else {
