@@ -31,12 +31,21 @@
 #define PAR_MIN_WORK 65536 /* (rows x cost) per thread below which a thread is not worth waking */
 
 /* fn(arg, lo, hi) over [0, n) in contiguous slices, one per thread, at most nt
- * threads of the rank's pool (thread_pool.h: the slices depend on n and nt only). */
+ * threads of the rank's pool and each with PAR_MIN_WORK at least (thread_pool.h: the
+ * slices depend on n and the thread count only). */
 static void par_for_nt(int nt, size_t n, size_t cost, void (*fn)(void *, size_t, size_t),
                        void *arg) {
-  size_t by_work = n * cost / PAR_MIN_WORK; /* each thread gets at least PAR_MIN_WORK */
-  if ((size_t)nt > by_work) nt = (int)by_work;
-  thread_pool_par_for(nt, n, fn, arg);
+  thread_pool_par_for_work(nt, n, cost, PAR_MIN_WORK, fn, arg);
+}
+
+/* par_for_nt with OpenBLAS at one thread for the call (restored after): the slices'
+ * own sgemm calls then run on the slice's thread and start no second layer of
+ * threads under the pool's. */
+static void par_for_blas1(int nt, size_t n, size_t cost, void (*fn)(void *, size_t, size_t),
+                          void *arg) {
+  if (nt > 1) openblas_set_num_threads(1);
+  par_for_nt(nt, n, cost, fn, arg);
+  if (nt > 1) openblas_set_num_threads(nt);
 }
 
 /* par_for_nt over the BLAS thread count (the rank's thread budget). */
@@ -84,12 +93,11 @@ static void mm_slice(void *p, size_t t0, size_t t1) {
               a->beta, C, a->ldc);
 }
 
-/* BLAS at one thread for the call (as the attention backward does), restored after. */
+/* Every tile is worth a thread here (cost PAR_MIN_WORK): the caller split only products
+ * of at least MM_SPLIT_FLOP. */
 static void mm_split(int nt, const struct mm_args *a) {
   int side = a->by_cols ? a->N : a->M;
-  openblas_set_num_threads(1);
-  thread_pool_par_for(nt, (size_t)(side + MM_TILE - 1) / MM_TILE, mm_slice, (void *)a);
-  openblas_set_num_threads(nt);
+  par_for_blas1(nt, (size_t)(side + MM_TILE - 1) / MM_TILE, PAR_MIN_WORK, mm_slice, (void *)a);
 }
 
 static void cpu_matmul(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
@@ -743,9 +751,7 @@ static void cpu_attention_bwd(float *dq, float *dk, float *dv, const float *dout
   struct attn_bwd_args a = {dq, dk, dv, dout, out, lse, q, k, v, b, H, KVH, D, scale};
   int nt = openblas_get_num_threads();
   size_t cost = (size_t)b->max_q * (size_t)b->max_kv * (size_t)D * (size_t)(H / KVH) + 64;
-  if (nt > 1) openblas_set_num_threads(1);
-  par_for_nt(nt, (size_t)b->nseq * (size_t)KVH, cost, attn_bwd_units, &a);
-  if (nt > 1) openblas_set_num_threads(nt);
+  par_for_blas1(nt, (size_t)b->nseq * (size_t)KVH, cost, attn_bwd_units, &a);
 }
 
 /* ---- MLP, embedding, elementwise ---------------------------------------- */
