@@ -204,10 +204,7 @@ static int rd_panel(int M, int K) {
  * Waking a pool worker that still polls costs a few us, one that sleeps 15-40 us. */
 static void rd_job_run(struct rd_job *job) {
   size_t n = job->n0[job->count], mk = (size_t)job->g[0].M * (size_t)job->g[0].K;
-  size_t by_work = n * (mk + 64) / RD_MIN_WORK;
-  int nt = openblas_get_num_threads();
-  if ((size_t)nt > by_work) nt = (int)by_work;
-  thread_pool_par_for(nt, n, rd_job_cols, job);
+  thread_pool_par_for_work(openblas_get_num_threads(), n, mk + 64, RD_MIN_WORK, rd_job_cols, job);
 }
 
 /* C[M,N] = alpha A[M,K] B[N,K]^T + beta C, columns split over the threads. */

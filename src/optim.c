@@ -75,9 +75,8 @@ void adamw_step(struct adamw *o, float *p, const float *g, const struct adamw_hp
                           (float)h->beta1, (float)(1.0 - h->beta1), (float)h->beta2,
                           (float)(1.0 - h->beta2), (float)(h->lr / bc1),
                           (float)(1.0 / sqrt(bc2)), (float)h->eps};
-  long nt = openblas_get_num_threads();
-  if (nt > o->n / ADAMW_MIN_SLICE) nt = o->n / ADAMW_MIN_SLICE;
-  thread_pool_par_for((int)nt, (size_t)(o->n > 0 ? o->n : 0), adamw_slice, &job);
+  thread_pool_par_for_work(openblas_get_num_threads(), (size_t)(o->n > 0 ? o->n : 0), 1,
+                           ADAMW_MIN_SLICE, adamw_slice, &job);
 }
 
 /* Eight partial sums, one per lane of x[i .. i+8): the loop vectorises and is

@@ -209,3 +209,9 @@ void thread_pool_par_for(int nt, size_t n, thread_pool_fn fn, void *arg) {
   }
   thread_pool_run(p, nt, n, fn, arg);
 }
+
+void thread_pool_par_for_work(int nt, size_t n, size_t cost, size_t min_work, thread_pool_fn fn,
+                              void *arg) {
+  size_t by_work = n * cost / (min_work ? min_work : 1);
+  thread_pool_par_for((size_t)nt > by_work ? (int)by_work : nt, n, fn, arg);
+}

@@ -47,5 +47,9 @@ struct thread_pool *thread_pool_rank(void);
 /* thread_pool_run on the rank's pool with nt threads (at most OpenBLAS's count is
  * what callers pass); serial slices if the pool cannot be had. */
 void thread_pool_par_for(int nt, size_t n, thread_pool_fn fn, void *arg);
+/* thread_pool_par_for with at most one thread per min_work units of work (n items of
+ * `cost` units each): waking a thread for less costs more than it saves. */
+void thread_pool_par_for_work(int nt, size_t n, size_t cost, size_t min_work, thread_pool_fn fn,
+                              void *arg);
 
 #endif
