@@ -108,14 +108,8 @@ struct gen_time {
 static double bench_c(struct model *m, int B, int n_new, double *cpu_tps, struct gen_time *gt) {
   int n_req = B > BENCH_G ? B : BENCH_G, n_prompts = n_req / BENCH_G;
   struct config cfg;
-  config_defaults(&cfg);
-  cfg.run.seed = 1;
-  cfg.rollout.max_new_tokens = n_new;
-  cfg.rollout.max_num_seqs = B;
-  cfg.rollout.max_batch_tokens = m->max_tokens;
+  bench_rollout_config(&cfg, m, B, n_new, n_req, BENCH_PROMPT, 2);
   cfg.rollout.prefix_sharing = 1;
-  size_t kv_tok = 8 * (size_t)m->cfg.layers * m->cfg.kv_heads * m->cfg.head_dim;
-  cfg.rollout.kv_cache_mb = (long)(kv_tok * n_req * (BENCH_PROMPT + n_new) >> 20) + 2;
   int *tok = malloc(sizeof(int) * (size_t)n_prompts * BENCH_PROMPT);
   struct rollout_prompt *p = malloc(sizeof *p * (size_t)n_prompts);
   if (!tok || !p) {

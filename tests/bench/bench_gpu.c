@@ -254,13 +254,7 @@ static double train_step_s(struct model *m, int vocab, int len) {
 static double rollout_tps(struct model *m, int B) {
   int n_prompts = B > GROUP ? B / GROUP : 1, G = B > GROUP ? GROUP : B;
   struct config cfg;
-  config_defaults(&cfg);
-  cfg.run.seed = 1;
-  cfg.rollout.max_new_tokens = NEW_TOKENS;
-  cfg.rollout.max_num_seqs = B;
-  cfg.rollout.max_batch_tokens = m->max_tokens;
-  size_t kv_tok = 8 * (size_t)m->cfg.layers * m->cfg.kv_heads * m->cfg.head_dim;
-  cfg.rollout.kv_cache_mb = (long)((kv_tok * B * (PROMPT + NEW_TOKENS)) >> 20) + 4;
+  bench_rollout_config(&cfg, m, B, NEW_TOKENS, B, PROMPT, 4);
   int tok[8 * PROMPT];
   struct rollout_prompt p[8];
   bench_prompts_fill(tok, p, n_prompts, PROMPT, m->cfg.vocab_size);
