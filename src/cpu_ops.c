@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "cpu_gemm.h"
 #include "cpu_rowdot.h"
 #include "fastmath.h"
 #include "thread_pool.h"
@@ -88,9 +89,7 @@ static void mm_slice(void *p, size_t t0, size_t t1) {
     A += a->ta ? (size_t)lo : (size_t)lo * a->lda;
     C += (size_t)lo * a->ldc, M = hi - lo;
   }
-  cblas_sgemm(CblasRowMajor, a->ta ? CblasTrans : CblasNoTrans,
-              a->tb ? CblasTrans : CblasNoTrans, M, N, a->K, a->alpha, A, a->lda, B, a->ldb,
-              a->beta, C, a->ldc);
+  cpu_gemm(a->ta, a->tb, M, N, a->K, a->alpha, A, a->lda, B, a->ldb, a->beta, C, a->ldc);
 }
 
 /* Every tile is worth a thread here (cost PAR_MIN_WORK): the caller split only products
@@ -122,8 +121,7 @@ static void cpu_matmul(int ta, int tb, int M, int N, int K, float alpha, const f
     mm_split(nt, &(struct mm_args){ta, tb, M, N, K, lda, ldb, ldc, by_cols, alpha, beta, A, B, C});
     return;
   }
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N,
-              K, alpha, A, lda, B, ldb, beta, C, ldc);
+  cpu_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 /* ---- normalisation ------------------------------------------------------ */

@@ -1,6 +1,9 @@
-/* bench_gemm.c: cblas_sgemm GFLOP/s for every GEMM shape of one training step
- * (forward, dX and dW of each linear layer and of the lm_head chunks), so the
- * step's time can be set against OpenBLAS's ceiling shape by shape.
+/* bench_gemm.c: GFLOP/s of the CPU backend's matmul for every GEMM shape of one
+ * training step (forward, dX and dW of each linear layer and of the lm_head
+ * chunks), with rlpt's GEMM and with OpenBLAS's (cpu_gemm.h) side by side: the same
+ * pool split over --threads, the two run alternately, best of --reps each; the
+ * ratio is rlpt's GFLOP/s over OpenBLAS's. The first rows are a 1536^3 NN product
+ * at one thread and at --threads, set against the machine's FMA peak.
  *
  * Default shape: SmolLM2-135M training step (4 x 256 tokens, dim 576, kv 192,
  * ffn 1536, vocab 49152, --chunk logit rows per chunk, default 256 as the model's
@@ -9,7 +12,8 @@
  * included). Never asserts a time.
  *
  * --ab ROUNDS instead times alternatives against each other (forward, dX and dW
- * together), alternated ROUNDS times: q/k/v and gate/up as separate GEMMs, as one
+ * together, through the backend's matmul with the GEMM RLPT_GEMM picks), alternated
+ * ROUNDS times: q/k/v and gate/up as separate GEMMs, as one
  * GEMM split/merged by copies, gate/up kept transposed (no copies), and the
  * lm_head's products over the step's rows in chunks of 128 and 256 rows.
  *
@@ -20,6 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "backend.h"
+#include "cpu_gemm.h"
 
 /* --cpu: time by the process's CPU time instead of the wall clock, which a busy
  * machine inflates (at 1 thread it is the work alone; at 2 it includes OpenBLAS's
@@ -39,45 +46,58 @@ static float *buf(size_t n) {
   return p;
 }
 
-/* C[M,N] = op(A) op(B) (+ C): row-major; returns the best of reps in seconds. */
-static double time_gemm(int ta, int tb, int M, int N, int K, float beta, int reps,
-                        const float *A, const float *B, float *C) {
-  int lda = ta ? M : K, ldb = tb ? K : N;
-  double best = 1e30;
-  for (int r = 0; r <= reps; r++) {
-    double t = now_s();
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M,
-                N, K, 1.0f, A, lda, B, ldb, beta, C, N);
-    t = now_s() - t;
-    if (r > 0 && t < best) best = t; /* r = 0 warms up */
-  }
-  return best;
+static void gemm(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B,
+                 int ldb, float beta, float *C, int ldc) {
+  cpu_backend.matmul(ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
 }
 
-/* dW[out,in] += dy^T x through a transposed copy of dy [T,out] and an NN GEMM. */
-static double time_dw_nn(int out, int in, int T, int reps, const float *dy, const float *x,
-                         float *dyT, float *dw) {
-  double best = 1e30;
-  for (int r = 0; r <= reps; r++) {
-    double t = now_s();
-    for (int i = 0; i < T; i++)
-      for (int o = 0; o < out; o++) dyT[(size_t)o * T + i] = dy[(size_t)i * out + o];
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, out, in, T, 1.0f, dyT, T, x, in, 1.0f,
-                dw, in);
-    t = now_s() - t;
-    if (r > 0 && t < best) best = t;
+/* One timed product (dyT: the dW NN form's copy buffer, else NULL). */
+struct shape_run {
+  int ta, tb, M, N, K;
+  float beta;
+  const float *A, *B;
+  float *C, *dyT;
+};
+
+/* C[M,N] = op(A) op(B) (+ C), or dW[out,in] += dy^T x through a transposed copy of
+ * dy [T,out] and an NN GEMM when s->dyT (M = out, N = in, K = T). */
+static void shape_once(const struct shape_run *s) {
+  if (s->dyT) {
+    for (int i = 0; i < s->K; i++)
+      for (int o = 0; o < s->M; o++) s->dyT[(size_t)o * s->K + i] = s->A[(size_t)i * s->M + o];
+    gemm(0, 0, s->M, s->N, s->K, s->dyT, s->K, s->B, s->N, 1.0f, s->C, s->N);
+    return;
   }
-  return best;
+  gemm(s->ta, s->tb, s->M, s->N, s->K, s->A, s->ta ? s->M : s->K, s->B, s->tb ? s->K : s->N,
+       s->beta, s->C, s->N);
+}
+
+/* Best of reps seconds of the product with each GEMM, t[0] rlpt and t[1] OpenBLAS,
+ * alternated so that a busy machine hits both (rlpt's time is 0 without AVX2+FMA). */
+static void time_pair(const struct shape_run *s, int reps, double t[2]) {
+  static const enum cpu_gemm_impl impl[2] = {CPU_GEMM_RLPT, CPU_GEMM_OPENBLAS};
+  t[0] = t[1] = 1e30;
+  for (int r = 0; r <= reps; r++)
+    for (int i = 0; i < 2; i++) {
+      if (cpu_gemm_set_impl(impl[i]) != impl[i]) { t[i] = 0; continue; }
+      double t0 = now_s();
+      shape_once(s);
+      t0 = now_s() - t0;
+      if (r > 0 && t0 < t[i]) t[i] = t0; /* r = 0 warms up */
+    }
+  cpu_gemm_set_impl(impl[0]);
+}
+
+/* One row: GFLOP/s of each and their ratio, ms per step (n products a step). */
+static void print_row(const char *name, const char *pass, const struct shape_run *s, double fl,
+                      const double t[2], int n) {
+  printf("%-16s %-6s %6d %6d %6d %8.1f %8.1f %6.2f %8.1f %8.1f\n", name, pass, s->M, s->N, s->K,
+         t[0] > 0 ? fl / t[0] * 1e-9 : 0.0, fl / t[1] * 1e-9, t[0] > 0 ? t[1] / t[0] : 0.0,
+         1e3 * t[0] * n, 1e3 * t[1] * n);
 }
 
 
 /* ---- A/B: the same work two ways, alternated so a busy machine hits both ---- */
-
-static void gemm(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B,
-                 int ldb, float beta, float *C, int ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M,
-              N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
-}
 
 /* rows [T, w0 + w1 (+ w2)] <-> separate [T, wi] buffers */
 static void split_cols(float *dst[3], const int w[3], const float *src, int T, int dir) {
@@ -221,50 +241,67 @@ int main(int argc, char **argv) {
   };
   size_t big = (size_t)V * C;
   float *A = buf((size_t)T * 2 * F), *B = buf(big), *Cm = buf(big), *dyT = buf((size_t)T * 2 * F);
-  printf("bench_gemm: %d threads, T = %d, best of %d\n", threads, T, reps);
-  printf("%-16s %-6s %6s %6s %6s %9s %9s %s\n", "layer", "pass", "M", "N", "K", "GFLOP/s",
-         "ms/step", "");
-  /* OpenBLAS on a large square product: what the shapes below are set against */
-  {
+  printf("bench_gemm: %d threads, T = %d, best of %d; GEMM rlpt vs OpenBLAS (RLPT_GEMM default "
+         "here: %s)\n", threads, T, reps, cpu_gemm_name());
+  printf("%-16s %-6s %6s %6s %6s %8s %8s %6s %8s %8s\n", "layer", "pass", "M", "N", "K",
+         "rlpt", "openblas", "ratio", "rlpt", "openblas");
+  printf("%-16s %-6s %6s %6s %6s %8s %8s %6s %8s %8s\n", "", "", "", "", "", "GFLOP/s", "GFLOP/s",
+         "", "ms/step", "ms/step");
+  /* a large square product, at one thread and at --threads: set against the FMA peak */
+  double t[2];
+  for (int nt = 1; nt <= threads; nt += threads > 1 ? threads - 1 : 1) {
     int n = 1536;
-    double t = time_gemm(0, 0, n, n, n, 0.0f, reps, A, B, Cm);
-    printf("%-16s %-6s %6d %6d %6d %9.1f\n", "square", "NN", n, n, n, 2.0 * n * n * n / t * 1e-9);
+    openblas_set_num_threads(nt);
+    struct shape_run sq = {0, 0, n, n, n, 0.0f, A, B, Cm, NULL};
+    time_pair(&sq, reps, t);
+    char name[32];
+    snprintf(name, sizeof name, "square %d thr", nt);
+    print_row(name, "NN", &sq, 2.0 * n * n * n, t, 0);
   }
-  double total = 0, total_flop = 0;
+  openblas_set_num_threads(threads);
+  double total[2] = {0, 0}, total_flop = 0;
   for (size_t i = 0; i < sizeof lins / sizeof lins[0]; i++) {
     const struct lin *l = &lins[i];
     double fl = 2.0 * T * l->out * l->in;
-    double tf = time_gemm(0, 1, T, l->out, l->in, 0.0f, reps, A, B, Cm);
-    double tx = time_gemm(0, 0, T, l->in, l->out, 0.0f, reps, A, B, Cm);
-    double tw = time_gemm(1, 0, l->out, l->in, T, 1.0f, reps, A, B, Cm);
-    double tn = time_dw_nn(l->out, l->in, T, reps, A, B, dyT, Cm);
     int n = l->count * L;
+    const struct shape_run runs[4] = {
+      {0, 1, T, l->out, l->in, 0.0f, A, B, Cm, NULL},
+      {0, 0, T, l->in, l->out, 0.0f, A, B, Cm, NULL},
+      {1, 0, l->out, l->in, T, 1.0f, A, B, Cm, NULL},
+      {0, 0, l->out, l->in, T, 1.0f, A, B, Cm, dyT},
+    };
     const char *pass[] = {"fwd NT", "dX NN", "dW TN", "dW NN*"};
-    double ts[] = {tf, tx, tw, tn};
     for (int p = 0; p < 4; p++) {
-      printf("%-16s %-6s %6d %6d %6d %9.1f %9.1f\n", l->name, pass[p],
-             p == 0 ? T : p == 1 ? T : l->out, p == 0 ? l->out : l->in, p == 0 ? l->in : p == 1 ?
-             l->out : T, fl / ts[p] * 1e-9, 1e3 * ts[p] * n);
+      time_pair(&runs[p], reps, t);
+      print_row(l->name, pass[p], &runs[p], fl, t, n);
+      if (n && p < 3) total[0] += t[0] * n, total[1] += t[1] * n;
     }
-    if (n) total += (tf + tx + tw) * n, total_flop += 3 * fl * n;
+    if (n) total_flop += 3 * fl * n;
   }
   /* lm_head: logits of a chunk, its dX, its dW accumulated (tied embedding) */
   int nchunk = (T + R - 1) / R;
   double fl = 2.0 * R * V * C;
-  double tf = time_gemm(0, 1, R, V, C, 0.0f, reps, A, B, Cm);
-  double tx = time_gemm(0, 0, R, C, V, 0.0f, reps, Cm, B, A);
-  double tw = time_gemm(1, 0, V, C, R, 1.0f, reps, Cm, A, B);
-  printf("%-16s %-6s %6d %6d %6d %9.1f %9.1f\n", "lm_head chunk", "fwd NT", R, V, C, fl / tf * 1e-9,
-         1e3 * tf * (2 * nchunk - 1));
-  printf("%-16s %-6s %6d %6d %6d %9.1f %9.1f\n", "lm_head chunk", "dX NN", R, C, V, fl / tx * 1e-9,
-         1e3 * tx * nchunk);
-  printf("%-16s %-6s %6d %6d %6d %9.1f %9.1f\n", "lm_head chunk", "dW TN", V, C, R, fl / tw * 1e-9,
-         1e3 * tw * nchunk);
-  total += tf * (2 * nchunk - 1) + (tx + tw) * nchunk;
+  const struct shape_run head_runs[3] = {
+    {0, 1, R, V, C, 0.0f, A, B, Cm, NULL},
+    {0, 0, R, C, V, 0.0f, Cm, B, A, NULL},
+    {1, 0, V, C, R, 1.0f, Cm, A, B, NULL},
+  };
+  const char *head_pass[] = {"fwd NT", "dX NN", "dW TN"};
+  for (int p = 0; p < 3; p++) {
+    int n = p == 0 ? 2 * nchunk - 1 : nchunk;
+    time_pair(&head_runs[p], reps, t);
+    print_row("lm_head chunk", head_pass[p], &head_runs[p], fl, t, n);
+    total[0] += t[0] * n, total[1] += t[1] * n;
+  }
   total_flop += fl * (4 * nchunk - 1);
-  printf("step GEMMs as the model runs them (fwd, dX, dW TN; lm_head logits recomputed but the last chunk): %.2f s, "
-         "%.1f GFLOP/s average, %.0f tok/s if nothing else ran\n", total,
-         total_flop / total * 1e-9, T / total);
+  printf("step GEMMs as the model runs them (fwd, dX, dW TN; lm_head logits recomputed but the last "
+         "chunk):\n");
+  const char *who[2] = {"rlpt", "openblas"};
+  for (int i = 0; i < 2; i++)
+    if (total[i] > 0)
+      printf("  %-8s %.3f s, %.1f GFLOP/s average, %.0f tok/s if nothing else ran\n", who[i],
+             total[i], total_flop / total[i] * 1e-9, T / total[i]);
+  if (total[0] > 0) printf("  step GEMM time openblas/rlpt = %.3f\n", total[1] / total[0]);
   free(A); free(B); free(Cm); free(dyT);
   return 0;
 }
