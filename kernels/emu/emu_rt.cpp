@@ -127,7 +127,9 @@ void emu_run(dim3 g, dim3 b, size_t smem, const std::function<void()> &bd) {
 
 // ---- host-memory runtime ----
 extern "C" {
-cudaError_t cudaMalloc(void **p, size_t n) { *p = malloc(n ? n : 1); memset(*p, 0xff, n); return cudaSuccess; }
+cudaError_t cudaMalloc(void **p, size_t n) {  // a size the host cannot hold fails as on a device
+  if (!(*p = malloc(n ? n : 1))) return cudaErrorMemoryAllocation;
+  memset(*p, 0xff, n); return cudaSuccess; }
 cudaError_t cudaFree(void *p) { free(p); return cudaSuccess; }
 cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t) { return cudaMalloc(p, n); }
 cudaError_t cudaFreeAsync(void *p, cudaStream_t) { free(p); return cudaSuccess; }
