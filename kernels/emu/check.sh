@@ -7,6 +7,10 @@
 #               order, shuffled, and with no cuBLASLt algorithm: the GEMM fallback);
 #   bf16:       test_gpu_bf16 ([model] dtype = bf16: mixed-precision products and
 #               model against the CPU fp32 model), in the same three orders;
+#   shapes, edge: test_gpu_shapes (every op at the edge shapes test_gpu_ops leaves out) and
+#               test_gpu_edge (the check macros' messages, the GEMM plan cache, misaligned
+#               operands, bf16 rounding at its edges), in the same three orders;
+#   select:     test_gpu_select (the GPU each rank takes; ZeRO-1 slices vs MPI) on 1 and 2 ranks;
 #   trainer:    test_gpu_trainer (the trainer's device update against the host one) on
 #               one rank, on two, and on two with ZeRO-1 (NCCL emulated over
 #               MPI_COMM_WORLD: emu_rt.cpp);
@@ -19,14 +23,14 @@
 #   bench:      bench_gpu --quick (tiny shapes: the benchmark's code, not its figures).
 # Needs a CUDA-configured build for librlpt.a and the CUDA headers:
 #   cmake -S . -B build-cuda -DRLPT_CUDA=ON && cmake --build build-cuda --target rlpt_lib
-# Usage: kernels/emu/check.sh [build-dir [ops|model|bf16|trainer|rlpt|bench ...]]  (default
+# Usage: kernels/emu/check.sh [build-dir [ops|model|bf16|shapes|edge|select|trainer|rlpt|bench ...]]  (default
 # build-cuda, all six). ops + model + bf16 take a few minutes, trainer one, rlpt about ten.
 set -euo pipefail
 EMU="$(cd "$(dirname "$0")" && pwd)"
 R="$(cd "$EMU/../.." && pwd)"
 B="$(cd "${1:-$R/build-cuda}" && pwd)"
 shift || true
-what="${*:-ops model bf16 trainer rlpt bench}"
+what="${*:-ops model bf16 shapes edge select trainer rlpt bench}"
 W="$B/emu"
 mkdir -p "$W"
 cd "$W"
@@ -54,7 +58,7 @@ done
 LIBS="$B/librlpt.a $(pkg-config --libs inih libcjson libpcre2-8) -lhdf5 -lopenblas -lz -lm -lpthread -lstdc++"
 HDF5_LIB="$(dirname "$(find /usr/lib -name 'libhdf5.so' -path '*openmpi*' | head -1)")"
 rc=0
-for t in test_gpu_ops test_gpu_model test_gpu_bf16; do
+for t in test_gpu_ops test_gpu_model test_gpu_bf16 test_gpu_shapes test_gpu_edge; do
   case " $what " in *" ${t#test_gpu_} "*) ;; *) continue ;; esac
   $CC -c "$R/tests/$t.c" -o "$t.o"
   mpicc -o "emu_$t" "$t.o" "${objs[@]}" emu_rt.o -L"$HDF5_LIB" $LIBS
@@ -66,6 +70,18 @@ for t in test_gpu_ops test_gpu_model test_gpu_bf16; do
     tail -3 "emu_$t.$order.log"
   done
 done
+if [[ " $what " == *" select "* ]]; then
+  $CC -c "$R/tests/test_gpu_select.c" -o test_gpu_select.o
+  mpicc -o emu_test_gpu_select test_gpu_select.o "${objs[@]}" emu_rt.o -L"$HDF5_LIB" $LIBS
+  sroot=""
+  [ "$(id -u)" = 0 ] && sroot=--allow-run-as-root
+  for np in 1 2; do
+    echo "== test_gpu_select on $np rank(s) (NCCL emulated over MPI)"
+    EMU_DEVICES=$np OMPI_MCA_mpi_yield_when_idle=1 mpiexec -n $np --oversubscribe $sroot \
+      -x EMU_DEVICES ./emu_test_gpu_select > "emu_test_gpu_select.$np.log" 2>&1 || rc=1
+    grep -E 'CHECK|test_gpu_select' "emu_test_gpu_select.$np.log" || true
+  done
+fi
 if [[ " $what " == *" trainer "* ]]; then
   $CC -c "$R/tests/test_gpu_trainer.c" -o test_gpu_trainer.o
   mpicc -o emu_test_gpu_trainer test_gpu_trainer.o "${objs[@]}" emu_rt.o -L"$HDF5_LIB" $LIBS
