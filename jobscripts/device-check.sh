@@ -10,10 +10,11 @@
 # batch 1, and batch 1 against the memory-bandwidth bound. Every stage has a time
 # limit; the whole script stays within 8 minutes: limits 30 + 90 + 190 + 130 s = 440 s,
 # and a stage that ignores SIGTERM is killed 5 s after its limit (460 s at worst).
-# Build limit: gpu_checks from scratch took 50 CPU-s for librlpt (30 of them nvcc for
-# sm_90; sampling.cu alone 13, the longest) and ~80 CPU-s for the test programs on this
-# project's 2-core CI VM; on a 16-core H100/H200 host that is ~10 s of parallel work
-# behind a ~15-20 s critical path (sampling.cu, then the links): ~30 s, 3x under 90 s.
+# Build limit: on this project's 2-core CI VM librlpt took 50 CPU-s from scratch (30 of
+# them nvcc for sm_90; sampling.cu alone 13, the longest) and the rest of `all` (the test
+# programs, plus a sanitizer library gpu_checks leaves out) 122 CPU-s; on a 16-core
+# H100/H200 host that is ~11 s of parallel work behind a ~15-20 s critical path
+# (sampling.cu, then the links): ~30 s, 3x under the 90 s limit.
 # Usage: jobscripts/device-check.sh [build-dir]
 # Environment: CMAKE_CUDA_ARCHITECTURES (e.g. 80 for A100), NCCL_HOME (when NCCL is
 # not under the CUDA toolkit), RLPT_JOBS (build parallelism, default nproc).
