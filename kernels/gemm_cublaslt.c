@@ -119,10 +119,13 @@ static void gemm_plan_build(struct gemm_ctx *g, struct gemm_plan *p, const struc
       pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof al_c));
   cublasLtMatmulHeuristicResult_t res;
   int n = 0;
-  CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(g->lt, p->op, p->la, p->lb, p->lc, p->lc, pref, 1,
-                                              &res, &n));
+  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(g->lt, p->op, p->la, p->lb, p->lc, p->lc,
+                                                     pref, 1, &res, &n);
   cublasLtMatmulPreferenceDestroy(pref);
-  p->fallback = n < 1;
+  /* No algorithm comes back as a count of 0, or for some configurations as NOT_SUPPORTED
+   * ("no heuristic function available"): both mean the fallback, not a failure. */
+  if (st != CUBLAS_STATUS_NOT_SUPPORTED) CUBLAS_CHECK(st);
+  p->fallback = st != CUBLAS_STATUS_SUCCESS || n < 1;
   if (p->fallback) /* once per shape: slow, so say so */
     fprintf(stderr, "rlpt: cuBLASLt has no algorithm for %s M=%d N=%d K=%d ta=%d tb=%d lda=%d "
             "ldb=%d ldc=%d (alignments %d/%d/%d bytes): using the fallback GEMM\n",

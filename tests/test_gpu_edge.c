@@ -10,8 +10,10 @@
  * Part 2, with a device:
  *   - the cuBLASLt plan cache past its 128 shapes (the oldest plans evicted and rebuilt),
  *     operands at 4-byte (fp32) and 2-byte (bf16) alignment, beta = 0 over a C full of
- *     NaN, and the handle released and made again: every product within 1e-5 of the
- *     CPU product (of the same bf16-rounded inputs for bf16), as test_gpu_ops.c;
+ *     NaN, a heuristic answering NOT_SUPPORTED (the fallback GEMM; emulated by
+ *     kernels/emu under EMU_NO_ALGO=status), and the handle released and made again:
+ *     every product within 1e-5 of the CPU product (of the same bf16-rounded inputs
+ *     for bf16), as test_gpu_ops.c;
  *   - an allocation larger than the device returns NULL and leaves no error for the next
  *     kernel's launch check;
  *   - to_bf16 on the values where rounding goes wrong: ties to even, the largest floats
@@ -190,6 +192,17 @@ static void gemm_edges(void) {
     gemm_check(bf16, 1, 0, 8, 40, 64, 3, 0.5f);
     gemm_check(bf16, 0, 0, 64, 64, 64, 0, 0.0f);
   }
+  /* a heuristic that answers NOT_SUPPORTED (cuBLASLt's "no heuristic function available")
+   * means the fallback GEMM, not a failure; kernels/emu answers so under
+   * EMU_NO_ALGO=status, on a GPU these are two more products */
+  const char *was = getenv("EMU_NO_ALGO");
+  char keep[32] = "";
+  if (was) snprintf(keep, sizeof keep, "%s", was);
+  setenv("EMU_NO_ALGO", "status", 1);
+  gemm_check(0, 1, 0, 9, 11, 13, 0, 0.5f);
+  gemm_check(1, 0, 1, 9, 11, 13, 0, 0.0f);
+  if (was) setenv("EMU_NO_ALGO", keep, 1);
+  else unsetenv("EMU_NO_ALGO");
   cuda_gemm_release(); /* made again on the next product */
   gemm_check(0, 0, 1, 20, 30, 40, 0, 0.0f);
   cuda_gemm_release();

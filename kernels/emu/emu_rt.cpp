@@ -249,7 +249,10 @@ cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t p) { f
 long emu_heuristic_calls = 0;
 cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDesc_t, cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
     cublasLtMatrixLayout_t, cublasLtMatrixLayout_t, cublasLtMatmulPreference_t, int, cublasLtMatmulHeuristicResult_t r[], int *n) {
-  emu_heuristic_calls++; memset(&r[0], 0, sizeof r[0]); *n = getenv("EMU_NO_ALGO") ? 0 : 1; return CUBLAS_STATUS_SUCCESS; }
+  emu_heuristic_calls++; memset(&r[0], 0, sizeof r[0]);
+  const char *na = getenv("EMU_NO_ALGO");  // "status": answer as cuBLASLt does with no heuristic at all
+  if (na && !strcmp(na, "status")) return CUBLAS_STATUS_NOT_SUPPORTED;
+  *n = na ? 0 : 1; return CUBLAS_STATUS_SUCCESS; }
 static double ld_el(const void *p, cudaDataType t, size_t i) {
   if (t == CUDA_R_32F) return ((const float *)p)[i];
   uint32_t w = (uint32_t)((const uint16_t *)p)[i] << 16; float f; memcpy(&f, &w, 4); return f; }
