@@ -76,6 +76,7 @@ struct cuda_sampler {
   void *sort_tmp;
   size_t sort_tmp_bytes;
   double *u, *logprob;     /* [max_rows] */
+  int *rows, *iota;        /* [max_rows] logits row of each sampled row; 0 .. max_rows-1 */
   double *row_max, *row_sum; /* [max_rows] max of logits/T and sum of exp(logits/T - max) */
   int *row_argmax;         /* [max_rows] greedy token, -1 on a NaN logit */
   int *tokens;             /* [max_rows] */
@@ -83,9 +84,10 @@ struct cuda_sampler {
 /* 0 ok, -1 out of device memory. */
 int cuda_sampler_init(struct cuda_sampler *s, int vocab, int max_rows);
 void cuda_sampler_free(struct cuda_sampler *s);
-/* Sample R <= max_rows rows of device logits [R, V] with host uniforms u[R]; host
- * tokens[R] (-1: NaN logit or nothing to sample) and logprob[R], as sampler_sample. */
-void cuda_sampler_sample(struct cuda_sampler *s, const float *logits, int R,
+/* Sample R <= max_rows rows with host uniforms u[R]: row r from row rows[r] (host indices;
+ * NULL: row r) of the device logits [*, V]; host tokens[R] (-1: NaN logit or nothing to
+ * sample) and logprob[R], as sampler_sample. */
+void cuda_sampler_sample(struct cuda_sampler *s, const float *logits, const int *rows, int R,
                          const struct sampling_params *p, const double *u, int *tokens,
                          double *logprob);
 

@@ -10,6 +10,9 @@
  * logprob can differ from sampler_sample's by a few float ulps; the token only
  * where u falls within ~1e-7 of a boundary.
  *
+ * Row r of a call reads logits row rows[r], so the rollout engine's followers sample their
+ * prompt leader's row and the prefix-cache rows sit anywhere in its buffer (sample_device.c).
+ *
  * Three steps per call: (1) one block per row scales and exponentiates the
  * logits, finds the max, the sum and the argmax; (2) only when
  * truncating, a stable segmented radix sort (CUB) orders each row by decreasing
@@ -29,14 +32,15 @@
 #define SAMPLE_THREADS 256
 
 /* Step 1: z[i] = expf(zf[i] - max), zf = (float)(logits[i] / T), for row blockIdx.x (T = 1
- * for greedy), the row's float max of zf, the sum of z and the argmax of the logits (strictly
- * greater wins: lowest index on ties); idx[i] = i. */
+ * for greedy; its logits are row rows[r] of `logits`), the row's float max of zf, the sum of
+ * z and the argmax of the logits (strictly greater wins: lowest index on ties); idx[i] = i. */
 __global__ void sample_prep_kernel(double *z, int *idx, double *row_max, double *row_sum,
-                                   int *row_argmax, const float *logits, int V, double temp) {
+                                   int *row_argmax, const float *logits, const int *rows, int V,
+                                   double temp) {
   __shared__ float best_v[SAMPLE_THREADS];
   __shared__ int best_i[SAMPLE_THREADS];
   int r = blockIdx.x;
-  const float *lg = logits + (size_t)r * V;
+  const float *lg = logits + (size_t)rows[r] * V;
   double *zr = z + (size_t)r * V;
   float m = -INFINITY;
   int nan = 0, bi = -1;
@@ -78,14 +82,14 @@ __global__ void sample_prep_kernel(double *z, int *idx, double *row_max, double 
 /* Step 3, one thread per row; p = z (index order) or the sorted z with their indices. */
 __global__ void sample_select_kernel(int *tokens, double *logprob, const double *p, const int *pi,
                                      const double *row_max, const double *row_sum,
-                                     const int *row_argmax, const float *logits, const double *u,
-                                     int R, int V, double temp, long top_k, double top_p,
-                                     int truncated) {
+                                     const int *row_argmax, const float *logits, const int *rows,
+                                     const double *u, int R, int V, double temp, long top_k,
+                                     double top_p, int truncated) {
   int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= R) return;
   const double *pr = p + (size_t)r * V;
   const int *ir = pi + (size_t)r * V;
-  const float *lg = logits + (size_t)r * V;
+  const float *lg = logits + (size_t)rows[r] * V;
   double m = row_max[r], sum = row_sum[r];
   int am = row_argmax[r], tok = -1;
   if (am < 0 || !isfinite(m)) { /* NaN, all -inf or +inf: nothing to sample */
@@ -135,6 +139,8 @@ int cuda_sampler_init(struct cuda_sampler *s, int vocab, int max_rows) {
            cudaMalloc((void **)&s->idx_sorted, n * sizeof(int)) == cudaSuccess &&
            cudaMalloc((void **)&s->offsets, (max_rows + 1) * sizeof(int)) == cudaSuccess &&
            cudaMalloc((void **)&s->u, max_rows * sizeof(double)) == cudaSuccess &&
+           cudaMalloc((void **)&s->rows, max_rows * sizeof(int)) == cudaSuccess &&
+           cudaMalloc((void **)&s->iota, max_rows * sizeof(int)) == cudaSuccess &&
            cudaMalloc((void **)&s->logprob, max_rows * sizeof(double)) == cudaSuccess &&
            cudaMalloc((void **)&s->row_max, max_rows * sizeof(double)) == cudaSuccess &&
            cudaMalloc((void **)&s->row_sum, max_rows * sizeof(double)) == cudaSuccess &&
@@ -145,6 +151,9 @@ int cuda_sampler_init(struct cuda_sampler *s, int vocab, int max_rows) {
     for (int r = 0; r <= max_rows; r++) off[r] = r * vocab;
     ok = cudaMemcpy(s->offsets, off, (max_rows + 1) * sizeof(int), cudaMemcpyHostToDevice) ==
          cudaSuccess;
+    for (int r = 0; r < max_rows; r++) off[r] = r;
+    ok = ok && cudaMemcpy(s->iota, off, max_rows * sizeof(int), cudaMemcpyHostToDevice) ==
+                   cudaSuccess;
     free(off);
   } else {
     ok = 0;
@@ -163,14 +172,15 @@ int cuda_sampler_init(struct cuda_sampler *s, int vocab, int max_rows) {
 }
 
 void cuda_sampler_free(struct cuda_sampler *s) {
-  void *bufs[] = {s->z, s->z_sorted, s->idx, s->idx_sorted, s->offsets, s->u, s->logprob,
-                  s->row_max, s->row_sum, s->row_argmax, s->tokens, s->sort_tmp};
+  void *bufs[] = {s->z, s->z_sorted, s->idx, s->idx_sorted, s->offsets, s->u, s->rows,
+                  s->iota, s->logprob, s->row_max, s->row_sum, s->row_argmax, s->tokens,
+                  s->sort_tmp};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
     if (bufs[i]) cudaFree(bufs[i]);
   memset(s, 0, sizeof *s);
 }
 
-void cuda_sampler_sample(struct cuda_sampler *s, const float *logits, int R,
+void cuda_sampler_sample(struct cuda_sampler *s, const float *logits, const int *rows, int R,
                          const struct sampling_params *p, const double *u, int *tokens,
                          double *logprob) {
   if (R <= 0) return;
@@ -181,8 +191,10 @@ void cuda_sampler_sample(struct cuda_sampler *s, const float *logits, int R,
   double temp = p->temperature > 0 ? p->temperature : 1.0;
   int truncated = p->temperature > 0 && ((p->top_k > 0 && p->top_k < V) || p->top_p < 1);
   CUDA_CHECK(cudaMemcpy(s->u, u, sizeof(double) * R, cudaMemcpyHostToDevice));
+  if (rows) CUDA_CHECK(cudaMemcpy(s->rows, rows, sizeof(int) * R, cudaMemcpyHostToDevice));
+  const int *drows = rows ? s->rows : s->iota;
   sample_prep_kernel<<<R, SAMPLE_THREADS>>>(s->z, s->idx, s->row_max, s->row_sum, s->row_argmax,
-                                            logits, V, temp);
+                                            logits, drows, V, temp);
   CUDA_LAUNCH_CHECK();
   if (truncated) {
     size_t tmp = s->sort_tmp_bytes;
@@ -192,7 +204,7 @@ void cuda_sampler_sample(struct cuda_sampler *s, const float *logits, int R,
   }
   sample_select_kernel<<<(R + 63) / 64, 64>>>(
       s->tokens, s->logprob, truncated ? s->z_sorted : s->z, truncated ? s->idx_sorted : s->idx,
-      s->row_max, s->row_sum, s->row_argmax, logits, s->u, R, V, p->temperature, p->top_k,
+      s->row_max, s->row_sum, s->row_argmax, logits, drows, s->u, R, V, p->temperature, p->top_k,
       p->top_p, truncated);
   CUDA_LAUNCH_CHECK();
   CUDA_CHECK(cudaMemcpy(tokens, s->tokens, sizeof(int) * R, cudaMemcpyDeviceToHost));

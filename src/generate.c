@@ -37,8 +37,11 @@ struct engine {
   int *fol_r, *fol_b, n_fol;  /* followers: request, batch row of its prompt's leader */
   int *hit_r, n_hit;          /* prefix-cache hits with nothing to compute */
   float *hit_logits;          /* [max_seqs][vocab] */
-  float *logits;              /* [max_seqs][vocab] forward output */
+  float *logits;              /* [max_seqs][vocab] forward output; [vocab] with lm->sample */
   struct sampler sm;
+  /* the step's draws, in recording order: request, logits source (lm_ops.sample's src), uniform */
+  int *draw_r, *draw_src, *draw_tok;
+  double *draw_u, *draw_lp;
 };
 
 static int fail(struct engine *e, int code, const char *fmt, ...) {
@@ -224,18 +227,21 @@ static void admit(struct engine *e) {
 /* ---- forward and sampling ---------------------------------------------------- */
 
 static int run_forward(struct engine *e) {
+  const struct lm_ops *lm = e->lm;
   for (int b = 0; b < e->nb; b++) e->bseq[b].block_table = e->kv->seqs[e->bseq[b].seq].blocks;
   struct lm_batch batch = { .kv = e->kv, .n_seqs = e->nb, .n_tokens = e->n_tokens,
                             .seqs = e->bseq, .all_logits = 0 };
-  if (e->lm->forward(e->lm->ctx, &batch, e->logits) != 0)
+  if (lm->forward(lm->ctx, &batch, lm->sample ? NULL : e->logits) != 0)
     return fail(e, 1, "rollout: the model's forward failed on a batch of %d sequences, %d tokens",
                 e->nb, e->n_tokens);
   /* Leaders publish their prompt; same-step followers fork it. */
   for (int b = e->n_decode; b < e->nb; b++) {
     if (!e->bleader[b]) continue;
     const struct gen_request *rq = &e->req[e->brow[b]];
-    if (kv_prefix_insert(e->kv, e->bseq[b].seq, rq->prompt, rq->prompt_len,
-                         e->logits + (size_t)b * e->lm->vocab) != 0)
+    const float *row = e->logits + (lm->sample ? 0 : (size_t)b * lm->vocab);
+    if (lm->sample && lm->logits_row(lm->ctx, b, e->logits) != 0)
+      return fail(e, 1, "rollout: copying the logits of prompt %u to the host failed", rq->prompt_id);
+    if (kv_prefix_insert(e->kv, e->bseq[b].seq, rq->prompt, rq->prompt_len, row) != 0)
       return fail(e, 1, "rollout: out of memory in the prefix cache");
   }
   for (int f = 0; f < e->n_fol; f++)
@@ -256,14 +262,23 @@ static int finish_reason(const struct engine *e, const int *gen, int n) {
   return GEN_RUNNING;
 }
 
-/* Sample r's next token from lg; record it; finish (and free) when it ends the response. */
-static int sample_one(struct engine *e, int r, const float *lg) {
-  struct gseq *q = &e->s[r];
+/* Queue a draw for request r from logits source src (lm_ops.sample's src), with the uniform
+ * of its key: a sample's tokens never depend on what shares its step. */
+static void draw_add(struct engine *e, int *n, int r, int src) {
   const struct gen_request *rq = &e->req[r];
   struct rng_key key = { .seed = e->g->seed, .stream = RNG_STREAM_SAMPLE, .step = e->step,
-                         .prompt = rq->prompt_id, .sample = rq->sample, .pos = (uint32_t)q->n_gen };
-  double lp;
-  int tok = sampler_sample(&e->sm, lg, &e->g->sp, rng_uniform(&key), &lp);
+                         .prompt = rq->prompt_id, .sample = rq->sample,
+                         .pos = (uint32_t)e->s[r].n_gen };
+  e->draw_r[*n] = r;
+  e->draw_src[*n] = src;
+  e->draw_u[*n] = rng_uniform(&key);
+  (*n)++;
+}
+
+/* Record r's drawn token; finish (and free) when it ends the response. */
+static int record(struct engine *e, int r, int tok, double lp) {
+  struct gseq *q = &e->s[r];
+  const struct gen_request *rq = &e->req[r];
   if (tok < 0)
     return fail(e, 1, "rollout: non-finite logits for prompt %u sample %u at response position %d",
                 rq->prompt_id, rq->sample, q->n_gen);
@@ -283,11 +298,27 @@ static int sample_one(struct engine *e, int r, const float *lg) {
   return 0;
 }
 
+/* Every scheduled sequence draws its next token: batch rows, followers (from their
+ * leader's row), prefix hits (from the cached host row); on the model's side when it
+ * samples there (lm_ops.sample), else here. */
 static int sample_step(struct engine *e) {
-  int V = e->lm->vocab, rc = 0;
-  for (int b = 0; b < e->nb && !rc; b++) rc = sample_one(e, e->brow[b], e->logits + (size_t)b * V);
-  for (int f = 0; f < e->n_fol && !rc; f++) rc = sample_one(e, e->fol_r[f], e->logits + (size_t)e->fol_b[f] * V);
-  for (int h = 0; h < e->n_hit && !rc; h++) rc = sample_one(e, e->hit_r[h], e->hit_logits + (size_t)h * V);
+  const struct lm_ops *lm = e->lm;
+  int V = lm->vocab, rc = 0, nd = 0;
+  for (int b = 0; b < e->nb; b++) draw_add(e, &nd, e->brow[b], b);
+  for (int f = 0; f < e->n_fol; f++) draw_add(e, &nd, e->fol_r[f], e->fol_b[f]);
+  for (int h = 0; h < e->n_hit; h++) draw_add(e, &nd, e->hit_r[h], -1 - h);
+  if (lm->sample) {
+    if (nd > 0 && lm->sample(lm->ctx, nd, e->draw_src, e->hit_logits, &e->g->sp, e->draw_u,
+                             e->draw_tok, e->draw_lp) != 0)
+      return fail(e, 1, "rollout: the model's sampling failed on %d sequences", nd);
+  } else {
+    for (int i = 0; i < nd; i++) {
+      int src = e->draw_src[i];
+      const float *lg = src >= 0 ? e->logits + (size_t)src * V : e->hit_logits + (size_t)(-1 - src) * V;
+      e->draw_tok[i] = sampler_sample(&e->sm, lg, &e->g->sp, e->draw_u[i], &e->draw_lp[i]);
+    }
+  }
+  for (int i = 0; i < nd && !rc; i++) rc = record(e, e->draw_r[i], e->draw_tok[i], e->draw_lp[i]);
   int n = 0;  /* finished sequences leave the running list, order kept */
   for (int i = 0; i < e->n_running; i++)
     if (!e->s[e->running[i]].done) e->running[n++] = e->running[i];
@@ -342,6 +373,11 @@ static void engine_free(struct engine *e) {
   free(e->hit_r);
   free(e->hit_logits);
   free(e->logits);
+  free(e->draw_r);
+  free(e->draw_src);
+  free(e->draw_tok);
+  free(e->draw_u);
+  free(e->draw_lp);
   sampler_free(&e->sm);
 }
 
@@ -357,9 +393,16 @@ static int engine_alloc(struct engine *e) {
   e->fol_b = malloc(m * sizeof *e->fol_b);
   e->hit_r = malloc(m * sizeof *e->hit_r);
   e->hit_logits = malloc(m * V * sizeof *e->hit_logits);
-  e->logits = malloc(m * V * sizeof *e->logits);
-  if (sampler_init(&e->sm, e->lm->vocab) != 0 || !e->s || !e->queue || !e->running || !e->bseq ||
-      !e->brow || !e->bleader || !e->fol_r || !e->fol_b || !e->hit_r || !e->hit_logits || !e->logits)
+  e->logits = malloc((e->lm->sample ? 1 : m) * V * sizeof *e->logits);
+  e->draw_r = malloc(m * sizeof *e->draw_r);
+  e->draw_src = malloc(m * sizeof *e->draw_src);
+  e->draw_tok = malloc(m * sizeof *e->draw_tok);
+  e->draw_u = malloc(m * sizeof *e->draw_u);
+  e->draw_lp = malloc(m * sizeof *e->draw_lp);
+  if ((!e->lm->sample && sampler_init(&e->sm, e->lm->vocab) != 0) || !e->s || !e->queue ||
+      !e->running || !e->bseq || !e->brow || !e->bleader || !e->fol_r || !e->fol_b || !e->hit_r ||
+      !e->hit_logits || !e->logits || !e->draw_r || !e->draw_src || !e->draw_tok || !e->draw_u ||
+      !e->draw_lp)
     return -1;
   for (int r = 0; r < e->n_req; r++) {
     const struct gen_request *rq = &e->req[r];

@@ -62,11 +62,25 @@ struct lm_batch {
  * causally to its sequence's positions 0 .. pos, and write fp32 logits:
  * all_logits = 0 -> logits[n_seqs][vocab] (last new token of each sequence, batch order);
  * all_logits = 1 -> logits[n_tokens][vocab] (every new token, batch order).
- * Returns 0, or nonzero on failure (the engine stops with an internal error). */
+ * Returns 0, or nonzero on failure (the engine stops with an internal error).
+ *
+ * sample, optional: sampling where the logits are (a device backend), so that a decode step
+ * brings back a token and a logprob per sequence instead of vocab floats. When set, the
+ * engine calls forward with all_logits = 0 and logits = NULL: forward keeps its rows itself.
+ * sample then draws n tokens with the engine's uniforms u[n]: token i from row src[i] >= 0
+ * of the last forward's logits, or from host row host[-1 - src[i]] (a prefix-cache hit);
+ * tokens[i] and logprob[i] as sampler_sample (-1: nothing to sample). logits_row copies
+ * row `row` of the last forward's logits to host (the prefix cache keeps a prompt's row).
+ * Both return 0, or nonzero on failure. NULL: the engine samples forward's host logits with
+ * sampler_sample; both ways give the same tokens (sampling.h's arithmetic) but where a
+ * uniform falls within a few ulps of a token boundary. */
 struct lm_ops {
   void *ctx;
   int vocab;
   int (*forward)(void *ctx, const struct lm_batch *b, float *logits);
+  int (*sample)(void *ctx, int n, const int *src, const float *host,
+                const struct sampling_params *sp, const double *u, int *tokens, double *logprob);
+  int (*logits_row)(void *ctx, int row, float *dst);
 };
 
 enum gen_finish { GEN_RUNNING = 0, GEN_EOS, GEN_STOP, GEN_LENGTH };

@@ -630,8 +630,10 @@ static int kv_batch_set(struct model *m, const int *tokens, const int *cu_new, c
   return 0;
 }
 
-int model_forward_kv(struct model *m, const int *tokens, const int *cu_new, const int *pos0,
-                     int nseq, const struct model_kv_io *io, int all_logits, float *logits) {
+/* model_forward_kv's body; logits_dev: the logits are op memory (model_forward_kv_dev). */
+static int forward_kv(struct model *m, const int *tokens, const int *cu_new, const int *pos0,
+                      int nseq, const struct model_kv_io *io, int all_logits, float *logits,
+                      int logits_dev) {
   if (kv_batch_set(m, tokens, cu_new, pos0, nseq)) return -1;
   if (params_upload(m)) return -1;
   if (trunk_forward(m, io)) return -1;
@@ -642,7 +644,7 @@ int model_forward_kv(struct model *m, const int *tokens, const int *cu_new, cons
       dmem_copy(m, m->xn + (size_t)s * C, m->xf + (size_t)(cu_new[s + 1] - 1) * C, (size_t)C);
     x = m->xn;
   }
-  if (!m->on_device) {
+  if (!m->on_device || logits_dev) {
     matmul_abt(m, rows, V, C, x, C, lm_head(m), C, 0.0f, logits, V);
   } else { /* device logits a chunk at a time (the scratch holds logit_rows rows) */
     for (int r0 = 0; r0 < rows; r0 += m->logit_rows) {
@@ -654,6 +656,16 @@ int model_forward_kv(struct model *m, const int *tokens, const int *cu_new, cons
   }
   m->T = 0; /* the activations are not a training batch: model_backward must not use them */
   return 0;
+}
+
+int model_forward_kv(struct model *m, const int *tokens, const int *cu_new, const int *pos0,
+                     int nseq, const struct model_kv_io *io, int all_logits, float *logits) {
+  return forward_kv(m, tokens, cu_new, pos0, nseq, io, all_logits, logits, 0);
+}
+
+int model_forward_kv_dev(struct model *m, const int *tokens, const int *cu_new, const int *pos0,
+                         int nseq, const struct model_kv_io *io, int all_logits, float *logits) {
+  return forward_kv(m, tokens, cu_new, pos0, nseq, io, all_logits, logits, 1);
 }
 
 /* ---- backward --------------------------------------------------------------- */

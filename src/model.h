@@ -186,5 +186,10 @@ struct model_kv_io {
  * model_forward (no model_backward after this). */
 int model_forward_kv(struct model *m, const int *tokens, const int *cu_new, const int *pos0,
                      int nseq, const struct model_kv_io *io, int all_logits, float *logits);
+/* The same with logits [rows, vocab] in the backend's memory (device memory from
+ * m->ops->alloc on a device backend; host memory on a host backend, where it is
+ * model_forward_kv): the rollout engine samples them where they are (generate.h). */
+int model_forward_kv_dev(struct model *m, const int *tokens, const int *cu_new, const int *pos0,
+                         int nseq, const struct model_kv_io *io, int all_logits, float *logits);
 
 #endif

@@ -18,6 +18,7 @@
 #include "config.h"
 #include "device.h"
 #include "model.h"
+#include "sample_device.h"
 #include "tokenizer.h"
 
 _Static_assert(sizeof(int) == sizeof(int32_t), "token ids are int in the engine, int32_t in samples");
@@ -29,6 +30,7 @@ struct rollout_engine {
   struct sampling_params deck_sp;   /* the deck's sampling, restored by negative overrides */
   struct lm_ops lm;
   struct model_kv_io io;
+  struct sample_device *sd;         /* device backend: the logits stay there and are sampled there */
   char stop[CFG_STR_MAX];
   struct gen_stop_text stop_text;
   /* the step being run */
@@ -121,10 +123,25 @@ static int rollout_forward(void *ctx, const struct lm_batch *b, float *logits) {
     return -1;
   }
   re->batch = b;
-  int rc = model_forward_kv(re->m, re->tokens, re->cu_new, re->pos0, b->n_seqs, &re->io,
-                            b->all_logits, logits);
+  int rc = logits ? model_forward_kv(re->m, re->tokens, re->cu_new, re->pos0, b->n_seqs, &re->io,
+                                     b->all_logits, logits)
+         : b->all_logits ? -1 /* the device buffer holds one row per sequence */
+         : model_forward_kv_dev(re->m, re->tokens, re->cu_new, re->pos0, b->n_seqs, &re->io, 0,
+                                sample_device_logits(re->sd));
   re->batch = NULL;
   return rc;
+}
+
+/* lm_ops.sample / logits_row on the device logits (sample_device.h). */
+static int rollout_sample(void *ctx, int n, const int *src, const float *host,
+                          const struct sampling_params *sp, const double *u, int *tokens,
+                          double *logprob) {
+  return sample_device_sample(((struct rollout_engine *)ctx)->sd, n, src, host, sp, u, tokens,
+                              logprob);
+}
+
+static int rollout_logits_row(void *ctx, int row, float *dst) {
+  return sample_device_row(((struct rollout_engine *)ctx)->sd, row, dst);
 }
 
 /* ---- engine ------------------------------------------------------------------ */
@@ -171,7 +188,14 @@ int rollout_create(struct rollout_engine **out, struct model *m, const struct co
     rollout_free(re);
     return rfail(err, errlen, 1, "rollout: out of memory");
   }
-  re->lm = (struct lm_ops){ .ctx = re, .vocab = m->cfg.vocab_size, .forward = rollout_forward };
+  int rc = sample_device_create(&re->sd, m, max_seqs, err, errlen);
+  if (rc) {
+    rollout_free(re);
+    return rc;
+  }
+  re->lm = (struct lm_ops){ .ctx = re, .vocab = m->cfg.vocab_size, .forward = rollout_forward,
+                            .sample = re->sd ? rollout_sample : NULL,
+                            .logits_row = re->sd ? rollout_logits_row : NULL };
   re->io = (struct model_kv_io){ .ctx = re, .exchange = rollout_exchange, .paged = rollout_paged };
   *out = re;
   return 0;
@@ -180,6 +204,7 @@ int rollout_create(struct rollout_engine **out, struct model *m, const struct co
 void rollout_free(struct rollout_engine *re) {
   if (!re) return;
   kv_destroy(&re->kv);
+  sample_device_free(re->sd);
   free(re->tokens);
   free(re->cu_new);
   free(re->pos0);

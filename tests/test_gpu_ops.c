@@ -425,15 +425,18 @@ static void test_sampling(void) {
   struct cuda_sampler gs;
   CHECK(sampler_init(&cs, V) == 0);
   CHECK(cuda_sampler_init(&gs, V, R) == 0);
+  /* odd cases sample chosen rows (the rollout's followers share a row): a repeat, new order */
+  static const int pick[R] = {3, 3, 0, 7, 1, 2, 4, 6};
   for (size_t c = 0; c < sizeof ps / sizeof ps[0]; c++) {
     double u[R], lp[R];
     int tok[R];
+    const int *rows = c % 2 ? pick : NULL;
     for (int r = 0; r < R; r++) u[r] = urand();
     u[0] = 0.999999999;
-    cuda_sampler_sample(&gs, gz, R, &ps[c], u, tok, lp);
+    cuda_sampler_sample(&gs, gz, rows, R, &ps[c], u, tok, lp);
     for (int r = 0; r < R; r++) {
       double lc = 0;
-      int tc = sampler_sample(&cs, z + (size_t)r * V, &ps[c], u[r], &lc);
+      int tc = sampler_sample(&cs, z + (size_t)(rows ? rows[r] : r) * V, &ps[c], u[r], &lc);
       CHECK_MSG(tok[r] == tc, "params %zu row %d: token %d vs %d", c, r, tok[r], tc);
       /* both round the lse and the logprob to float (sampling.h); the device's expf and sum
        * order may move the lse by an ulp or two: 1e-6 (1 + |lp|) is a few float ulps */

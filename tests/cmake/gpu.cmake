@@ -3,6 +3,9 @@
 # CUDA backend or without a device, so a CPU-only CI shows them as skipped.
 add_unit_test(test_gpu_ops SOURCES test_gpu_ops.c LABELS gpu)
 add_unit_test(test_gpu_model SOURCES test_gpu_model.c LABELS gpu)
+# Sampling on the device (sample_device.h): generation on cuda against cpu, greedy and
+# top-k / top-p sampling, the same tokens (near ties checked) and logprobs within 1e-4.
+add_unit_test(test_gpu_sample SOURCES test_gpu_sample.c LABELS gpu)
 add_executable(test_nccl test_nccl.c)
 target_link_libraries(test_nccl PRIVATE rlpt_lib)
 target_include_directories(test_nccl PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
