@@ -1,14 +1,34 @@
 # CUDA backend: with RLPT_CUDA=AUTO it is built whenever nvcc is found, even on a
 # machine without a GPU (the GPU tests then skip). ON fails when anything is missing.
+# The default architecture: 90 (Hopper: sm_90 code plus compute_90 PTX, which the
+# driver compiles for newer GPUs) when the toolkit knows it, else the newest one the
+# toolkit lists, so an older or newer toolkit still configures. Pass
+# -DCMAKE_CUDA_ARCHITECTURES=80 (A100) and the like to choose.
+function(rlpt_default_cuda_arch out)
+  execute_process(COMMAND ${CMAKE_CUDA_COMPILER} --list-gpu-arch
+    OUTPUT_VARIABLE archs ERROR_QUIET RESULT_VARIABLE rc)
+  string(REGEX MATCHALL "compute_[0-9]+" archs "${archs}")
+  string(REPLACE "compute_" "" archs "${archs}")
+  set(pick 90)
+  if(rc EQUAL 0 AND archs AND NOT "90" IN_LIST archs)
+    list(SORT archs COMPARE NATURAL)
+    list(GET archs -1 pick)
+    message(STATUS "rlpt: this CUDA toolkit has no sm_90; building for ${pick}")
+  endif()
+  set(${out} ${pick} PARENT_SCOPE)
+endfunction()
+
 set(RLPT_HAVE_CUDA OFF)
 set(RLPT_CUDA_SOURCES "")
 set(RLPT_CUDA_LIBRARIES "")
 if(NOT RLPT_CUDA STREQUAL "OFF")
   include(CheckLanguage)
-  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-    set(CMAKE_CUDA_ARCHITECTURES 90 CACHE STRING "CUDA architectures (Hopper by default)")
-  endif()
   check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER AND NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    rlpt_default_cuda_arch(rlpt_arch)
+    set(CMAKE_CUDA_ARCHITECTURES ${rlpt_arch} CACHE STRING
+      "CUDA architectures (Hopper by default, else the newest the toolkit has)")
+  endif()
   if(CMAKE_CUDA_COMPILER)
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)
