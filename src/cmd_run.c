@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ckpt.h"
+#include "cpu_gemm.h"
 #include "device.h"
 #include "error.h"
 #include "evaluate.h"
@@ -153,9 +154,10 @@ static void print_banner(struct run *r) {
   if (r->is_ctl) {
     const struct role_counts *c = &r->comms.counts;
     printf("rlpt run %s: %d ranks, mode sync, layout %s (controller %d, rollout %d, reward %d, train "
-           "dp %d); %d BLAS thread(s) per rank%s\n", r->deck_path, c->world,
+           "dp %d); %d BLAS thread(s) per rank%s, CPU GEMM %s\n", r->deck_path, c->world,
            c->colocated ? "colocated" : "separate", c->controller, c->rollout, c->reward, c->train_dp,
-           r->threads.threads, r->threads.oversubscribed ? " (oversubscribed: waiting ranks yield)" : "");
+           r->threads.threads, r->threads.oversubscribed ? " (oversubscribed: waiting ranks yield)" : "",
+           cpu_gemm_name());
     printf("rank map (host, role, coordinates)\n");
     fflush(stdout);
   }

@@ -13,6 +13,8 @@
  * on the hot path allocates nothing. */
 #include "cpu_gemm.h"
 
+#include "thread_pool.h"
+
 #include <cblas.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -21,7 +23,7 @@
 #define MR 6
 #define NR 16
 #ifndef KC
-#define KC 256  /* most k per block; blocks are balanced (576 -> 3 x 192) */
+#define KC 320  /* most k per block; blocks are balanced (576 -> 2 x 288, 1024 -> 4 x 256) */
 #endif
 #ifndef MC
 #define MC 144  /* most rows of op(A) per block, a multiple of MR */
@@ -88,10 +90,10 @@ GEMM_AVX2 static inline void transpose8(__m256 r[8]) {
   }
 }
 
-/* dst[p*w + i] = src[i*ld + p] for i < rows, p < kc (rows <= 8, w = 6 or 16 of which
- * these are the first rows): 8 k at a time through transpose8. Each store writes 8
- * floats, the 8 - rows past w's rows being overwritten by the next k's store or the
- * scalar tail; past the last k it writes up to 2 floats of slack (pack_room). */
+/* dst[p*w + i] = src[i*ld + p] for i < rows, p < kc (rows <= 8; w = 6 with rows = 6,
+ * or w = 16 with two calls of 8 rows): 8 k at a time through transpose8. With w = 6
+ * the first 7 stores write 8 floats, the last 2 being overwritten by the next store;
+ * the eighth writes 6, so nothing lands past the panel. */
 GEMM_AVX2 static void pack_rows_t(const float *src, size_t ld, int rows, int kc, float *dst,
                                   int w) {
   int p = 0;
@@ -100,55 +102,78 @@ GEMM_AVX2 static void pack_rows_t(const float *src, size_t ld, int rows, int kc,
     for (int i = 0; i < 8; i++)
       r[i] = i < rows ? _mm256_loadu_ps(src + (size_t)i * ld + p) : _mm256_setzero_ps();
     transpose8(r);
-    for (int q = 0; q < 8; q++) _mm256_storeu_ps(dst + (size_t)(p + q) * w, r[q]);
+    for (int q = 0; q < 7; q++) _mm256_storeu_ps(dst + (size_t)(p + q) * w, r[q]);
+    float *d7 = dst + (size_t)(p + 7) * w;
+    if (w >= 8) {
+      _mm256_storeu_ps(d7, r[7]);
+    } else {
+      _mm_storeu_ps(d7, _mm256_castps256_ps128(r[7]));
+      _mm_storel_pi((__m64 *)(d7 + 4), _mm256_extractf128_ps(r[7], 1));
+    }
   }
   for (; p < kc; p++)
     for (int i = 0; i < rows; i++) dst[(size_t)p * w + i] = src[(size_t)i * ld + p];
 }
 
 /* op(A)[i0 + i, k0 + p] for i < mc, p < kc into MR-row panels: panel r holds
- * rows r*MR.. as dst[r*MR*kc + p*MR + i], rows past mc zero. */
+ * rows r*MR.. as dst[r*MR*kc + p*MR + i], rows past mc zero. A^T is read a row at
+ * a time across all panels (one sequential stream), A by transposes of 6 rows. */
 GEMM_AVX2 static void pack_a(int ta, const float *A, int lda, int i0, int mc, int k0, int kc,
                              float *dst) {
-  for (int ir = 0; ir < mc; ir += MR, dst += (size_t)MR * kc) {
-    int mr = mc - ir < MR ? mc - ir : MR;
-    if (!ta && mr == MR) {
-      pack_rows_t(A + (size_t)(i0 + ir) * lda + k0, (size_t)lda, MR, kc, dst, MR);
-      continue;
+  int full = mc / MR * MR;
+  if (ta) {
+    for (int p0 = 0; p0 < kc; p0 += 8) { /* 8 rows at a time: 192 bytes a panel */
+      int p1 = p0 + 8 < kc ? p0 + 8 : kc;
+      for (int ir = 0; ir < full; ir += MR)
+        for (int p = p0; p < p1; p++) {
+          const float *s = A + (size_t)(k0 + p) * lda + i0 + ir;
+          float *d = dst + (size_t)ir * kc + (size_t)p * MR;
+          _mm_storeu_ps(d, _mm_loadu_ps(s));
+          _mm_storel_pi((__m64 *)(d + 4), _mm_loadl_pi(_mm_setzero_ps(), (const __m64 *)(s + 4)));
+        }
     }
-    for (int p = 0; p < kc; p++) {
-      float *d = dst + (size_t)p * MR;
-      for (int i = 0; i < mr; i++)
-        d[i] = ta ? A[(size_t)(k0 + p) * lda + i0 + ir + i] : A[(size_t)(i0 + ir + i) * lda + k0 + p];
-      for (int i = mr; i < MR; i++) d[i] = 0.0f;
-    }
+    float *d = dst + (size_t)full * kc;
+    for (int p = 0; p < kc && full < mc; p++)
+      for (int i = 0; i < MR; i++)
+        d[(size_t)p * MR + i] = full + i < mc ? A[(size_t)(k0 + p) * lda + i0 + full + i] : 0.0f;
+    return;
   }
+  for (int ir = 0; ir < full; ir += MR)
+    pack_rows_t(A + (size_t)(i0 + ir) * lda + k0, (size_t)lda, MR, kc, dst + (size_t)ir * kc, MR);
+  if (full == mc) return;
+  float *d = dst + (size_t)full * kc;
+  for (int p = 0; p < kc; p++)
+    for (int i = 0; i < MR; i++)
+      d[(size_t)p * MR + i] = full + i < mc ? A[(size_t)(i0 + full + i) * lda + k0 + p] : 0.0f;
 }
 
 /* op(B)[k0 + p, j0 + j] for p < kc, j < nc into NR-column panels: panel r holds
- * columns r*NR.. as dst[r*NR*kc + p*NR + j], columns past nc zero. */
+ * columns r*NR.. as dst[r*NR*kc + p*NR + j], columns past nc zero. B is read a row
+ * at a time across all panels, B^T by transposes of 8 rows. */
 GEMM_AVX2 static void pack_b(int tb, const float *B, int ldb, int k0, int kc, int j0, int nc,
                              float *dst) {
-  for (int jr = 0; jr < nc; jr += NR, dst += (size_t)NR * kc) {
-    int nr = nc - jr < NR ? nc - jr : NR;
-    if (tb && nr == NR) {
-      for (int h = 0; h < NR; h += 8)
-        pack_rows_t(B + (size_t)(j0 + jr + h) * ldb + k0, (size_t)ldb, 8, kc, dst + h, NR);
-      continue;
-    }
+  int full = nc / NR * NR;
+  if (!tb) {
     for (int p = 0; p < kc; p++) {
+      const float *s = B + (size_t)(k0 + p) * ldb + j0;
       float *d = dst + (size_t)p * NR;
-      if (!tb && nr == NR) {
-        const float *s = B + (size_t)(k0 + p) * ldb + j0 + jr;
-        _mm256_store_ps(d, _mm256_loadu_ps(s));
-        _mm256_store_ps(d + 8, _mm256_loadu_ps(s + 8));
-        continue;
+      for (int jr = 0; jr < full; jr += NR, d += (size_t)NR * kc) {
+        _mm256_store_ps(d, _mm256_loadu_ps(s + jr));
+        _mm256_store_ps(d + 8, _mm256_loadu_ps(s + jr + 8));
       }
-      for (int j = 0; j < nr; j++)
-        d[j] = tb ? B[(size_t)(j0 + jr + j) * ldb + k0 + p] : B[(size_t)(k0 + p) * ldb + j0 + jr + j];
-      for (int j = nr; j < NR; j++) d[j] = 0.0f;
+      for (int j = 0; j < NR && full < nc; j++) d[j] = full + j < nc ? s[full + j] : 0.0f;
     }
+    return;
   }
+  for (int jr = 0; jr < full; jr += NR)
+    for (int h = 0; h < NR; h += 8)
+      pack_rows_t(B + (size_t)(j0 + jr + h) * ldb + k0, (size_t)ldb, 8, kc,
+                  dst + (size_t)jr * kc + h, NR);
+  if (full == nc) return;
+  float *d = dst + (size_t)full * kc;
+  for (int p = 0; p < kc; p++)
+    for (int j = 0; j < NR; j++)
+      d[(size_t)p * NR + j] = full + j < nc ? B[(size_t)(j0 + full + j) * ldb + k0 + p] : 0.0f;
 }
 
 /* ---- micro-kernel ---------------------------------------------------------- */
@@ -273,23 +298,47 @@ static void scale_c(int M, int N, float beta, float *C, int ldc) {
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-/* The blocked GEMM; 0 when its buffers cannot be had. */
-static int blocked_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-                        const float *B, int ldb, float beta, float *C, int ldc) {
-  int kb = block_of(K, KC, 1), mb = block_of(M, MC, MR), nb = block_of(N, NC, NR);
-  /* pack_a may write 2 floats past its panels (pack_rows_t) */
-  float *pa = pack_room(&buf_a, (size_t)mb * kb + 8), *pb = pack_room(&buf_b, (size_t)nb * kb);
-  if (!pa || !pb) return 0;
-  for (int jc = 0; jc < N; jc += nb) {
-    int nc = N - jc < nb ? N - jc : nb;
+/* One product and its blocking. sa / sb: op(A) / op(B) packed whole and shared by the
+ * threads (gemm_share), or NULL: each thread packs its own blocks. */
+struct gemm_job {
+  int ta, tb, M, N, K, lda, ldb, ldc, kb, mb, nb;
+  float alpha, beta;
+  const float *A, *B;
+  float *C, *sa, *sb;
+};
+
+static struct gemm_job gemm_job_make(int ta, int tb, int M, int N, int K, float alpha,
+                                     const float *A, int lda, const float *B, int ldb, float beta,
+                                     float *C, int ldc) {
+  return (struct gemm_job){ta, tb, M, N, K, lda, ldb, ldc, block_of(K, KC, 1), block_of(M, MC, MR),
+                           block_of(N, NC, NR), alpha, beta, A, B, C, NULL, NULL};
+}
+
+/* Offset in a wholly packed operand of its block starting at row/column x0 (of n,
+ * padded to unit) and at k = pc: the blocks of x0 hold x0 * K floats before them. */
+static size_t shared_off(int x0, int K, int pc, int n, int unit) {
+  return (size_t)x0 * K + (size_t)pc * (size_t)((n + unit - 1) / unit * unit);
+}
+
+/* C[m0:m1, n0:n1] of the job, blocks on the job's grid; a shared operand spans its
+ * whole side (m0 = 0, m1 = M for sa). 0 when a buffer cannot be had. */
+static int gemm_range(const struct gemm_job *g, int m0, int m1, int n0, int n1) {
+  int K = g->K, kb = g->kb, mb = g->mb, nb = g->nb;
+  float *pa = g->sa ? NULL : pack_room(&buf_a, (size_t)mb * kb);
+  float *pb = g->sb ? NULL : pack_room(&buf_b, (size_t)nb * kb);
+  if ((!g->sa && !pa) || (!g->sb && !pb)) return 0;
+  for (int jc = n0; jc < n1; jc += nb) {
+    int nc = n1 - jc < nb ? n1 - jc : nb;
     for (int pc = 0; pc < K; pc += kb) {
       int kc = K - pc < kb ? K - pc : kb;
-      float bk = pc ? 1.0f : beta;
-      pack_b(tb, B, ldb, pc, kc, jc, nc, pb);
-      for (int ic = 0; ic < M; ic += mb) {
-        int mc = M - ic < mb ? M - ic : mb;
-        pack_a(ta, A, lda, ic, mc, pc, kc, pa);
-        macro_kernel(mc, nc, kc, pa, pb, C + (size_t)ic * ldc + jc, ldc, alpha, bk);
+      const float *b = g->sb ? g->sb + shared_off(jc, K, pc, nc, NR) : pb;
+      if (!g->sb) pack_b(g->tb, g->B, g->ldb, pc, kc, jc, nc, pb);
+      for (int ic = m0; ic < m1; ic += mb) {
+        int mc = m1 - ic < mb ? m1 - ic : mb;
+        const float *a = g->sa ? g->sa + shared_off(ic, K, pc, mc, MR) : pa;
+        if (!g->sa) pack_a(g->ta, g->A, g->lda, ic, mc, pc, kc, pa);
+        macro_kernel(mc, nc, kc, a, b, g->C + (size_t)ic * g->ldc + jc, g->ldc, g->alpha,
+                     pc ? 1.0f : g->beta);
       }
     }
   }
@@ -305,9 +354,94 @@ void cpu_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, 
     return;
   }
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (cpu_gemm_impl() == CPU_GEMM_RLPT &&
-      blocked_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
-    return;
+  if (cpu_gemm_impl() == CPU_GEMM_RLPT) {
+    struct gemm_job g = gemm_job_make(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    if (gemm_range(&g, 0, M, 0, N)) return;
+  }
 #endif
   blas_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* ---- threads: one shared copy of the operand along C's shorter side ----------
+ * C is cut along its longer side into nt slices of whole MR rows or NR columns.
+ * The operand every slice needs whole (op(B) when C is cut by rows, op(A) by
+ * columns; the smaller one) is packed once, by all threads in a first pool job,
+ * into a buffer of the caller's; each slice then packs only its own part of the
+ * other operand. Two wake-ups of the pool instead of one, and half the copying of
+ * the shared operand per thread. A shared copy larger than SHARE_MAX floats would
+ * no longer stay in the caches while the slices read it (the lm_head's dX, K =
+ * vocab): such products are left to the caller's split, where each slice packs
+ * block by block. */
+#define SHARE_MAX (1 << 20)
+
+#if defined(__x86_64__) && defined(__GNUC__)
+static _Thread_local struct pack_buf buf_shared;
+
+struct gemm_par {
+  struct gemm_job g;
+  int by_cols;
+};
+
+/* Pack job: units [u0, u1) of the shared operand (NR columns of op(B), or MR rows of
+ * op(A)), block by block on the job's grid. */
+static void share_units(void *p, size_t u0, size_t u1) {
+  const struct gemm_par *q = p;
+  const struct gemm_job *g = &q->g;
+  int unit = q->by_cols ? MR : NR, side = q->by_cols ? g->M : g->N;
+  int blk = q->by_cols ? g->mb : g->nb, lo = (int)u0 * unit, hi = (int)u1 * unit;
+  hi = hi < side ? hi : side;
+  for (int x0 = lo / blk * blk; x0 < hi; x0 += blk) {
+    int n = side - x0 < blk ? side - x0 : blk;
+    int s0 = lo > x0 ? lo : x0, s1 = hi < x0 + n ? hi : x0 + n;
+    for (int pc = 0; pc < g->K; pc += g->kb) {
+      int kc = g->K - pc < g->kb ? g->K - pc : g->kb;
+      if (q->by_cols)
+        pack_a(g->ta, g->A, g->lda, s0, s1 - s0, pc, kc,
+               g->sa + shared_off(x0, g->K, pc, n, MR) + (size_t)(s0 - x0) * kc);
+      else
+        pack_b(g->tb, g->B, g->ldb, pc, kc, s0, s1 - s0,
+               g->sb + shared_off(x0, g->K, pc, n, NR) + (size_t)(s0 - x0) * kc);
+    }
+  }
+}
+
+/* Compute job: units [u0, u1) of C's longer side. */
+static void slice_units(void *p, size_t u0, size_t u1) {
+  const struct gemm_par *q = p;
+  const struct gemm_job *g = &q->g;
+  int unit = q->by_cols ? NR : MR, side = q->by_cols ? g->N : g->M;
+  int lo = (int)u0 * unit, hi = (int)u1 * unit;
+  hi = hi < side ? hi : side;
+  if (lo >= hi) return;
+  if (q->by_cols ? gemm_range(g, 0, g->M, lo, hi) : gemm_range(g, lo, hi, 0, g->N)) return;
+  /* no memory for this thread's buffers: OpenBLAS does its slice */
+  const float *a = g->A, *b = g->B;
+  float *c = g->C;
+  int m = g->M, n = g->N;
+  if (q->by_cols) b += g->tb ? (size_t)lo * g->ldb : (size_t)lo, c += lo, n = hi - lo;
+  else a += g->ta ? (size_t)lo : (size_t)lo * g->lda, c += (size_t)lo * g->ldc, m = hi - lo;
+  blas_gemm(g->ta, g->tb, m, n, g->K, g->alpha, a, g->lda, b, g->ldb, g->beta, c, g->ldc);
+}
+#endif
+
+int cpu_gemm_parallel(int nt, int ta, int tb, int M, int N, int K, float alpha, const float *A,
+                      int lda, const float *B, int ldb, float beta, float *C, int ldc) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (cpu_gemm_impl() != CPU_GEMM_RLPT || M <= 0 || N <= 0 || K <= 0 || alpha == 0.0f) return 0;
+  struct gemm_par q = {gemm_job_make(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc), N > M};
+  int short_side = q.by_cols ? M : N, unit = q.by_cols ? MR : NR;
+  size_t shared = (size_t)((short_side + unit - 1) / unit * unit) * (size_t)K;
+  float *s = shared <= SHARE_MAX ? pack_room(&buf_shared, shared) : NULL;
+  if (!s) return 0;
+  if (q.by_cols) q.g.sa = s;
+  else q.g.sb = s;
+  thread_pool_par_for(nt, (size_t)((short_side + unit - 1) / unit), share_units, &q);
+  int long_unit = q.by_cols ? NR : MR, long_side = q.by_cols ? N : M;
+  thread_pool_par_for(nt, (size_t)((long_side + long_unit - 1) / long_unit), slice_units, &q);
+  return 1;
+#else
+  (void)nt, (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda;
+  (void)B, (void)ldb, (void)beta, (void)C, (void)ldc;
+  return 0;
+#endif
 }

@@ -24,4 +24,12 @@ enum cpu_gemm_impl cpu_gemm_set_impl(enum cpu_gemm_impl impl);
 void cpu_gemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A, int lda,
               const float *B, int ldb, float beta, float *C, int ldc);
 
+/* cpu_gemm over nt threads of the rank's pool (thread_pool.h), op(A) or op(B) packed
+ * once and shared (cpu_gemm.c). Returns 0, having done nothing, when the OpenBLAS
+ * implementation is chosen, the shared copy would be too large to stay in cache, or
+ * memory is short: the caller then splits the product its own way. */
+int cpu_gemm_parallel(int nt, int trans_a, int trans_b, int M, int N, int K, float alpha,
+                      const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                      int ldc);
+
 #endif

@@ -3,19 +3,19 @@
  * The readable reference path: the forward products A B^T are row-invariant
  * dot products (cpu_rowdot.c: a token's result never depends on the batch it is
  * in, so rollout and trainer logprobs agree to the bit), the other GEMMs go to
- * OpenBLAS, everything else is a loop over rows (the exp-heavy ones, SwiGLU,
+ * cpu_gemm (rlpt's blocked GEMM, or OpenBLAS's: cpu_gemm.h), everything else is a loop over rows (the exp-heavy ones, SwiGLU,
  * softmax and logprob, in AVX2 with fastmath.h's exp). Attention runs one query
  * row (or two adjacent ones, the same bits) at a time in the forward (contiguous
  * or paged keys) and recomputes the probabilities from the saved log-sum-exp in
  * the backward (no T^2 storage).
  *
- * Threads: the row loops of the larger ops, and the larger OpenBLAS products
- * (one single-threaded sgemm per slice), are split over as many threads as
+ * Threads: the row loops of the larger ops, and the larger GEMMs (cpu_gemm_parallel,
+ * or one single-threaded GEMM per slice), are split over as many threads as
  * OpenBLAS has (the rank's thread budget) on the rank's persistent pool
  * (thread_pool.h), so OpenBLAS's own threads stay asleep. Every output element
  * of the loops is computed by the same operations in the same order whatever the
- * thread count, so their results do not depend on it; an OpenBLAS product's sums
- * depend on where it is cut, as they did with OpenBLAS's own threads. */
+ * thread count, so their results do not depend on it; a product's sums depend on
+ * where it is cut, as they did with OpenBLAS's own threads. */
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -55,11 +55,12 @@ static void par_for(size_t n, size_t cost, void (*fn)(void *, size_t, size_t), v
 }
 
 /* ---- GEMM -----------------------------------------------------------------
- * A larger product is split over the rank's pool, each slice one single-threaded
- * sgemm, rather than handed to OpenBLAS's own threads: the pool's workers are
- * already awake from the op before, while OpenBLAS's threads and the pool's took
- * turns waking and spinning (two pools on two cores), and OpenBLAS's two-thread
- * path measured 25-80 GFLOP/s on the tiny model's shapes against 65-135 for the
+ * A larger product is split over the rank's pool: with rlpt's GEMM by
+ * cpu_gemm_parallel (the operand every slice needs packed once, shared), else (and
+ * where that declines) each slice one single-threaded cpu_gemm, rather than handed
+ * to OpenBLAS's own threads: the pool's workers are already awake from the op
+ * before, while OpenBLAS's threads and the pool's took turns waking and spinning
+ * (two pools on two cores), and OpenBLAS's two-thread path measured 25-80 GFLOP/s on the tiny model's shapes against 65-135 for the
  * split (1024 x 688 x 256 and the like, a busy 2-core machine). The split is
  * along the longer of C's sides: every slice packs the whole of the operand
  * along the other side, so that copy is the smaller one. */
@@ -118,6 +119,7 @@ static void cpu_matmul(int ta, int tb, int M, int N, int K, float alpha, const f
   int nt = openblas_get_num_threads();
   int by_cols = N > M;
   if (nt > 1 && (by_cols ? N : M) >= 2 * MM_TILE && 2.0 * M * N * K >= MM_SPLIT_FLOP) {
+    if (cpu_gemm_parallel(nt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
     mm_split(nt, &(struct mm_args){ta, tb, M, N, K, lda, ldb, ldc, by_cols, alpha, beta, A, B, C});
     return;
   }
