@@ -16,7 +16,14 @@ size_t kv_block_floats(const struct kv_layout *L) {
 
 int kv_create(struct kv_cache *kv, const struct kv_layout *L, size_t bytes, int max_seqs,
               int max_prefix, int n_logits, char *err, size_t errlen) {
+  return kv_create_on(kv, L, bytes, max_seqs, max_prefix, n_logits, NULL, err, errlen);
+}
+
+int kv_create_on(struct kv_cache *kv, const struct kv_layout *L, size_t bytes, int max_seqs,
+                 int max_prefix, int n_logits, const struct kv_storage *st, char *err,
+                 size_t errlen) {
   memset(kv, 0, sizeof *kv);
+  kv->storage = st;
   kv->L = *L;
   kv->block_floats = kv_block_floats(L);
   size_t block_bytes = kv->block_floats * sizeof(float);
@@ -31,14 +38,15 @@ int kv_create(struct kv_cache *kv, const struct kv_layout *L, size_t bytes, int 
   kv->max_seqs = max_seqs;
   kv->max_prefix = max_prefix;
   kv->n_logits = n_logits;
-  kv->data = malloc(nb * block_bytes);
+  kv->data = st ? st->alloc(nb * block_bytes) : malloc(nb * block_bytes);
   kv->refcount = calloc(nb, sizeof *kv->refcount);
   kv->free_list = malloc(nb * sizeof *kv->free_list);
   kv->seqs = calloc((size_t)max_seqs, sizeof *kv->seqs);
   kv->prefix = calloc((size_t)(max_prefix > 0 ? max_prefix : 1), sizeof *kv->prefix);
   if (!kv->data || !kv->refcount || !kv->free_list || !kv->seqs || !kv->prefix) {
     kv_destroy(kv);
-    snprintf(err, errlen, "out of memory allocating a KV cache of %zu bytes", nb * block_bytes);
+    snprintf(err, errlen, "out of %smemory allocating a KV cache of %zu bytes",
+             st ? "device " : "", nb * block_bytes);
     return -1;
   }
   /* Pop order 0, 1, 2, ...: the free list is a stack, so fill it backwards. */
@@ -56,7 +64,7 @@ void kv_destroy(struct kv_cache *kv) {
       free(kv->seqs[s].blocks);
     }
   while (kv->n_prefix > 0) prefix_drop(kv, kv->n_prefix - 1);
-  free(kv->data);
+  if (kv->storage) { if (kv->data) kv->storage->free(kv->data); } else free(kv->data);
   free(kv->refcount);
   free(kv->free_list);
   free(kv->seqs);
@@ -175,8 +183,10 @@ int kv_seq_append(struct kv_cache *kv, int seq, int n) {
     /* Copy on write: the other holders keep the old block. The filled slots are strided over
      * the layers, so one memcpy of the whole block is simpler than copying them one by one. */
     int old = s->blocks[s->n_blocks - 1], nb = block_alloc(kv);
-    memcpy(kv->data + (size_t)nb * kv->block_floats, kv->data + (size_t)old * kv->block_floats,
-           kv->block_floats * sizeof(float));
+    float *dst = kv->data + (size_t)nb * kv->block_floats;
+    const float *src = kv->data + (size_t)old * kv->block_floats;
+    size_t bytes = kv->block_floats * sizeof(float);
+    if (kv->storage) kv->storage->copy(dst, src, bytes); else memcpy(dst, src, bytes);
     block_unref(kv, old);
     s->blocks[s->n_blocks - 1] = nb;
     kv->stats.cow_copies++;

@@ -61,11 +61,21 @@ struct kv_stats {
   int blocks_used_max;   /* high-water mark */
 };
 
+/* Where the block storage lives: a device backend's memory (the rollout engine on a GPU)
+ * through its allocator and a copy within that memory; the block tables, refcounts, prefix
+ * entries and versions stay host bookkeeping. alloc returns NULL when out of memory. */
+struct kv_storage {
+  void *(*alloc)(size_t bytes);
+  void (*free)(void *p);
+  void (*copy)(void *dst, const void *src, size_t bytes);
+};
+
 struct kv_cache {
   struct kv_layout L;
   size_t block_floats;
   int n_blocks;
-  float *data;           /* [n_blocks][block_floats] */
+  float *data;           /* [n_blocks][block_floats]; device memory with a kv_storage */
+  const struct kv_storage *storage; /* NULL: host memory */
   int *refcount;         /* [n_blocks] */
   int *free_list, n_free;
   struct kv_seq *seqs;   /* [max_seqs] slots */
@@ -86,6 +96,12 @@ size_t kv_block_floats(const struct kv_layout *L);
  * no block or memory runs out (err says which). */
 int kv_create(struct kv_cache *kv, const struct kv_layout *L, size_t bytes, int max_seqs,
               int max_prefix, int n_logits, char *err, size_t errlen);
+/* The same with the blocks in st's memory (kv_create: st NULL, host memory). kv->data is
+ * then device memory: kv_slot gives device addresses, kv_scatter and kv_gather are not for
+ * it (the device moves rows with its own kernels, e.g. cuda_backend.h's cuda_kv_store). */
+int kv_create_on(struct kv_cache *kv, const struct kv_layout *L, size_t bytes, int max_seqs,
+                 int max_prefix, int n_logits, const struct kv_storage *st, char *err,
+                 size_t errlen);
 void kv_destroy(struct kv_cache *kv);
 
 /* A new empty sequence: its slot id, or -1 when every slot is taken. */

@@ -485,12 +485,15 @@ static int kv_exchange(struct model *m, int l, const struct model_kv_io *io, con
 }
 
 /* Attention of layer l over the batch itself (no io), over the contexts exchange()
- * returns, or over the paged cache in place when the caller and the backend can. */
+ * returns, over the paged cache in place when the caller and the backend can, or by
+ * the caller's attend() over its device-resident cache. */
 static int attention_forward(struct model *m, int l, const struct model_kv_io *io) {
   const struct model_config *mc = &m->cfg;
   struct layer_acts *a = &m->layers[l];
   int H = mc->heads, KVH = mc->kv_heads, D = mc->head_dim;
   float scale = 1.0f / sqrtf((float)D);
+  if (io && io->attend && m->on_device)
+    return io->attend(io->ctx, l, &m->attn, a->q, a->k, a->v, a->att, a->lse, H, scale) ? -1 : 0;
   if (io && io->paged && m->ops->attention_paged_fwd && !m->on_device) {
     struct attn_paged kv;
     if (io->paged(io->ctx, l, &m->attn, a->k, a->v, &kv)) return -1;

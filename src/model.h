@@ -166,8 +166,8 @@ void model_backward(struct model *m, const float *dlogprob, const float *dentrop
  * at the same positions on the CPU backend (its products and attention compute
  * each row in one fixed order, whatever the batch; cpu_ops.c). exchange() always sees host memory (b's
  * cu_q/cu_kv included): on a device backend the model downloads the new rows and
- * uploads the returned contexts, per layer (slow, correct; the paged cache lives
- * on the host). */
+ * uploads the returned contexts, per layer (slow, correct; for a cache on the host).
+ * A cache in device memory gives attend() instead (the rollout engine's, kv_device.h). */
 struct model_kv_io {
   void *ctx;
   int (*exchange)(void *ctx, int layer, const struct attn_batch *b, const float *k_new,
@@ -177,6 +177,13 @@ struct model_kv_io {
    * in the paged cache (*kv), so attention reads the blocks in place (no copy). */
   int (*paged)(void *ctx, int layer, const struct attn_batch *b, const float *k_new,
                const float *v_new, struct attn_paged *kv);
+  /* Optional, used instead of both on a device backend: every pointer is device memory
+   * (b's cu_q/cu_kv included); store the new rows as exchange() does and write the
+   * layer's attention out [T, H*D] and lse [T, H] of the queries q [T, H*D] (after RoPE)
+   * over every context, as attention_fwd with this scale would. Nothing goes to the host. */
+  int (*attend)(void *ctx, int layer, const struct attn_batch *b, const float *q,
+                const float *k_new, const float *v_new, float *out, float *lse, int H,
+                float scale);
 };
 
 /* nseq sequences; sequence s brings tokens[cu_new[s] .. cu_new[s+1]) at positions

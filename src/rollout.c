@@ -3,10 +3,12 @@
  * lm_ops.forward packs the engine's step (decodes and prefills) into one
  * model_forward_kv call. The model hands each layer's new K (after RoPE) and V
  * to a callback that scatters them into the sequences' paged blocks; on the CPU
- * backend attention then reads the blocks in place (rollout_paged), elsewhere
- * every sequence's whole context is gathered back into contiguous rows for the
- * attention op (rollout_exchange). The engine (generate.c) owns scheduling, prefix sharing,
- * preemption and keyed sampling; this file turns requests into samples. */
+ * backend attention then reads the blocks in place (rollout_paged); on a device
+ * backend the blocks live in device memory and the callback stores and attends there
+ * (rollout_attend, kv_device.h); elsewhere every sequence's whole context is gathered
+ * back into contiguous rows for the attention op (rollout_exchange). The engine
+ * (generate.c) owns scheduling, prefix sharing, preemption and keyed sampling; this
+ * file turns requests into samples. */
 #include "rollout.h"
 
 #include <math.h>
@@ -17,6 +19,7 @@
 
 #include "config.h"
 #include "device.h"
+#include "kv_device.h"
 #include "model.h"
 #include "sample_device.h"
 #include "tokenizer.h"
@@ -26,6 +29,7 @@ _Static_assert(sizeof(int) == sizeof(int32_t), "token ids are int in the engine,
 struct rollout_engine {
   struct model *m;
   struct kv_cache kv;
+  struct kv_device *kvd;            /* the pool's device side; NULL: the pool is host memory */
   struct gen_config g;
   struct sampling_params deck_sp;   /* the deck's sampling, restored by negative overrides */
   struct lm_ops lm;
@@ -93,6 +97,14 @@ static int rollout_paged(void *ctx, int layer, const struct attn_batch *b, const
   return 0;
 }
 
+/* Per layer on a device backend: new rows into the device blocks, attention there. */
+static int rollout_attend(void *ctx, int layer, const struct attn_batch *b, const float *q,
+                          const float *k_new, const float *v_new, float *out, float *lse, int H,
+                          float scale) {
+  struct rollout_engine *re = ctx;
+  return kv_device_attend(re->kvd, layer, b, q, k_new, v_new, out, lse, H, scale);
+}
+
 /* Grow the context buffers to hold n rows. 0 or -1. */
 static int ctx_reserve(struct rollout_engine *re, size_t n) {
   if (n <= re->ctx_cap) return 0;
@@ -118,6 +130,10 @@ static int rollout_forward(void *ctx, const struct lm_batch *b, float *logits) {
     ctx_rows += (size_t)q->pos0 + (size_t)q->n;
   }
   if (!re->m->on_device && re->m->ops->attention_paged_fwd) ctx_rows = 0; /* read in place */
+  if (re->kvd) { /* the step's block tables go up once, for every layer */
+    if (kv_device_prepare(re->kvd, b) != 0) return -1;
+    ctx_rows = 0;
+  }
   if (ctx_reserve(re, ctx_rows) != 0) {
     fprintf(stderr, "rlpt: rollout: out of memory for %zu context rows\n", ctx_rows);
     return -1;
@@ -175,7 +191,9 @@ int rollout_create(struct rollout_engine **out, struct model *m, const struct co
                          .head_dim = m->cfg.head_dim, .block_size = (int)cfg->rollout.block_size };
   size_t bytes = (size_t)cfg->rollout.kv_cache_mb << 20;
   char kerr[256];
-  if (kv_create(&re->kv, &L, bytes, max_seqs, max_seqs, m->cfg.vocab_size, kerr, sizeof kerr) != 0) {
+  const struct kv_storage *st = kv_device_storage(m); /* device memory on a device backend */
+  if (kv_create_on(&re->kv, &L, bytes, max_seqs, max_seqs, m->cfg.vocab_size, st, kerr,
+                   sizeof kerr) != 0) {
     free(re);
     return rfail(err, errlen, 2, "rollout: [rollout] kv_cache_mb = %ld: %s", cfg->rollout.kv_cache_mb,
                  kerr);
@@ -184,7 +202,8 @@ int rollout_create(struct rollout_engine **out, struct model *m, const struct co
   re->cu_new = malloc(sizeof(int) * ((size_t)max_seqs + 1));
   re->pos0 = malloc(sizeof(int) * ((size_t)max_seqs + 1));
   re->tables = malloc(sizeof *re->tables * (size_t)max_seqs);
-  if (!re->tokens || !re->cu_new || !re->pos0 || !re->tables) {
+  if (!re->tokens || !re->cu_new || !re->pos0 || !re->tables ||
+      (st && kv_device_create(&re->kvd, m, &re->kv) != 0)) {
     rollout_free(re);
     return rfail(err, errlen, 1, "rollout: out of memory");
   }
@@ -196,13 +215,15 @@ int rollout_create(struct rollout_engine **out, struct model *m, const struct co
   re->lm = (struct lm_ops){ .ctx = re, .vocab = m->cfg.vocab_size, .forward = rollout_forward,
                             .sample = re->sd ? rollout_sample : NULL,
                             .logits_row = re->sd ? rollout_logits_row : NULL };
-  re->io = (struct model_kv_io){ .ctx = re, .exchange = rollout_exchange, .paged = rollout_paged };
+  re->io = (struct model_kv_io){ .ctx = re, .exchange = rollout_exchange, .paged = rollout_paged,
+                                 .attend = re->kvd ? rollout_attend : NULL };
   *out = re;
   return 0;
 }
 
 void rollout_free(struct rollout_engine *re) {
   if (!re) return;
+  kv_device_free(re->kvd);
   kv_destroy(&re->kv);
   sample_device_free(re->sd);
   free(re->tokens);

@@ -3,8 +3,9 @@
 # machines without a GPU. It checks indexing, bounds, barrier use and numerics
 # against the CPU backend; it cannot check speed, races that no fiber order exposes,
 # or the real cuBLASLt/CUB (replaced by reference versions).
-#   ops, model: test_gpu_ops and test_gpu_model (model: test_gpu_sample too, the rollout
-#               engine's sampling on the device: cuda vs cpu tokens), each in three fiber orders (in
+#   ops, model: test_gpu_ops and test_gpu_model (model: test_gpu_rollout too, the rollout
+#               engine with its KV pool in device memory, and test_gpu_sample, its sampling
+#               on the device: cuda vs cpu tokens), each in three fiber orders (in
 #               order, shuffled, and with no cuBLASLt algorithm: the GEMM fallback);
 #   bf16:       test_gpu_bf16 ([model] dtype = bf16: mixed-precision products and
 #               model against the CPU fp32 model), in the same three orders;
@@ -59,8 +60,9 @@ done
 LIBS="$B/librlpt.a $(pkg-config --libs inih libcjson libpcre2-8) -lhdf5 -lopenblas -lz -lm -lpthread -lstdc++"
 HDF5_LIB="$(dirname "$(find /usr/lib -name 'libhdf5.so' -path '*openmpi*' | head -1)")"
 rc=0
-for t in test_gpu_ops test_gpu_model test_gpu_sample test_gpu_bf16 test_gpu_shapes test_gpu_edge; do
+for t in test_gpu_ops test_gpu_model test_gpu_rollout test_gpu_sample test_gpu_bf16 test_gpu_shapes test_gpu_edge; do
   stage=${t#test_gpu_}
+  [ "$stage" = rollout ] && stage=model # the rollout engine's device KV pool: a model stage test
   [ "$stage" = sample ] && stage=model  # the rollout engine's device sampling: also the model's
   case " $what " in *" $stage "*) ;; *) continue ;; esac
   $CC -c "$R/tests/$t.c" -o "$t.o"
