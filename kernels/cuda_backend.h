@@ -72,22 +72,6 @@ void cuda_kv_gather(float *k_out, float *v_out, const float *kv_data, const stru
                     int rows);
 void cuda_kv_copy(void *dst, const void *src, size_t bytes);
 
-/* The paged pool in device memory (kv_paged.cu), for one layer of a step whose sequence s
- * has block ids tables[s * max_blocks ...] and kv_len = cu_kv[s+1] - cu_kv[s] positions.
- * cuda_kv_store: new rows k_new, v_new [rows = cu_q[nseq], kv_heads*head_dim] (sequence s:
- * rows cu_q[s] .. cu_q[s+1]-1, its last q_len positions) into their slots, as kv_scatter
- * does on the host. cuda_kv_gather: every position 0 .. kv_len-1 into contiguous rows
- * k_out, v_out [rows = cu_kv[nseq], kv_heads*head_dim] laid out by cu_kv, as kv_gather.
- * Both copy bits; rows is the host's copy of the last offset. cuda_kv_copy: bytes within
- * device memory (a copy-on-write block; struct kv_storage's copy). */
-void cuda_kv_store(float *kv_data, const struct kv_layout *L, int layer, const int *tables,
-                   int max_blocks, const int *cu_q, const int *cu_kv, int nseq, int rows,
-                   const float *k_new, const float *v_new);
-void cuda_kv_gather(float *k_out, float *v_out, const float *kv_data, const struct kv_layout *L,
-                    int layer, const int *tables, int max_blocks, const int *cu_kv, int nseq,
-                    int rows);
-void cuda_kv_copy(void *dst, const void *src, size_t bytes);
-
 /* One AdamW update over n parameters, the arithmetic of optim.h's adamw_step (the
  * caller keeps t and passes the step count after the increment). p, m, v fp32;
  * p_bf16, when not NULL, receives bf16(p) (the working copy of a bf16 model). */

@@ -20,7 +20,6 @@
 #include "config.h"
 #include "device.h"
 #include "kv_device.h"
-#include "kv_device.h"
 #include "model.h"
 #include "sample_device.h"
 #include "tokenizer.h"
@@ -106,14 +105,6 @@ static int rollout_attend(void *ctx, int layer, const struct attn_batch *b, cons
   return kv_device_attend(re->kvd, layer, b, q, k_new, v_new, out, lse, H, scale);
 }
 
-/* Per layer on a device backend: new rows into the device blocks, attention there. */
-static int rollout_attend(void *ctx, int layer, const struct attn_batch *b, const float *q,
-                          const float *k_new, const float *v_new, float *out, float *lse, int H,
-                          float scale) {
-  struct rollout_engine *re = ctx;
-  return kv_device_attend(re->kvd, layer, b, q, k_new, v_new, out, lse, H, scale);
-}
-
 /* Grow the context buffers to hold n rows. 0 or -1. */
 static int ctx_reserve(struct rollout_engine *re, size_t n) {
   if (n <= re->ctx_cap) return 0;
@@ -139,10 +130,6 @@ static int rollout_forward(void *ctx, const struct lm_batch *b, float *logits) {
     ctx_rows += (size_t)q->pos0 + (size_t)q->n;
   }
   if (!re->m->on_device && re->m->ops->attention_paged_fwd) ctx_rows = 0; /* read in place */
-  if (re->kvd) { /* the step's block tables go up once, for every layer */
-    if (kv_device_prepare(re->kvd, b) != 0) return -1;
-    ctx_rows = 0;
-  }
   if (re->kvd) { /* the step's block tables go up once, for every layer */
     if (kv_device_prepare(re->kvd, b) != 0) return -1;
     ctx_rows = 0;

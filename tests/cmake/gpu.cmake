@@ -6,9 +6,6 @@ add_unit_test(test_gpu_model SOURCES test_gpu_model.c LABELS gpu)
 # The rollout engine's KV pool in device memory: store/gather/copy-on-write kernels
 # against the host pool (exact), and generation on cuda against cpu.
 add_unit_test(test_gpu_rollout SOURCES test_gpu_rollout.c LABELS gpu)
-# The rollout engine's KV pool in device memory: store/gather/copy-on-write kernels
-# against the host pool (exact), and generation on cuda against cpu.
-add_unit_test(test_gpu_rollout SOURCES test_gpu_rollout.c LABELS gpu)
 # Sampling on the device (sample_device.h): generation on cuda against cpu, greedy and
 # top-k / top-p sampling, the same tokens (near ties checked) and logprobs within 1e-4.
 add_unit_test(test_gpu_sample SOURCES test_gpu_sample.c LABELS gpu)
