@@ -1,12 +1,13 @@
-/* nccl_comm.c: NCCL bootstrap over MPI, mirrored sub-communicators and the two
- * collectives the trainer needs (see nccl_comm.h). Compiled in every build; the
- * NCCL part only with the CUDA backend. */
+/* nccl_comm.c: NCCL bootstrap over MPI, mirrored sub-communicators and the
+ * collectives the trainer and the weight broadcast need (see nccl_comm.h). Compiled
+ * in every build; the NCCL part only with the CUDA backend. */
 #include "nccl_comm.h"
 
 #ifndef RLPT_HAVE_CUDA
 int nccl_built(void) { return 0; }
 #else
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -112,8 +113,37 @@ void nccl_allreduce_sum(struct nccl_comm *nc, float *buf, size_t count) {
 }
 
 void nccl_broadcast(struct nccl_comm *nc, float *buf, size_t count, int root) {
-  NCCL_CHECK(ncclBroadcast(buf, buf, count, ncclFloat32, root, nc->comm, nc->stream));
+  nccl_broadcast_to(nc, buf, buf, count, root);
+}
+
+void nccl_broadcast_to(struct nccl_comm *nc, const float *send, float *recv, size_t count,
+                       int root) {
+  NCCL_CHECK(ncclBroadcast(send, recv, count, ncclFloat32, root, nc->comm, nc->stream));
   nccl_wait(nc, "broadcast");
+}
+
+int nccl_device_unshared(MPI_Comm comm) {
+  enum { ID_LEN = 32 }; /* "0000:00:00.0": 13 bytes; CUDA asks for at least 13 */
+  char me[ID_LEN] = "";
+  int dev = -1;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetPCIBusId(me, ID_LEN, dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    me[0] = '\0';
+  }
+  MPI_Comm node;
+  int n = 0, rank = 0;
+  MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  MPI_CHECK(MPI_Comm_size(node, &n));
+  MPI_CHECK(MPI_Comm_rank(node, &rank));
+  char *all = malloc((size_t)n * ID_LEN);
+  if (!all) die_local("out of memory");
+  MPI_CHECK(MPI_Allgather(me, ID_LEN, MPI_CHAR, all, ID_LEN, MPI_CHAR, node));
+  int ok = me[0] != '\0';
+  for (int i = 0; i < n; i++)
+    if (i != rank && !strncmp(all + (size_t)i * ID_LEN, me, ID_LEN)) ok = 0;
+  free(all);
+  MPI_CHECK(MPI_Comm_free(&node));
+  return ok;
 }
 
 /* One collective per slice, rooted at its owner, grouped so NCCL runs them together;

@@ -49,6 +49,15 @@ void nccl_comm_free(struct nccl_comm *nc);
 void nccl_allreduce_sum(struct nccl_comm *nc, float *buf, size_t count);
 /* In place: buf[count] (device, fp32) on every rank becomes root's (weight broadcast). */
 void nccl_broadcast(struct nccl_comm *nc, float *buf, size_t count, int root);
+/* The same out of place: recv[count] on every rank becomes root's send[count] (read on
+ * root only; it may equal recv), so the root can copy into a buffer of its own too. */
+void nccl_broadcast_to(struct nccl_comm *nc, const float *send, float *recv, size_t count,
+                       int root);
+/* Collective over comm: 1 when this rank has a CUDA device that no other rank of comm on
+ * its node drives, 0 otherwise (a local verdict: combine it over comm). NCCL refuses a
+ * communicator with two ranks on one GPU. Devices are compared by PCI bus id, so ranks
+ * that each see only their own GPU (CUDA_VISIBLE_DEVICES per task) count as distinct. */
+int nccl_device_unshared(MPI_Comm comm);
 /* ZeRO-1 over contiguous slices of buf (device, fp32) that may differ in size: rank r
  * owns [lo[r], lo[r + 1]), lo[size] the end. nccl_reduce_slices: each rank's slice
  * becomes the sum over the ranks (the rest is left undefined: a reduce-scatter with

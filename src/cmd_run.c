@@ -134,6 +134,7 @@ static int setup_roles(struct run *r) {
 }
 
 static void teardown(struct run *r) {
+  run_sync_free(r);
   if (r->trainer && r->trainer->cfg) trainer_free(r->trainer);
   free(r->trainer);
   rollout_free(r->engine);

@@ -41,6 +41,7 @@ struct cfg_list { int n; double v[CFG_LIST_MAX]; };
 /* Enum values: the order must match the `choices` string of the row. */
 enum run_mode { MODE_SYNC, MODE_COLOCATE_ASYNC, MODE_SEPARATE_ASYNC };
 enum run_device { DEVICE_AUTO, DEVICE_CPU, DEVICE_CUDA };
+enum run_weight_sync { WSYNC_AUTO, WSYNC_MPI };
 enum ranks_layout { LAYOUT_SEPARATE, LAYOUT_COLOCATED };
 enum model_dtype { DTYPE_FP32, DTYPE_BF16 };
 enum lr_schedule { SCHED_CONSTANT, SCHED_LINEAR, SCHED_COSINE };
@@ -70,7 +71,7 @@ struct config {
   int src[CFG_KEYS_MAX];
   struct {
     long seed, steps;
-    int mode, device;
+    int mode, device, weight_sync;
     char restart[CFG_STR_MAX];
     long stop_after;
     double phase_timeout_s;

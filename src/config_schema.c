@@ -28,6 +28,7 @@ const struct cfg_key cfg_schema[] = {
   INT("run", "steps", "10", 0, 1e9, "steps", "RL steps (0 = no RL phase, e.g. SFT only)", run.steps),
   ENUM("run", "mode", "sync", "sync|colocate_async|separate_async", "Step scheduling: sync waits for each update; the async modes overlap rollout and training", run.mode),
   ENUM("run", "device", "auto", "auto|cpu|cuda", "Compute device; auto = cuda when the build has it and a GPU is visible", run.device),
+  ENUM("run", "weight_sync", "auto", "auto|mpi", "Weight broadcast to the rollout ranks: auto = over NCCL from device to device when every rank of weight_comm has a GPU of its own, else over MPI through host memory; mpi = always over MPI (for comparison)", run.weight_sync),
   PATH("run", "restart", "", "Checkpoint to restart from: empty, `latest` or a path", run.restart),
   INT("run", "stop_after", "0", 0, 1e9, "steps", "Stop after this RL step as on SIGUSR1: checkpoint, every rank exits 0; resume with [run] restart = latest (0 = run to [run] steps)", run.stop_after),
   FLT("run", "phase_timeout_s", "600", 1, 1e7, "s", "Watchdog: a phase (SFT step, RL step, eval) that takes longer stops the job naming the stalled role, rank and phase", run.phase_timeout_s),

@@ -292,15 +292,24 @@ static int params_select(struct model *m) {
   return 0;
 }
 
-void model_params_live(struct model *m) {
+float *model_params_dev(struct model *m) {
+  return m->dev_update ? m->dparams_main : m->dparams;
+}
+
+void model_params_dev_written(struct model *m) {
   if (!m->on_device) return;
   if (!m->dev_update) m->dparams_main = m->dparams;
   m->dparams = m->dparams_main;
-  to_dev(m, m->dparams, m->params, sizeof(float) * m->table.total);
   bf16_refresh(m, m->dparams);
   m->dparams_src = m->params;
   m->dparams_alt_src = NULL;
   m->dev_update = 1;
+}
+
+void model_params_live(struct model *m) {
+  if (!m->on_device) return;
+  to_dev(m, model_params_dev(m), m->params, sizeof(float) * m->table.total);
+  model_params_dev_written(m);
 }
 
 void model_params_to_host(struct model *m) {

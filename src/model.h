@@ -66,10 +66,12 @@ struct model {
    * or params points at another buffer than dparams_src. */
   int64_t params_version, dparams_version;
   const float *dparams_src;
-  /* The trainer's update on the device (model_params_live; trainer_device.c): dparams_main
-   * is the truth, written by the device AdamW; the host params (dparams_src) are stale
-   * until model_params_to_host, and the gradients stay in dgrads (model_backward downloads
-   * nothing, model_zero_grad leaves the host grads alone). A forward while params points
+  /* The trainer's update on the device (model_params_live; trainer_device.c), or the
+   * rollout model after a weight broadcast over NCCL (model_params_dev_written;
+   * weight_sync.c): dparams_main is the truth, written by the device AdamW or the
+   * broadcast; the host params (dparams_src) are stale until model_params_to_host, and
+   * the gradients stay in dgrads (model_backward downloads nothing, model_zero_grad
+   * leaves the host grads alone). A forward while params points
    * at another host buffer (the trainer's KL reference) reads that buffer's device copy,
    * dparams_alt (allocated on first use), uploaded when dparams_alt_src differs; dparams
    * is whichever of the two the last forward read. */
@@ -135,6 +137,13 @@ void model_zero_grad(struct model *m);
 void model_params_live(struct model *m);
 void model_params_to_host(struct model *m);
 void model_params_on_host(struct model *m);
+/* The device buffer of the fp32 weights (dparams_main under dev_update, else dparams),
+ * for a writer that fills it on the device (the weight broadcast over NCCL), which then
+ * calls model_params_dev_written: the device copy is the truth as after
+ * model_params_live (bf16 working copy remade, host params stale until
+ * model_params_to_host), without the upload. */
+float *model_params_dev(struct model *m);
+void model_params_dev_written(struct model *m);
 
 /* Forward on nseq packed sequences (cu_seqlens[nseq] tokens in all).
  * logprob_out[t] = log p(tokens[t+1] | tokens[start..t]) within the sequence;

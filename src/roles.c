@@ -15,7 +15,6 @@
 #include "rollout.h"
 #include "run.h"
 #include "trainer.h"
-#include "trainer_device.h"
 #include "wait.h"
 #include "xfer.h"
 
@@ -246,31 +245,7 @@ static void train_part(struct run *r, const struct dynsamp *ds, struct sample_ba
   sample_batch_free(&b);
 }
 
-/* ---- weight sync and the step ---------------------------------------------------- */
-
-void run_sync_weights(struct run *r) {
-  MPI_Comm wc = r->comms.weight_comm;
-  if (wc == MPI_COMM_NULL) return;
-  int root = r->comms.place.weight_rank == 0;
-  int64_t v = root ? r->trainer->weight_version : 0;
-  wait_bcast(&v, 1, MPI_INT64_T, 0, wc);
-  struct model *m = r->is_train ? &r->trainer->policy : r->rmodel;
-  double t0 = wait_now();  /* params trained on the device come down first: in t_sync */
-  if (r->is_train) trainer_sync_host(r->trainer, 0);
-  double t_down = wait_now() - t0;
-  struct xfer_stats st;
-  int rc = xfer_bcast_weights(m->params, &m->table, 0, wc, &st);
-  if (rc != XFER_OK) die_local("weight broadcast failed: %s", xfer_strerror(rc));
-  if (r->is_rollout && r->is_train)
-    memcpy(r->rmodel->params, m->params, sizeof(float) * m->table.total);
-  r->weight_version = v;
-  if (r->is_rollout) rollout_weights_changed(r->engine, v);
-  if (root) {
-    r->part[PS_TRAIN_BEGIN + run_metric_index("t_sync")] = st.t_sync + t_down;
-    r->part[PS_TRAIN_BEGIN + run_metric_index("sync_gbps")] = st.sync_gbps;
-    r->part[PS_VERSION] = (double)v;
-  }
-}
+/* ---- the step (the weight sync: weight_sync.c) ----------------------------------------- */
 
 /* 1 for every rank that reports in an RL step (every rank with a worker role). */
 static void rl_expect(const struct run *r, char *expect) {

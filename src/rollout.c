@@ -243,7 +243,13 @@ void rollout_set_sampling(struct rollout_engine *re, double temperature, double 
 
 void rollout_weights_changed(struct rollout_engine *re, int64_t weight_version) {
   kv_set_version(&re->kv, (uint64_t)weight_version);
-  re->m->params_version++; /* the next forward uploads the new weights */
+  model_params_on_host(re->m); /* the host copy is the truth again (after an on-device sync) */
+  re->m->params_version++;     /* the next forward uploads the new weights */
+}
+
+void rollout_weights_on_device(struct rollout_engine *re, int64_t weight_version) {
+  kv_set_version(&re->kv, (uint64_t)weight_version);
+  model_params_dev_written(re->m);
 }
 
 static enum finish_reason finish_of(int gen_finish) {

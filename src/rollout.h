@@ -53,9 +53,13 @@ int rollout_generate(struct rollout_engine *re, const struct rollout_prompt *pro
                      int group_size, long step, int64_t weight_version,
                      struct sample_batch *out, struct gen_stats *stats, char *err, size_t errlen);
 
-/* The model's weights changed to weight_version: the prefix cache of older
- * versions is never reused after this. */
+/* The model's host params were rewritten with weight_version: the prefix cache of
+ * older versions is never reused after this, and the next forward uploads them. */
 void rollout_weights_changed(struct rollout_engine *re, int64_t weight_version);
+/* The same for weights written straight into the model's device buffer
+ * (model_params_dev: the weight broadcast over NCCL): the device copy becomes the
+ * truth (model_params_dev_written), the host params stale. */
+void rollout_weights_on_device(struct rollout_engine *re, int64_t weight_version);
 
 /* max |rollout logprob - model_forward logprob| over the response tokens of
  * samples generated at temperature 1 with the model's current weights (packed

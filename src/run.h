@@ -18,7 +18,8 @@
  *               each whole to train DP rank run_slot_dp(n, slot)     -> train
  *               then its metrics partial
  *   train       trainer_rl_step (DP all-reduce inside), weight broadcast over
- *               weight_comm from its rank 0 (train dp 0), metrics partial
+ *               weight_comm from its rank 0 (train dp 0; NCCL or MPI: weight_sync.c),
+ *               metrics partial
  * Who sends what to whom is a pure function of the layout (and of the kept
  * groups every rank was told), so every receiver knows its senders; the
  * reward -> train batches move in (DP rank, reward rank) order, which cannot
@@ -59,6 +60,7 @@
 struct trainer;
 struct rollout_engine;
 struct reward_model;
+struct weight_sync;
 
 /* Local inbox slots (messages a rank sends to itself). */
 enum run_box { BOX_PROMPTS, BOX_SAMPLES, BOX_REWARDS, BOX_COUNT };
@@ -100,6 +102,7 @@ struct run {
   struct model *rmodel;             /* rollout ranks: the weights generation uses */
   struct rollout_engine *engine;
   struct reward_model *rm;          /* reward ranks: [reward] rm_path (reward_model.h), or NULL */
+  struct weight_sync *wsync;        /* weight_comm members: the sync path, from the first sync */
   int64_t weight_version;           /* of the weights the rollout ranks hold */
   struct sample_batch box[BOX_COUNT];
   double *part;                     /* this rank's partial of the current phase */
@@ -144,8 +147,12 @@ int run_metric_index(const char *name);
 /* Train ranks: the SFT phase, one partial per step from train dp 0. */
 int run_sft(struct run *r);
 /* Weight broadcast over weight_comm (train dp 0 -> rollout ranks); the rollout engine
- * sees the new version. t_sync / sync_gbps go into the train root's partial. */
+ * sees the new version. Over NCCL device to device when every member runs on a GPU of
+ * its own (and [run] weight_sync = auto), else over MPI through host memory; the path
+ * is agreed at the first call (weight_sync.c). t_sync / sync_gbps go into the train
+ * root's partial. run_sync_free: the NCCL communicator (teardown). */
 void run_sync_weights(struct run *r);
+void run_sync_free(struct run *r);
 /* Train ranks: a checkpoint is due after RL step `step`; write it (role_ckpt.c). */
 int run_ckpt_due(const struct run *r, long step);
 void run_checkpoint(struct run *r, long step);

@@ -13,26 +13,31 @@
 #               test_gpu_edge (the check macros' messages, the GEMM plan cache, misaligned
 #               operands, bf16 rounding at its edges), in the same three orders;
 #   select:     test_gpu_select (the GPU each rank takes; ZeRO-1 slices vs MPI) on 1 and 2 ranks;
+#   nccl:       test_nccl (NCCL against MPI: world, ncclCommSplit groups, a communicator
+#               made over a sub-communicator) on 1, 2, 3 and 4 ranks (NCCL emulated over
+#               MPI: emu_rt.cpp);
 #   trainer:    test_gpu_trainer (the trainer's device update against the host one) on
-#               one rank, on two, and on two with ZeRO-1 (NCCL emulated over
-#               MPI_COMM_WORLD: emu_rt.cpp);
+#               one rank, on two, and on two with ZeRO-1;
 #   rlpt:       rlpt itself linked with the emulated kernels (the emulated runtime
-#               reports one device), so `[run] device = cuda` runs end to end:
-#               tests/test_gpu_grpo.sh (a short GRPO run, cuda vs cpu metrics) and
-#               tests/test_gpu_cli.sh (generate / score --device cuda vs cpu);
-#   grpo16:     the rlpt GRPO run with the cuda side in [model] dtype = bf16 (not in the
-#               default set: about five minutes more);
+#               reports EMU_DEVICES = 4 devices, one per rank), so `[run] device = cuda`
+#               runs end to end: tests/test_gpu_grpo.sh (a short GRPO run, cuda vs cpu
+#               metrics, and the weight broadcast over NCCL vs run.weight_sync = mpi: the
+#               same metrics to the bit) on the separate 4-rank layout and on one
+#               colocated rank, and tests/test_gpu_cli.sh (generate / score --device cuda vs cpu);
+#   grpo16:     the rlpt GRPO run with the cuda side in [model] dtype = bf16, NCCL vs MPI
+#               weight sync too (not in the default set: about ten minutes more);
 #   bench:      bench_gpu --quick (tiny shapes: the benchmark's code, not its figures).
 # Needs a CUDA-configured build for librlpt.a and the CUDA headers:
 #   cmake -S . -B build-cuda -DRLPT_CUDA=ON && cmake --build build-cuda --target rlpt_lib
-# Usage: kernels/emu/check.sh [build-dir [ops|model|bf16|shapes|edge|select|trainer|rlpt|bench ...]]  (default
-# build-cuda, all six). ops + model + bf16 take a few minutes, trainer one, rlpt about ten.
+# Usage: kernels/emu/check.sh [build-dir [ops|model|bf16|shapes|edge|select|nccl|trainer|rlpt|grpo16|bench ...]]
+# (default build-cuda, all but grpo16). ops + model + bf16 take a few minutes, nccl and
+# trainer one, rlpt about fifteen.
 set -euo pipefail
 EMU="$(cd "$(dirname "$0")" && pwd)"
 R="$(cd "$EMU/../.." && pwd)"
 B="$(cd "${1:-$R/build-cuda}" && pwd)"
 shift || true
-what="${*:-ops model bf16 shapes edge select trainer rlpt bench}"
+what="${*:-ops model bf16 shapes edge select nccl trainer rlpt bench}"
 W="$B/emu"
 mkdir -p "$W"
 cd "$W"
@@ -75,6 +80,18 @@ for t in test_gpu_ops test_gpu_model test_gpu_rollout test_gpu_sample test_gpu_b
     tail -3 "emu_$t.$order.log"
   done
 done
+troot=""
+[ "$(id -u)" = 0 ] && troot=--allow-run-as-root
+if [[ " $what " == *" nccl "* ]]; then
+  $CC -c "$R/tests/test_nccl.c" -o test_nccl.o
+  mpicc -o emu_test_nccl test_nccl.o "${objs[@]}" emu_rt.o -L"$HDF5_LIB" $LIBS
+  for np in 1 2 3 4; do
+    echo "== test_nccl on $np rank(s) (NCCL emulated over MPI)"
+    EMU_DEVICES=$np OMPI_MCA_mpi_yield_when_idle=1 mpiexec -n $np --oversubscribe $troot \
+      -x EMU_DEVICES ./emu_test_nccl > "emu_test_nccl.$np.log" 2>&1 || rc=1
+    grep -E 'CHECK|test_nccl' "emu_test_nccl.$np.log" || true
+  done
+fi
 if [[ " $what " == *" select "* ]]; then
   $CC -c "$R/tests/test_gpu_select.c" -o test_gpu_select.o
   mpicc -o emu_test_gpu_select test_gpu_select.o "${objs[@]}" emu_rt.o -L"$HDF5_LIB" $LIBS
@@ -90,8 +107,6 @@ fi
 if [[ " $what " == *" trainer "* ]]; then
   $CC -c "$R/tests/test_gpu_trainer.c" -o test_gpu_trainer.o
   mpicc -o emu_test_gpu_trainer test_gpu_trainer.o "${objs[@]}" emu_rt.o -L"$HDF5_LIB" $LIBS
-  troot=""
-  [ "$(id -u)" = 0 ] && troot=--allow-run-as-root
   for run in 1 2 "2 optim.zero=1"; do
     set -- $run
     np=$1
@@ -108,21 +123,34 @@ if [[ " $what " == *" rlpt "* || " $what " == *" grpo16 "* ]]; then
   mpicc -o emu_rlpt main.o "${objs[@]}" emu_rt.o -L"$HDF5_LIB" $LIBS
   $CC -c "$R/tests/test_gpu_grpo.c" -o test_gpu_grpo.o
   mpicc -o emu_test_gpu_grpo test_gpu_grpo.o $(pkg-config --libs libcjson) -lm
+  $CC -c "$R/tests/test_restart_cmp.c" -o test_restart_cmp.o
+  mpicc -o emu_test_restart_cmp test_restart_cmp.o $(pkg-config --libs libcjson) -lm
   root=""
   [ "$(id -u)" = 0 ] && root=--allow-run-as-root
   export RLPT_MPIEXEC="${RLPT_MPIEXEC:-mpiexec -n}" RLPT_MPI_FLAGS="${RLPT_MPI_FLAGS:---oversubscribe $root}"
-  export OMPI_MCA_mpi_yield_when_idle=1 OPENBLAS_NUM_THREADS=1 RLPT_SOURCE_DIR="$R"
+  # one emulated device per rank (the weight broadcast takes NCCL only then), and the
+  # NCCL vs MPI weight sync check of test_gpu_grpo.sh
+  export OMPI_MCA_mpi_yield_when_idle=1 OPENBLAS_NUM_THREADS=1 RLPT_SOURCE_DIR="$R" EMU_DEVICES=4
+  export RLPT_GPU_GRPO_WSYNC="$W/emu_test_restart_cmp"
 fi
-# gpu.cmake's gpu_grpo run with smaller batches (the emulated kernels are ~1000x slower)
+# gpu.cmake's gpu_grpo run with smaller batches (the emulated kernels are ~1000x slower):
+# emu_grpo [NP SFT_STEPS RL_STEPS [overrides...]] (default 4 ranks, 40 SFT + 4 RL steps)
 emu_grpo() {
-  sh "$R/tests/test_gpu_grpo.sh" "$W/emu_rlpt" "$W/emu_test_gpu_grpo" 4 \
-    "$R/tests/decks/e2e_tiny.ini" 40 4 algo.kl_coef=0.05 sft.batch_size=16 \
-    algo.prompts_per_step=8 eval.prompts=16 sft.eval_prompts=16
+  np=${1:-4} sft=${2:-40} rl=${3:-4}
+  shift $(($# < 3 ? $# : 3))
+  sh "$R/tests/test_gpu_grpo.sh" "$W/emu_rlpt" "$W/emu_test_gpu_grpo" "$np" \
+    "$R/tests/decks/e2e_tiny.ini" "$sft" "$rl" algo.kl_coef=0.05 sft.batch_size=16 \
+    algo.prompts_per_step=8 eval.prompts=16 sft.eval_prompts=16 "$@"
 }
+GREP_GRPO='^(run.device|weight sync|[0-9]+ lines compared|line [0-9]+:|mean|test_gpu_grpo|GPU_GRPO|.*CHECK failed)'
 if [[ " $what " == *" rlpt "* ]]; then
   echo "== test_gpu_grpo.sh (emulated kernels)"
   emu_grpo > emu_gpu_grpo.log 2>&1 || rc=1
-  grep -E '^(run.device|mean|test_gpu_grpo|GPU_GRPO|.*CHECK failed)' emu_gpu_grpo.log || true
+  grep -E "$GREP_GRPO" emu_gpu_grpo.log || true
+  echo "== test_gpu_grpo.sh on one colocated rank, 10 SFT + 2 RL steps (emulated kernels)"
+  emu_grpo 1 10 2 ranks.layout=colocated ranks.controller=auto ranks.reward=auto ranks.rollout=auto \
+    ranks.train=auto > emu_gpu_grpo_c1.log 2>&1 || rc=1
+  grep -E "$GREP_GRPO" emu_gpu_grpo_c1.log || true
   echo "== test_gpu_cli.sh (emulated kernels)"
   printf '[model]\ndim = 32\nlayers = 2\nheads = 4\nkv_heads = 2\nffn_dim = 48\nmax_seq = 64\ninit_std = 0.2\n' \
     > emu_cli.ini
@@ -133,8 +161,7 @@ fi
 if [[ " $what " == *" grpo16 "* ]]; then
   echo "== test_gpu_grpo.sh, cuda side in bf16 (emulated kernels)"
   RLPT_GPU_GRPO_DTYPE=bf16 emu_grpo > emu_gpu_grpo16.log 2>&1 || rc=1
-  grep -E '^(run.device|gpu dtype|mean|step [0-9]+ +[a-z_]+ +cpu|test_gpu_grpo|GPU_GRPO|.*CHECK failed)' \
-    emu_gpu_grpo16.log || true
+  grep -E "$GREP_GRPO|^(gpu dtype|step [0-9]+ +[a-z_]+ +cpu)" emu_gpu_grpo16.log || true
 fi
 if [[ " $what " == *" bench "* ]]; then
   $CC -c "$R/tests/bench/bench_gpu.c" -o bench_gpu.o

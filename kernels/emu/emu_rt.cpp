@@ -153,34 +153,75 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) { free(e); return cudaSuccess; }
 }
 
 // ---- streams (the work is synchronous) and NCCL over MPI ----
-// Only groups of the whole MPI world are emulated (a one-rank group, or every rank of
-// MPI_COMM_WORLD: e.g. test_gpu_trainer's DP run); anything else stops with a message.
+// A communicator is an MPI communicator of the same ranks in the same order: one rank
+// (MPI_COMM_SELF), or any group of world ranks. ncclCommInitRank finds its group through
+// the unique id, which names the world rank that made it: every other member sends its
+// (NCCL rank, world rank) there, that rank sends the ordered list back, and the members
+// alone make the communicator (MPI_Comm_create_group), as NCCL's bootstrap involves no
+// other rank. ncclCommSplit is MPI_Comm_split of the parent's communicator.
 struct ncclComm { MPI_Comm c; int n; };
+struct EmuId { int magic, root_world, seq; };
+static const int EMU_ID_MAGIC = 0x454d5531, EMU_TAG_BASE = 32000;  // tags 32000..32699 (<= MPI_TAG_UB)
+static int emu_device;
 extern "C" {
-cudaError_t cudaSetDevice(int) { return cudaSuccess; }
+cudaError_t cudaSetDevice(int d) { emu_device = d; return cudaSuccess; }
+cudaError_t cudaGetDevice(int *d) { *d = emu_device; return cudaSuccess; }
+cudaError_t cudaDeviceGetPCIBusId(char *id, int len, int d) { snprintf(id, (size_t)len, "0000:%02x:00.0", d); return cudaSuccess; }
 cudaError_t cudaStreamCreate(cudaStream_t *s) { *s = (cudaStream_t)malloc(8); return cudaSuccess; }
 cudaError_t cudaStreamDestroy(cudaStream_t s) { free(s); return cudaSuccess; }
 cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 cudaError_t cudaStreamQuery(cudaStream_t) { return cudaSuccess; }
-ncclResult_t ncclGetUniqueId(ncclUniqueId *id) { memset(id, 0, sizeof *id); return ncclSuccess; }
-ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId, int rank) {
-  int wr = 0, ws = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &wr);
-  MPI_Comm_size(MPI_COMM_WORLD, &ws);
-  if (nranks != 1 && (nranks != ws || rank != wr)) {
-    fprintf(stderr, "EMU: NCCL groups other than one rank or MPI_COMM_WORLD are not emulated\n");
-    abort();
-  }
-  *comm = new ncclComm{MPI_COMM_SELF, nranks};
-  if (nranks > 1) MPI_Comm_dup(MPI_COMM_WORLD, &(*comm)->c);
+ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
+  static int seq;
+  EmuId e = {EMU_ID_MAGIC, 0, seq++ % 700};
+  MPI_Comm_rank(MPI_COMM_WORLD, &e.root_world);
+  memset(id, 0, sizeof *id);
+  memcpy(id, &e, sizeof e);
   return ncclSuccess;
 }
-ncclResult_t ncclCommSplit(ncclComm_t, int, int, ncclComm_t *, ncclConfig_t *) {
-  fprintf(stderr, "EMU: ncclCommSplit is not emulated\n");
-  abort();
+ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId uid, int rank) {
+  *comm = new ncclComm{MPI_COMM_SELF, nranks};
+  if (nranks == 1) return ncclSuccess;
+  EmuId e;
+  memcpy(&e, &uid, sizeof e);
+  if (e.magic != EMU_ID_MAGIC) { fprintf(stderr, "EMU: ncclCommInitRank: not an id of ncclGetUniqueId\n"); abort(); }
+  int wr = 0, tag = EMU_TAG_BASE + e.seq;
+  MPI_Comm_rank(MPI_COMM_WORLD, &wr);
+  std::vector<int> w((size_t)nranks, -1);
+  if (wr == e.root_world) {
+    w[(size_t)rank] = wr;
+    for (int i = 1; i < nranks; i++) {
+      int pr[2];
+      MPI_Recv(pr, 2, MPI_INT, MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      w[(size_t)pr[0]] = pr[1];
+    }
+    for (int i = 0; i < nranks; i++)
+      if (w[(size_t)i] != wr) MPI_Send(w.data(), nranks, MPI_INT, w[(size_t)i], tag, MPI_COMM_WORLD);
+  } else {
+    int pr[2] = {rank, wr};
+    MPI_Send(pr, 2, MPI_INT, e.root_world, tag, MPI_COMM_WORLD);
+    MPI_Recv(w.data(), nranks, MPI_INT, e.root_world, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  }
+  MPI_Group world, g;
+  MPI_Comm_group(MPI_COMM_WORLD, &world);
+  MPI_Group_incl(world, nranks, w.data(), &g);
+  MPI_Comm_create_group(MPI_COMM_WORLD, g, tag, &(*comm)->c);
+  MPI_Group_free(&g);
+  MPI_Group_free(&world);
+  return ncclSuccess;
+}
+ncclResult_t ncclCommSplit(ncclComm_t parent, int color, int key, ncclComm_t *out, ncclConfig_t *) {
+  MPI_Comm c;
+  MPI_Comm_split(parent->c, color == NCCL_SPLIT_NOCOLOR ? MPI_UNDEFINED : color, key, &c);
+  *out = NULL;
+  if (c == MPI_COMM_NULL) return ncclSuccess;
+  int n = 0;
+  MPI_Comm_size(c, &n);
+  *out = new ncclComm{c, n};
+  return ncclSuccess;
 }
 ncclResult_t ncclCommDestroy(ncclComm_t c) {
-  if (c->n > 1) MPI_Comm_free(&c->c);
+  if (c->c != MPI_COMM_SELF) MPI_Comm_free(&c->c);
   delete c;
   return ncclSuccess;
 }
@@ -217,7 +258,9 @@ ncclResult_t ncclReduce(const void *s, void *r, size_t n, ncclDataType_t t, nccl
 ncclResult_t ncclBroadcast(const void *s, void *r, size_t n, ncclDataType_t t, int root,
                            ncclComm_t c, cudaStream_t) {
   if (t != ncclFloat32) { fprintf(stderr, "EMU: ncclBroadcast: only fp32 is emulated\n"); abort(); }
-  if (s != r) memmove(r, s, sizeof(float) * n);
+  int me = 0;
+  MPI_Comm_rank(c->c, &me);
+  if (me == root && s != r) memmove(r, s, sizeof(float) * n);  // sendbuff is read on root only
   MPI_Bcast(r, (int)n, MPI_FLOAT, root, c->c);
   return ncclSuccess;
 }
