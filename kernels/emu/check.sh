@@ -147,9 +147,11 @@ if [[ " $what " == *" rlpt "* ]]; then
   echo "== test_gpu_grpo.sh (emulated kernels)"
   emu_grpo > emu_gpu_grpo.log 2>&1 || rc=1
   grep -E "$GREP_GRPO" emu_gpu_grpo.log || true
+  # (an entropy bonus: the untrained policy earns no reward, and the RL steps must still move
+  # the weights that the sync carries)
   echo "== test_gpu_grpo.sh on one colocated rank, 10 SFT + 2 RL steps (emulated kernels)"
   emu_grpo 1 10 2 ranks.layout=colocated ranks.controller=auto ranks.reward=auto ranks.rollout=auto \
-    ranks.train=auto > emu_gpu_grpo_c1.log 2>&1 || rc=1
+    ranks.train=auto algo.entropy_coef=0.01 > emu_gpu_grpo_c1.log 2>&1 || rc=1
   grep -E "$GREP_GRPO" emu_gpu_grpo_c1.log || true
   echo "== test_gpu_cli.sh (emulated kernels)"
   printf '[model]\ndim = 32\nlayers = 2\nheads = 4\nkv_heads = 2\nffn_dim = 48\nmax_seq = 64\ninit_std = 0.2\n' \
