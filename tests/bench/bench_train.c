@@ -11,14 +11,19 @@
  * prints where a step goes (GEMMs by shape with their GFLOP/s, the other ops,
  * zeroing, AdamW, and the rest of the model code between ops).
  *
+ * --gemm-ab ROUNDS instead times the step with rlpt's GEMM and with OpenBLAS's
+ * (cpu_gemm.h) in alternate steps of one model, ROUNDS each, and prints the median
+ * of each (wall and CPU seconds): on a busy machine both see the same load.
+ *
  * usage: bench_train [--shape tiny|smollm|all] [--threads N] [--iters N] [--no-ref]
- *                    [--profile] */
+ *                    [--profile] [--gemm-ab ROUNDS] */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "cpu_gemm.h"
 #include "model.h"
 #include "optim.h"
 
@@ -220,6 +225,54 @@ static double bench_c(const struct shape *s, int iters, int profile, int exact,
   return tps;
 }
 
+static int dcmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* --gemm-ab: one warm-up step each, then rounds x (rlpt step, OpenBLAS step); prints
+ * the median wall and CPU seconds of each. 0, or -1 when the model fails. */
+static int bench_gemm_ab(const struct shape *s, int rounds) {
+  int T = s->batch * s->seq;
+  struct model m;
+  if (model_create(&m, &s->mc, T, &cpu_backend)) return -1;
+  model_init_params(&m, 1);
+  m.exact = 0;
+  int *tok = malloc(sizeof(int) * T), *cu = malloc(sizeof(int) * (s->batch + 1));
+  float *lp = malloc(sizeof(float) * T), *ent = malloc(sizeof(float) * T);
+  float *dlp = malloc(sizeof(float) * T);
+  double wall[2][64], cpu[2][64];
+  rounds = rounds > 64 ? 64 : rounds;
+  for (int t = 0; t < T; t++) {
+    tok[t] = (int)((1103515245u * (unsigned)t + 12345u) % (unsigned)s->mc.vocab_size);
+    dlp[t] = -1.0f / T;
+  }
+  for (int b = 0; b <= s->batch; b++) cu[b] = b * s->seq;
+  static const enum cpu_gemm_impl impl[2] = {CPU_GEMM_RLPT, CPU_GEMM_OPENBLAS};
+  for (int r = -1; r < rounds; r++)
+    for (int i = 0; i < 2; i++) {
+      cpu_gemm_set_impl(impl[i]);
+      double t = now_s(), c = cpu_s();
+      model_zero_grad(&m);
+      model_forward(&m, tok, cu, s->batch, lp, ent, NULL);
+      model_backward(&m, dlp, NULL, NULL);
+      if (r >= 0) wall[i][r] = now_s() - t, cpu[i][r] = cpu_s() - c;
+    }
+  for (int i = 0; i < 2; i++) {
+    qsort(wall[i], (size_t)rounds, sizeof(double), dcmp);
+    qsort(cpu[i], (size_t)rounds, sizeof(double), dcmp);
+  }
+  int h = rounds / 2;
+  printf("bench_train %s: GEMM A/B over %d alternate steps (fwd+bwd, medians): rlpt %.0f tok/s, "
+         "%.3f CPU s/step; openblas %.0f tok/s, %.3f CPU s/step; rlpt/openblas tok/s %.3f, "
+         "CPU %.3f\n", s->name, rounds, T / wall[0][h], cpu[0][h], T / wall[1][h], cpu[1][h],
+         wall[1][h] / wall[0][h], cpu[1][h] / cpu[0][h]);
+  cpu_gemm_set_impl(CPU_GEMM_RLPT);
+  free(tok); free(cu); free(lp); free(ent); free(dlp);
+  model_free(&m);
+  return 0;
+}
+
 /* Runs the PyTorch script and reads its "tok/s" figure; -1 when unavailable. */
 static double bench_ref(const char *shape, int threads, int iters) {
   const char *src = getenv("RLPT_SOURCE_DIR");
@@ -242,16 +295,17 @@ static double bench_ref(const char *shape, int threads, int iters) {
 
 int main(int argc, char **argv) {
   const char *which = "all";
-  int threads = 2, iters = 0, ref = 1, profile = 0;
+  int threads = 2, iters = 0, ref = 1, profile = 0, ab = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--shape") && i + 1 < argc) which = argv[++i];
     else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--no-ref")) ref = 0;
     else if (!strcmp(argv[i], "--profile")) profile = 1;
+    else if (!strcmp(argv[i], "--gemm-ab") && i + 1 < argc) ab = atoi(argv[++i]);
     else {
       fprintf(stderr, "usage: bench_train [--shape tiny|smollm|all] [--threads N] [--iters N] "
-              "[--no-ref] [--profile]\n");
+              "[--no-ref] [--profile] [--gemm-ab ROUNDS]\n");
       return 2;
     }
   }
@@ -261,6 +315,11 @@ int main(int argc, char **argv) {
     if (strcmp(which, "all") && strcmp(which, names[k])) continue;
     struct shape s = shape_get(names[k]);
     int n = iters > 0 ? iters : s.iters;
+    if (ab > 0) {
+      if (bench_gemm_ab(&s, ab)) return 1;
+      fflush(stdout);
+      continue;
+    }
     double cpu, cpux;
     double c = bench_c(&s, n, profile, 0, &cpu);
     if (c < 0) return 1;
