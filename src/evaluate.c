@@ -17,7 +17,7 @@
 static int eval_correct(const struct run *r, const struct task_prompt *tp, const struct sample *s) {
   size_t len = 0;
   char *text = NULL;
-  int rc = tokenizer_decode_alloc(&r->tok, (const int *)s->resp, (size_t)s->n_resp, &text, &len);
+  int rc = tokenizer_decode_generated(&r->tok, (const int *)s->resp, (size_t)s->n_resp, &text, &len);
   if (rc == TOK_ERR_NOMEM) die_local("out of memory");
   if (rc != TOK_OK) die_local("eval: a response does not decode (token %zu)", len);
   struct reward_item it = { .prompt = tp, .text = text, .len = len, .n_tokens = s->n_resp, .group = 0 };

@@ -74,7 +74,7 @@ static void reward_score(struct run *r, struct sample_batch *b) {
       die_local("task: prompt %lld has no train problem", (long long)s->prompt_id);
     size_t len = 0;
     char *text = NULL;
-    int rc = tokenizer_decode_alloc(&r->tok, (const int *)s->resp, (size_t)s->n_resp, &text, &len);
+    int rc = tokenizer_decode_generated(&r->tok, (const int *)s->resp, (size_t)s->n_resp, &text, &len);
     if (rc == TOK_ERR_NOMEM) die_local("out of memory scoring %d samples", n);
     if (rc != TOK_OK) die_local("response of prompt %lld does not decode", (long long)s->prompt_id);
     items[k] = (struct reward_item){ .prompt = &tp[k], .text = text, .len = len,

@@ -11,11 +11,12 @@
 
 #define SAMPLES_LOG_GROUPS 2 /* groups written per logged step */
 
-/* The text of ids, or NULL (logged as "") when it does not decode. */
+/* The text of ids (padding rows past the tokenizer skipped), or NULL (logged as "") when
+ * it does not decode. */
 static char *decode(const struct tokenizer *tok, const int32_t *ids, int n) {
   char *text = NULL;
   size_t len = 0;
-  tokenizer_decode_alloc(tok, (const int *)ids, (size_t)n, &text, &len);
+  tokenizer_decode_generated(tok, (const int *)ids, (size_t)n, &text, &len);
   return text;
 }
 

@@ -134,6 +134,21 @@ int tokenizer_decode_alloc(const struct tokenizer *t, const int *ids, size_t n, 
   }
 }
 
+int tokenizer_decode_generated(const struct tokenizer *t, const int *ids, size_t n, char **text,
+                               size_t *len) {
+  size_t k = 0;
+  while (k < n && ids[k] < t->vocab_size) k++;
+  if (k == n) return tokenizer_decode_alloc(t, ids, n, text, len);
+  int *kept = malloc(sizeof(int) * n);
+  if (!kept) return TOK_ERR_NOMEM;
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (ids[i] < t->vocab_size) kept[m++] = ids[i];
+  int rc = tokenizer_decode_alloc(t, kept, m, text, len);
+  free(kept);
+  return rc;
+}
+
 const char *tokenizer_token_str(const struct tokenizer *t, int id) { return t->ops->token_str(t, id); }
 
 int tokenizer_is_special(const struct tokenizer *t, int id) {

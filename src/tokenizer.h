@@ -72,6 +72,13 @@ int tokenizer_decode(const struct tokenizer *t, const int *ids, size_t n, char *
  * Returns as tokenizer_decode (TOK_ERR_UNKNOWN: *len = the bad token's index) or
  * TOK_ERR_NOMEM; *text is NULL on any error. */
 int tokenizer_decode_alloc(const struct tokenizer *t, const int *ids, size_t n, char **text, size_t *len);
+/* A generated response as text: as tokenizer_decode_alloc, except that ids at or past
+ * the tokenizer's vocab_size decode to nothing, as Hugging Face's tokenizers do with ids
+ * they do not know. A model's vocabulary is often padded past its tokenizer's (a
+ * multiple of 64 or 128 rows; Qwen2 151936 for 151665 tokens) and a sampler can draw a
+ * padding row, most of all from an untrained model. Negative ids still fail. */
+int tokenizer_decode_generated(const struct tokenizer *t, const int *ids, size_t n, char **text,
+                               size_t *len);
 const char *tokenizer_token_str(const struct tokenizer *t, int id);
 int tokenizer_is_special(const struct tokenizer *t, int id);
 

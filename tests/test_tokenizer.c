@@ -1,5 +1,6 @@
 /* test_tokenizer.c: the built-in character tokenizer: ids, round trips, the
- * special tokens, unknown bytes and short buffers. */
+ * special tokens, unknown bytes, short buffers and responses with padding ids. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "testutil.h"
@@ -71,12 +72,29 @@ static void test_errors(const struct tokenizer *t) {
   CHECK(tokenizer_decode(t, many, 5, out, 0, &len) == TOK_ERR_SPACE);
 }
 
+/* A response holding padding rows of a larger model vocabulary (ids 98..) decodes without
+ * them; a negative id is still an error; an all-valid response decodes as usual. */
+static void test_generated(const struct tokenizer *t) {
+  int ids[] = { '1' - 32, 98, '2' - 32, 120, 96 };
+  char *text = NULL;
+  size_t len = 0;
+  CHECK(tokenizer_decode_alloc(t, ids, 5, &text, &len) == TOK_ERR_UNKNOWN && len == 1);
+  CHECK(tokenizer_decode_generated(t, ids, 5, &text, &len) == TOK_OK);
+  CHECK(text && len == 2 && strcmp(text, "12") == 0);
+  free(text);
+  CHECK(tokenizer_decode_generated(t, ids, 1, &text, &len) == TOK_OK && strcmp(text, "1") == 0);
+  free(text);
+  int neg[] = { '1' - 32, -3 };
+  CHECK(tokenizer_decode_generated(t, neg, 2, &text, &len) == TOK_ERR_UNKNOWN && text == NULL);
+}
+
 int main(void) {
   struct tokenizer t;
   tokenizer_init_char(&t);
   test_layout(&t);
   test_roundtrip(&t);
   test_errors(&t);
+  test_generated(&t);
   tokenizer_free(&t);
   return TEST_RESULT("test_tokenizer");
 }
