@@ -462,6 +462,9 @@ static int run_all(void) {
       {3, 2, 2, 128, {1, 1, 3}, {10, 40, 8}},          /* decode / chunked prefill: q < kv */
       {2, 3, 3, 128, {64, 33}, {64, 33}},              /* D at the limit, tile edges */
       {4, 8, 2, 16, {5, 31, 32, 33}, {5, 31, 32, 33}}, /* tiny heads, lengths around 32 */
+      {2, 8, 1, 48, {70, 7}, {70, 150}},   /* MQA, D 48, query tiles, chunked prefill q < kv */
+      {1, 2, 2, 80, {97}, {97}},           /* D 80: lanes with three and two columns */
+      {3, 4, 4, 8, {1, 2, 3}, {1, 2, 3}},  /* D 8, one-token sequences */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) test_attention(&cases[i]);
   test_decode_paged();

@@ -1,11 +1,11 @@
 /* test_gpu_shapes.c: the CUDA ops against the CPU ops (or optim.c) at the
  * shapes test_gpu_ops.c does not reach: one row or one element, rows past the column
  * sums' 128-row chunks (cuda_colsum_accumulate's second pass), widths that are no
- * multiple of a block or a warp, head sizes 8, 48 and 80 (lanes with one or three
- * output columns), several query tiles with q_len < kv_len, paged decode with one
- * kv head, with as many kv heads as heads and with one-token blocks, vocabularies of
+ * multiple of a block or a warp, paged decode with one kv head, with as many kv
+ * heads as heads, with head size 80 and with one-token blocks, vocabularies of
  * 1, 50 and 32000, AdamW without the bf16 copy, the norm past its 1024 x 256 grid.
- * (The device sampler's shapes are test_gpu_ops.c's.)
+ * (The device sampler's shapes, and packed attention at head sizes 8, 48 and 80
+ * with q_len < kv_len, are test_gpu_ops.c's cases.)
  *
  * Tolerances, as test_gpu_ops.c (max |gpu - cpu| / max |cpu| per tensor): fp32 ops
  * 1e-5 (another summation order, never a lower precision); gathers and copies exact;
@@ -113,49 +113,7 @@ static void rope_check(int T, int nh, int D) {
   free(x), free(ct), free(st), free(pos);
 }
 
-/* ---- attention: packed forward/backward, paged decode ------------------------ */
-
-struct attn_shape {
-  int nseq, H, KVH, D;
-  int qlen[3], kvlen[3];
-};
-
-static void attention_check(const struct attn_shape *c) {
-  int cu_q[4] = {0}, cu_kv[4] = {0}, max_q = 0, max_kv = 0;
-  for (int s = 0; s < c->nseq; s++) {
-    cu_q[s + 1] = cu_q[s] + c->qlen[s];
-    cu_kv[s + 1] = cu_kv[s] + c->kvlen[s];
-    max_q = c->qlen[s] > max_q ? c->qlen[s] : max_q;
-    max_kv = c->kvlen[s] > max_kv ? c->kvlen[s] : max_kv;
-  }
-  int H = c->H, KVH = c->KVH, D = c->D, Tq = cu_q[c->nseq], Tk = cu_kv[c->nseq];
-  size_t nq = (size_t)Tq * H * D, nk = (size_t)Tk * KVH * D, nl = (size_t)Tq * H;
-  float scale = 1.0f / sqrtf((float)D);
-  float *q = gt_randv(nq, 1), *k = gt_randv(nk, 1), *v = gt_randv(nk, 1), *dout = gt_randv(nq, 1);
-  float *out = malloc(4 * nq), *lse = malloc(4 * nl), *dq = malloc(4 * nq);
-  float *dk = malloc(4 * nk), *dv = malloc(4 * nk);
-  float *scratch = malloc(4 * attn_scratch_floats(max_q, max_kv));
-  struct attn_batch b = {c->nseq, cu_q, cu_kv, max_q, max_kv};
-  Cpu->attention_fwd(out, lse, q, k, v, &b, H, KVH, D, scale, scratch);
-  Cpu->attention_bwd(dq, dk, dv, dout, out, lse, q, k, v, &b, H, KVH, D, scale, scratch);
-  float *gq = gt_up(G, q, 4 * nq), *gk = gt_up(G, k, 4 * nk), *gv = gt_up(G, v, 4 * nk);
-  float *gdo = gt_up(G, dout, 4 * nq), *gout = G->alloc(4 * nq), *glse = G->alloc(4 * nl);
-  float *gdq = G->alloc(4 * nq), *gdk = gt_up(G, v, 4 * nk), *gdv = gt_up(G, k, 4 * nk);
-  int *gcq = gt_up(G, cu_q, sizeof cu_q), *gck = gt_up(G, cu_kv, sizeof cu_kv);
-  struct attn_batch gb = {c->nseq, gcq, gck, max_q, max_kv};
-  G->attention_fwd(gout, glse, gq, gk, gv, &gb, H, KVH, D, scale, NULL);
-  G->attention_bwd(gdq, gdk, gdv, gdo, gout, glse, gq, gk, gv, &gb, H, KVH, D, scale, NULL);
-  const char *f = "attention H=%d KVH=%d D=%d Tq=%d Tk=%d: %s";
-  GT_CHECK_REL(G, gout, out, nq, 1e-5, f, H, KVH, D, Tq, Tk, "out");
-  GT_CHECK_REL(G, glse, lse, nl, 1e-5, f, H, KVH, D, Tq, Tk, "lse");
-  GT_CHECK_REL(G, gdq, dq, nq, 1e-5, f, H, KVH, D, Tq, Tk, "dq");
-  GT_CHECK_REL(G, gdk, dk, nk, 1e-5, f, H, KVH, D, Tq, Tk, "dk (written over garbage)");
-  GT_CHECK_REL(G, gdv, dv, nk, 1e-5, f, H, KVH, D, Tq, Tk, "dv (written over garbage)");
-  void *d[] = {gq, gk, gv, gdo, gout, glse, gdq, gdk, gdv, gcq, gck};
-  free_dev(d, sizeof d / sizeof d[0]);
-  free(q), free(k), free(v), free(dout), free(out), free(lse), free(dq), free(dk), free(dv);
-  free(scratch);
-}
+/* ---- paged decode (packed attention's head sizes 8/48/80: test_gpu_ops) ----- */
 
 /* Rows 0..len-1 of sequence table `tab` of layer `layer`, k or v (kv = 0 | 1), gathered. */
 static void paged_gather(float *dst, const float *pool, const struct kv_layout *L, int layer,
@@ -209,12 +167,6 @@ static void decode_paged_check(struct kv_layout L, int H, int layer, int nseq, c
 }
 
 static void attention_all(void) {
-  static const struct attn_shape shapes[] = {
-      {2, 8, 1, 48, {70, 7}, {70, 150}},  /* MQA, D 48, query tiles, chunked prefill q < kv */
-      {1, 2, 2, 80, {97}, {97}},          /* D 80: lanes with three and two columns */
-      {3, 4, 4, 8, {1, 2, 3}, {1, 2, 3}}, /* D 8, one-token sequences */
-  };
-  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) attention_check(&shapes[i]);
   static const int len_a[4] = {16, 33, 1, 64}, len_b[3] = {5, 1, 40}, len_c[2] = {31, 32};
   decode_paged_check((struct kv_layout){1, 4, 128, 16}, 4, 0, 4, len_a); /* MHA, D 128 */
   decode_paged_check((struct kv_layout){3, 1, 32, 1}, 8, 2, 3, len_b);   /* MQA, 1-token blocks */
