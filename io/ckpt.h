@@ -45,8 +45,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model_h5.h"
-#include "params.h"
+#include "io/model_h5.h"
+#include "model/params.h"
 
 struct config;
 

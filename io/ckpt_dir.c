@@ -5,7 +5,7 @@
  * renames a verified, fsynced file to that name. `latest` is one line naming
  * such a file; it is replaced by write-fsync-rename, so a crash leaves either
  * the old or the new pointer, never a torn one. */
-#include "ckpt.h"
+#include "io/ckpt.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "deck/config.h"
 
 void ckpt_step_path(const char *dir, long step, char *buf, size_t len) {
   snprintf(buf, len, "%s/step_%08ld.h5", dir, step);

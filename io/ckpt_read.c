@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ckpt.h"
-#include "crc32.h"
-#include "error.h"
-#include "wait.h"
+#include "io/ckpt.h"
+#include "io/crc32.h"
+#include "mpi/wait.h"
+#include "util/error.h"
 
 /* The architecture fields that must match the deck (max_seq and init_std may change). */
 static int config_compare(const char *path, const struct model_config *a,

@@ -19,10 +19,10 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "ckpt.h"
-#include "crc32.h"
-#include "error.h"
-#include "wait.h"
+#include "io/ckpt.h"
+#include "io/crc32.h"
+#include "mpi/wait.h"
+#include "util/error.h"
 
 enum { SMALL_RNG, SMALL_DATA, SMALL_CTRL, SMALL_BUFFER, SMALL_N };
 

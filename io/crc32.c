@@ -2,7 +2,7 @@
  * zlib's (linked through HDF5, whose deflate filter needs it): a well-kept,
  * fast implementation with crc32_combine, so nothing here is hand-rolled but
  * the row bookkeeping. */
-#include "crc32.h"
+#include "io/crc32.h"
 
 #include <math.h>
 #include <zlib.h>

@@ -7,7 +7,7 @@
  * u64 ne[n_dims], u32 dtype, u64 offset}; padding to the alignment; data.
  * A string is u64 length + bytes; an array is u32 element type, u64 count,
  * elements. */
-#include "gguf.h"
+#include "io/gguf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../src/params.h"
+#include "model/params.h"
 
 #define GGUF_MAGIC "GGUF"
 

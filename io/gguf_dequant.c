@@ -3,10 +3,10 @@
  * Block layouts follow ggml (ggml-common.h / ggml-quants.c dequantize_row_*);
  * all fields are little-endian and read byte by byte, so nothing here depends
  * on the host's alignment. Checked against the `gguf` Python package's
- * dequantize (tests/test_gguf.c, tests/ref/gguf_ref.py). */
+ * dequantize (tests/io/test_gguf.c, tests/ref/gguf_ref.py). */
 #include <string.h>
 
-#include "gguf.h"
+#include "io/gguf.h"
 
 #define QK 32    /* elements per block of the legacy quants */
 #define QK_K 256 /* elements per super-block of the k-quants */

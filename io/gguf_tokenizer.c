@@ -1,5 +1,5 @@
 /* gguf_tokenizer.c: the byte-level BPE tokenizer from a GGUF file's
- * tokenizer.ggml.* metadata (tokenizer_bpe.h): tokens, token types, "LEFT RIGHT"
+ * tokenizer.ggml.* metadata (tokenizer/bpe.h): tokens, token types, "LEFT RIGHT"
  * merges, the llama.cpp pre-tokenizer name, bos/eos/pad ids, add_bos_token and
  * the chat template, as a struct bpe_spec that tokenizer_bpe_build turns into
  * a tokenizer (and hf_tokenizer.c can write out as tokenizer.json). */
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
-#include "tokenizer_bpe.h"
+#include "io/gguf.h"
+#include "tokenizer/bpe.h"
 
 static int optional_id(const struct gguf_file *f, const char *key, int *out, char *err,
                        size_t errlen) {

@@ -11,10 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ckpt.h"
-#include "model_h5.h"
-#include "params.h"
-#include "safetensors.h"
+#include "io/ckpt.h"
+#include "io/model_h5.h"
+#include "io/safetensors.h"
+#include "model/params.h"
 
 char *hf_read_text(const char *path, size_t *len) {
   FILE *fp = fopen(path, "rb");

@@ -1,6 +1,6 @@
 /* hf_tokenizer.c: tokenizer.json / tokenizer_config.json <-> struct bpe_spec
  * (see hf_tokenizer.h for what is read, accepted and refused). */
-#include "hf_tokenizer.h"
+#include "io/hf_tokenizer.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "safetensors.h"
+#include "io/safetensors.h"
 
 #define GPT2_NAME "gpt2"
 /* Llama 3's and Qwen2's Split patterns as their tokenizer.json spell them. */

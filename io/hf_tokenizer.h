@@ -1,5 +1,5 @@
 /* hf_tokenizer.h: Hugging Face tokenizer files <-> the byte-level BPE tokenizer
- * (src/tokenizer_bpe.h).
+ * (src/tokenizer/bpe.h).
  *
  * Reading a model directory: tokenizer.json gives model.vocab, model.merges
  * ("LEFT RIGHT" strings or, in newer files, [LEFT, RIGHT] arrays),
@@ -29,7 +29,7 @@
 
 #include <stddef.h>
 
-#include "../src/tokenizer_bpe.h"
+#include "tokenizer/bpe.h"
 
 struct cJSON;
 

@@ -1,5 +1,5 @@
 /* jsonl.c: the JSON Lines reader (rules in jsonl.h). */
-#include "jsonl.h"
+#include "io/jsonl.h"
 
 #include <errno.h>
 #include <math.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "utf8.h"
+#include "util/utf8.h"
 
 int jsonl_open(struct jsonl_reader *r, const char *path, char *err, size_t errlen) {
   memset(r, 0, sizeof *r);

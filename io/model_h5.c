@@ -2,7 +2,7 @@
  *
  * HDF5's automatic error-stack printing is switched off around each call so
  * that a user's bad file gives one message from us, not a library backtrace. */
-#include "model_h5.h"
+#include "io/model_h5.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* model_h5.h: model weights in HDF5 (serial), in the checkpoint's layout.
  *
- *   /meta            attrs: model_config (JSON string, params.c), format_version (int)
+ *   /meta            attrs: model_config (JSON string, model/params.c), format_version (int)
  *   /model/<hf-name> float32, [out, in] for matrices, [n] for norm weights and biases
  *
  * The group functions read/write any parameter table + flat buffer under a
@@ -13,7 +13,7 @@
 
 #include <hdf5.h>
 
-#include "params.h"
+#include "model/params.h"
 
 #define MODEL_H5_FORMAT_VERSION 1
 

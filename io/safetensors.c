@@ -1,7 +1,7 @@
 /* safetensors.c: parse, validate, convert and write safetensors files
  * (io/safetensors.h). Every number from the file is checked before it is used
  * as a size or an offset; arithmetic that could wrap is done in checked steps. */
-#include "safetensors.h"
+#include "io/safetensors.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -13,9 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gguf.h"
-#include "model_h5.h"
-#include "params.h"
+#include "io/gguf.h"
+#include "io/model_h5.h"
+#include "model/params.h"
 
 static const char *const dtype_names[ST_DTYPE_COUNT] = {
   "BOOL", "U8", "I8", "F8_E5M2", "F8_E4M3", "I16", "U16", "F16", "BF16", "I32", "U32",

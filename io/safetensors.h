@@ -12,7 +12,7 @@
  * A model directory is config.json (llama / qwen2 / mistral), model.safetensors
  * or shards named by model.safetensors.index.json, generation_config.json and
  * optional tokenizer files. Loading converts F32 / F16 / BF16 (and F64) to the
- * fp32 parameter table (src/params.h); saving writes fp32 or bf16
+ * fp32 parameter table (src/model/params.h); saving writes fp32 or bf16
  * (round-to-nearest-even) such that transformers' from_pretrained loads it. */
 #ifndef RLPT_SAFETENSORS_H
 #define RLPT_SAFETENSORS_H

@@ -2,7 +2,7 @@
  * parameter buffer (fp32 master weights and moments, optional bf16 working
  * copy), the global gradient norm and the clipping scale.
  *
- * The step uses the scalars of optim.c's adamw_step, formed the same way in
+ * The step uses the scalars of train/optim.c's adamw_step, formed the same way in
  * double on the host, so the update matches the CPU optimizer to rounding. The
  * norm reduces in double in a fixed order (fixed grid, then one block), so it is
  * the same number on every run. */
@@ -10,9 +10,9 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "cuda_backend.h"
-#include "cuda_common.cuh"
-#include "cuda_kernels.h"
+#include "kernels/cuda_backend.h"
+#include "kernels/cuda_common.cuh"
+#include "kernels/cuda_kernels.h"
 
 #define OPT_THREADS 256
 #define NORM_BLOCKS 1024 /* fixed: the reduction order must not depend on n */

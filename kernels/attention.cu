@@ -18,12 +18,12 @@
  * with dS = P (dP - delta) scale, dP = dO V^T and delta_i = dO_i . O_i.
  *
  * Query i of a sequence sits at position kv_len - q_len + i and sees keys
- * 0..that position (backend.h). Shared-memory tiles stay under 48 KiB at D=128. */
+ * 0..that position (model/backend.h). Shared-memory tiles stay under 48 KiB at D=128. */
 #include <math.h>
 
-#include "cuda_backend.h"
-#include "cuda_common.cuh"
-#include "cuda_kernels.h"
+#include "kernels/cuda_backend.h"
+#include "kernels/cuda_common.cuh"
+#include "kernels/cuda_kernels.h"
 
 #define ATT_MAXD 128
 #define ATT_DPL (ATT_MAXD / 32) /* output columns per lane */

@@ -1,4 +1,4 @@
-/* cuda_backend.h: the CUDA backend of backend.h and the device-only extras the
+/* cuda_backend.h: the CUDA backend of model/backend.h and the device-only extras the
  * trainer and the rollout engine use beside it.
  *
  * Every pointer an op takes is device memory: tensors, and also the int arrays
@@ -7,9 +7,9 @@
  * table's alloc/free/zero/upload/download. All work is queued on the default
  * stream, in order; download() waits for it.
  *
- * The ops of cuda_backend are fp32 and match cpu_ops.c to ~1e-6 relative
- * (tests/test_gpu_ops.c); GEMMs use cuBLASLt with fp32 compute (no TF32).
- * cuda_backend_bf16 differs only in its products (tests/test_gpu_bf16.c). bf16 values
+ * The ops of cuda_backend are fp32 and match cpu/ops.c to ~1e-6 relative
+ * (tests/kernels/test_gpu_ops.c); GEMMs use cuBLASLt with fp32 compute (no TF32).
+ * cuda_backend_bf16 differs only in its products (tests/kernels/test_gpu_bf16.c). bf16 values
  * are passed as uint16_t (the upper half of an fp32) so that C callers need no CUDA types. */
 #ifndef RLPT_CUDA_BACKEND_H
 #define RLPT_CUDA_BACKEND_H
@@ -17,9 +17,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend.h"
-#include "kv_cache.h"
-#include "sampling.h"
+#include "model/backend.h"
+#include "rollout/kv_cache.h"
+#include "rollout/sampling.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -47,7 +47,7 @@ void cuda_f32_to_bf16(uint16_t *dst, const float *src, size_t n);
 /* dst[n] = src[n] widened to fp32 (exact). */
 void cuda_bf16_to_f32(float *dst, const uint16_t *src, size_t n);
 
-/* Decode attention over the paged KV cache (kv_cache.h layout) for one layer: one
+/* Decode attention over the paged KV cache (rollout/kv_cache.h layout) for one layer: one
  * query row per sequence. q, out [nseq, H*D]; lse [nseq, H] (may be NULL);
  * kv_data the device copy of the pool ([n_blocks][kv_block_floats(L)]);
  * tables [nseq, max_blocks] block ids; kv_len[nseq] cached keys of each sequence,
@@ -72,7 +72,7 @@ void cuda_kv_gather(float *k_out, float *v_out, const float *kv_data, const stru
                     int rows);
 void cuda_kv_copy(void *dst, const void *src, size_t bytes);
 
-/* One AdamW update over n parameters, the arithmetic of optim.h's adamw_step (the
+/* One AdamW update over n parameters, the arithmetic of train/optim.h's adamw_step (the
  * caller keeps t and passes the step count after the increment). p, m, v fp32;
  * p_bf16, when not NULL, receives bf16(p) (the working copy of a bf16 model). */
 void cuda_adamw_step(float *p, uint16_t *p_bf16, const float *g, float *m, float *v, size_t n,
@@ -82,7 +82,7 @@ double cuda_sumsq(const float *g, size_t n);
 /* x[n] *= s (global-norm clipping). */
 void cuda_scale(float *x, size_t n, float s);
 
-/* Device sampling, sampling.h semantics (full-vocabulary logprob, top-k then top-p,
+/* Device sampling, rollout/sampling.h semantics (full-vocabulary logprob, top-k then top-p,
  * ties to the lower index, inverse CDF with one uniform per row). */
 struct cuda_sampler {
   int vocab, max_rows;

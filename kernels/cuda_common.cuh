@@ -4,7 +4,7 @@
 #ifndef RLPT_CUDA_COMMON_CUH
 #define RLPT_CUDA_COMMON_CUH
 
-#include "cuda_check.h"
+#include "kernels/cuda_check.h"
 
 /* A kernel launch reports bad configurations only through cudaGetLastError. */
 #define CUDA_LAUNCH_CHECK() CUDA_CHECK(cudaGetLastError())

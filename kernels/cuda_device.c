@@ -1,7 +1,7 @@
 /* cuda_device.c: device discovery and the shared failure path of the check macros. */
 #include <mpi.h>
 
-#include "cuda_check.h"
+#include "kernels/cuda_check.h"
 
 void cuda_fail(const char *lib, const char *call, const char *what, const char *hint,
                const char *file, int line) {

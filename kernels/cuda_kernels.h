@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend.h"
+#include "model/backend.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,9 +1,9 @@
-/* cuda_ops.c: the CUDA backend's op table (backend.h) and its device memory.
+/* cuda_ops.c: the CUDA backend's op table (model/backend.h) and its device memory.
  * The ops themselves live by concept in gemm_cublaslt.c, norm_rope.cu,
  * attention.cu, elementwise.cu and logprob.cu (see cuda_kernels.h). */
-#include "cuda_backend.h"
-#include "cuda_check.h"
-#include "cuda_kernels.h"
+#include "kernels/cuda_backend.h"
+#include "kernels/cuda_check.h"
+#include "kernels/cuda_kernels.h"
 
 /* Zeroed device memory, or NULL when the device has no room (the caller reports it). */
 static void *cuda_mem_alloc(size_t bytes) {

@@ -7,9 +7,9 @@
 #include <cuda_bf16.h>
 #include <stdint.h>
 
-#include "cuda_backend.h"
-#include "cuda_common.cuh"
-#include "cuda_kernels.h"
+#include "kernels/cuda_backend.h"
+#include "kernels/cuda_common.cuh"
+#include "kernels/cuda_kernels.h"
 
 #define EW_THREADS 256
 

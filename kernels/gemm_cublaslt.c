@@ -1,6 +1,6 @@
 /* gemm_cublaslt.c: the backend's GEMMs through cuBLASLt.
  *
- * backend.h speaks row-major; cuBLASLt speaks column-major. A row-major matrix
+ * model/backend.h speaks row-major; cuBLASLt speaks column-major. A row-major matrix
  * is its transpose in column-major, so C = op(A) op(B) is computed as
  * C^T = op(B)^T op(A)^T: cuBLASLt's "A" is our B and its "B" is our A, each
  * with the stored shape read transposed.
@@ -22,9 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_backend.h"
-#include "cuda_check.h"
-#include "cuda_kernels.h"
+#include "kernels/cuda_backend.h"
+#include "kernels/cuda_check.h"
+#include "kernels/cuda_kernels.h"
 
 #define GEMM_WORKSPACE_BYTES ((size_t)32 << 20)
 #define GEMM_CACHE 128

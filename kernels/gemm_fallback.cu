@@ -5,8 +5,8 @@
  * output tile per block, K in steps of 16 through shared memory. */
 #include <stdint.h>
 
-#include "cuda_common.cuh"
-#include "cuda_kernels.h"
+#include "kernels/cuda_common.cuh"
+#include "kernels/cuda_kernels.h"
 
 #define FB_TILE 16
 

@@ -1,4 +1,4 @@
-/* kv_paged.cu: the rollout engine's paged KV pool (kv_cache.h layout) in device
+/* kv_paged.cu: the rollout engine's paged KV pool (rollout/kv_cache.h layout) in device
  * memory: the new rows of a step stored into their blocks, the contexts of a
  * prefill gathered back into contiguous rows for the varlen attention, and the
  * copy-on-write of a block. Decode attention reads the blocks in place
@@ -10,8 +10,8 @@
  * one packed row (K and V, kv_heads * head_dim floats each) and finds its sequence by
  * a binary search of the offsets, so a step of short decodes beside a long prefill
  * launches no idle blocks. They only copy: a stored or gathered row has its source's bits. */
-#include "cuda_backend.h"
-#include "cuda_common.cuh"
+#include "kernels/cuda_backend.h"
+#include "kernels/cuda_common.cuh"
 
 #define KVP_THREADS 128
 
@@ -64,7 +64,7 @@ __global__ void kv_gather_kernel(float *k_out, float *v_out, const float *kv, si
   }
 }
 
-/* kv_block_floats(L) (kv_cache.c is C, not linked from here under C++ names) */
+/* kv_block_floats(L) (rollout/kv_cache.c is C, not linked from here under C++ names) */
 static size_t kvp_block_floats(const struct kv_layout *L) {
   return (size_t)2 * L->layers * L->block_size * L->kv_heads * L->head_dim;
 }

@@ -1,9 +1,9 @@
 /* logprob.cu: next-token logprob, entropy and log-sum-exp over a chunk of
  * logits rows, and the backward in place (dL/dlogits). One block per row; the
- * sums run in double as in cpu_ops.c, the exponentials in float. */
-#include "cuda_backend.h"
-#include "cuda_common.cuh"
-#include "cuda_kernels.h"
+ * sums run in double as in cpu/ops.c, the exponentials in float. */
+#include "kernels/cuda_backend.h"
+#include "kernels/cuda_common.cuh"
+#include "kernels/cuda_kernels.h"
 
 #define LP_THREADS 256
 

@@ -2,9 +2,9 @@
  *
  * RMSNorm: one block per row for the row reductions; the weight gradient is a
  * column sum over rows (cuda_colsum_accumulate: deterministic, no atomics). */
-#include "cuda_backend.h"
-#include "cuda_common.cuh"
-#include "cuda_kernels.h"
+#include "kernels/cuda_backend.h"
+#include "kernels/cuda_common.cuh"
+#include "kernels/cuda_kernels.h"
 
 #define NORM_THREADS 256
 

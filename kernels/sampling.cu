@@ -1,9 +1,9 @@
 /* sampling.cu: temperature / top-k / top-p sampling on the device, with the
- * semantics of sampling.h (the recorded logprob is the full-vocabulary
+ * semantics of rollout/sampling.h (the recorded logprob is the full-vocabulary
  * log_softmax(logits / T) of the token; top-k first, then top-p over the sorted
  * kept mass; ties to the lower index; inverse CDF with one uniform per row).
  *
- * The arithmetic is sampling.c's (the trainer's log-softmax): zf = logits / T
+ * The arithmetic is rollout/sampling.c's (the trainer's log-softmax): zf = logits / T
  * rounded to float, the float max, terms expf(zf - max) summed in double, the
  * log-sum-exp rounded to float and logprob = zf[token] - lse in float. The sum's
  * order and the device expf (<= 2 ulp) differ from the host's, so the recorded
@@ -11,7 +11,7 @@
  * where u falls within ~1e-7 of a boundary.
  *
  * Row r of a call reads logits row rows[r], so the rollout engine's followers sample their
- * prompt leader's row and the prefix-cache rows sit anywhere in its buffer (sample_device.c).
+ * prompt leader's row and the prefix-cache rows sit anywhere in its buffer (rollout/sample_device.c).
  *
  * Three steps per call: (1) one block per row scales and exponentiates the
  * logits, finds the max, the sum and the argmax; (2) only when
@@ -26,8 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_backend.h"
-#include "cuda_common.cuh"
+#include "kernels/cuda_backend.h"
+#include "kernels/cuda_common.cuh"
 
 #define SAMPLE_THREADS 256
 

@@ -1,8 +1,8 @@
 /* allreduce.c: polite small all-reduces and the bucketed gradient sum (allreduce.h). */
-#include "allreduce.h"
+#include "mpi/allreduce.h"
 
-#include "error.h"
-#include "wait.h"
+#include "mpi/wait.h"
+#include "util/error.h"
 
 static int comm_size(MPI_Comm comm) {
   int size = 1;

@@ -1,12 +1,12 @@
 /* comm.c: resolve the deck's rank layout, place every rank, split the
  * communicators (see comm.h for the layouts, the rank order and the grid order). */
-#include "comm.h"
+#include "mpi/comm.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "error.h"
+#include "deck/config.h"
+#include "util/error.h"
 
 const char *role_name(enum role r) {
   static const char *names[ROLE_COUNT] = {"controller", "rollout", "reward", "train"};

@@ -1,7 +1,7 @@
 /* nccl_comm.c: NCCL bootstrap over MPI, mirrored sub-communicators and the
  * collectives the trainer and the weight broadcast need (see nccl_comm.h). Compiled
  * in every build; the NCCL part only with the CUDA backend. */
-#include "nccl_comm.h"
+#include "mpi/nccl_comm.h"
 
 #ifndef RLPT_HAVE_CUDA
 int nccl_built(void) { return 0; }
@@ -11,8 +11,8 @@ int nccl_built(void) { return 0; }
 #include <string.h>
 #include <time.h>
 
-#include "cuda_check.h"
-#include "error.h"
+#include "kernels/cuda_check.h"
+#include "util/error.h"
 
 int nccl_built(void) { return 1; }
 

@@ -1,10 +1,10 @@
 /* wait.c: polite MPI waits (MPI_Test / MPI_Iprobe + exponential backoff
  * sleep) with optional deadlines; see wait.h. */
-#include "wait.h"
+#include "mpi/wait.h"
 
 #include <time.h>
 
-#include "error.h"
+#include "util/error.h"
 
 double wait_now(void) {
   struct timespec ts;

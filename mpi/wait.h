@@ -24,7 +24,7 @@
 #include <mpi.h>
 
 /* Return codes. A failed MPI call is not returned: it aborts through
- * MPI_CHECK (error.h), like everywhere else in rlpt. */
+ * MPI_CHECK (util/error.h), like everywhere else in rlpt. */
 #define WAIT_OK 0
 #define WAIT_TIMEOUT 1
 

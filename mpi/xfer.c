@@ -1,15 +1,15 @@
 /* xfer.c: the wire format of sample batches, sized point-to-point messages
  * and the chunked weight broadcast (see xfer.h). */
-#include "xfer.h"
+#include "mpi/xfer.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "params.h"
-#include "wait.h"
+#include "model/params.h"
+#include "mpi/wait.h"
+#include "util/error.h"
 
 #define HEADER_BYTES 24
 #define TRAILER_BYTES 8

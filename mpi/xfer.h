@@ -34,7 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "experience.h"
+#include "rl/experience.h"
 
 struct param_table;
 
@@ -55,7 +55,7 @@ enum xfer_tag {
 };
 
 /* Return codes (XFER_TIMEOUT is wait.h's WAIT_TIMEOUT). A failed MPI call is
- * not returned: it aborts through MPI_CHECK (error.h). */
+ * not returned: it aborts through MPI_CHECK (util/error.h). */
 #define XFER_OK 0
 #define XFER_TIMEOUT 1        /* the deadline passed; nothing was consumed */
 #define XFER_ECORRUPT (-2)    /* bad magic/version/length/checksum; err says which */

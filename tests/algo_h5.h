@@ -1,5 +1,5 @@
 /* algo_h5.h: read the small golden files of tests/ref (serial HDF5 API) for
- * test_optim.c and test_algo_golden.c. Datasets are converted to the requested
+ * train/test_optim.c and rl/test_algo_golden.c. Datasets are converted to the requested
  * native type by HDF5; a missing file or dataset is a test failure with a message. */
 #ifndef RLPT_ALGO_H5_H
 #define RLPT_ALGO_H5_H

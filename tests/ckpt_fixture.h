@@ -1,5 +1,5 @@
 /* ckpt_fixture.h: a tiny, fully populated checkpoint state for the checkpoint
- * tests (test_ckpt.c, test_ckpt_mpi.c, test_ckpt_corrupt.c). Every value is a
+ * tests (io/test_ckpt.c, io/test_ckpt_mpi.c, io/test_ckpt_corrupt.c). Every value is a
  * function of (seed, step), so a process that did not write a checkpoint can
  * rebuild what it must read back. */
 #ifndef RLPT_CKPT_FIXTURE_H
@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ckpt.h"
-#include "config.h"
-#include "rng.h"
+#include "deck/config.h"
+#include "io/ckpt.h"
+#include "util/rng.h"
 
 /* vocab 40, dim 16, 2 layers, 4/2 heads, ffn 24, untied, qkv bias: 9 kinds of tensor. */
 static inline void fixture_config(struct model_config *mc, int value_head) {

@@ -1,5 +1,5 @@
-/* dp_fixture.h: a tiny trainer for the data-parallel tests (test_trainer_dp.c,
- * test_zero_mpi.c): the deck, SFT steps on this rank's share of each batch, and
+/* dp_fixture.h: a tiny trainer for the data-parallel tests (train/test_trainer_dp.c,
+ * train/test_zero_mpi.c): the deck, SFT steps on this rank's share of each batch, and
  * RL steps on a fixed synthetic batch of groups, DP_STEPS steps each, recording
  * every step's loss and grad_norm. */
 #ifndef RLPT_DP_FIXTURE_H
@@ -9,10 +9,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "config.h"
-#include "tasks.h"
-#include "tokenizer.h"
-#include "trainer.h"
+#include "deck/config.h"
+#include "tasks/tasks.h"
+#include "tokenizer/tokenizer.h"
+#include "train/trainer.h"
 
 #define DP_STEPS 3
 

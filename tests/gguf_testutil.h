@@ -1,4 +1,4 @@
-/* gguf_testutil.h: a tiny GGUF writer for the tests (test_gguf.c, test_gguf_fuzz.c).
+/* gguf_testutil.h: a tiny GGUF writer for the tests (io/test_gguf.c, io/test_gguf_fuzz.c).
  *
  * Builds a file in memory: gb_header, then gb_kv_* calls, then gb_tensors
  * (infos, padding, data). tiny_llama() writes a complete small llama model
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../io/gguf.h"
+#include "io/gguf.h"
 
 struct gb {
   uint8_t *b;
@@ -239,7 +239,7 @@ static inline int byte_cp(int b) {
   return -1;
 }
 
-/* A byte-level BPE vocabulary (tests/test_bpe.c, the fuzz test): ids 0..255 are
+/* A byte-level BPE vocabulary (tests/tokenizer/test_bpe.c, the fuzz test): ids 0..255 are
  * byte b's token; then the merges' results, then the control tokens. */
 enum { T_GT = 256, T_HE, T_GTHE, T_12, T_IMS, T_IME, T_IMSX, T_N };
 

@@ -1,6 +1,6 @@
 /* gpu_layer.h: one transformer layer with its head, composed of backend ops in
- * model.c's order, runnable on any backend_ops through the table's memory
- * functions (host memory when they are NULL). Shared by test_gpu_model.c (CPU vs
+ * model/model.c's order, runnable on any backend_ops through the table's memory
+ * functions (host memory when they are NULL). Shared by model/test_gpu_model.c (CPU vs
  * CUDA on the same inputs) and bench/bench_gpu.c (step time at a real shape).
  *
  * Forward: embedding, RMSNorm, q/k/v with bias, RoPE, packed causal GQA
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "model/backend.h"
 
 struct layer_dims {
   int nseq, C, H, KVH, D, F, V, maxpos;
@@ -237,7 +237,7 @@ static inline void net_forward(struct net *n) {
   net_head_forward(n);
 }
 
-/* A_DY = dL/dY from the head (logits recomputed, as model.c does). */
+/* A_DY = dL/dY from the head (logits recomputed, as model/model.c does). */
 static inline void net_head_backward(struct net *n) {
   int V = n->d.V, C = n->d.C;
   lin_fwd(n, AC(n, A_LOGITS), AC(n, A_Y), WP(n, GL_EMB), NULL, V, C);

@@ -1,5 +1,5 @@
-/* gpu_testutil.h: helpers of the CUDA-backend op tests (test_gpu_shapes.c,
- * test_gpu_edge.c): random host vectors, device copies through the backend table,
+/* gpu_testutil.h: helpers of the CUDA-backend op tests (kernels/test_gpu_shapes.c,
+ * kernels/test_gpu_edge.c): random host vectors, device copies through the backend table,
  * the relative error of a device tensor against a host reference, and the host's
  * bf16 rounding. Include after testutil.h, only in a build with the CUDA backend. */
 #ifndef RLPT_TESTS_GPU_TESTUTIL_H
@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "model/backend.h"
+#include "testutil.h"
 
 static uint64_t gt_rng = 0x243f6a8885a308d3ull;
 

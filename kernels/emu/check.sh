@@ -20,10 +20,10 @@
 #               one rank, on two, and on two with ZeRO-1;
 #   rlpt:       rlpt itself linked with the emulated kernels (the emulated runtime
 #               reports EMU_DEVICES = 4 devices, one per rank), so `[run] device = cuda`
-#               runs end to end: tests/test_gpu_grpo.sh (a short GRPO run, cuda vs cpu
+#               runs end to end: tests/run/test_gpu_grpo.sh (a short GRPO run, cuda vs cpu
 #               metrics, and the weight broadcast over NCCL vs run.weight_sync = mpi: the
 #               same metrics to the bit) on the separate 4-rank layout and on one
-#               colocated rank, and tests/test_gpu_cli.sh (generate / score --device cuda vs cpu);
+#               colocated rank, and tests/cli/test_gpu_cli.sh (generate / score --device cuda vs cpu);
 #   grpo16:     the rlpt GRPO run with the cuda side in [model] dtype = bf16, NCCL vs MPI
 #               weight sync too (not in the default set: about ten minutes more);
 #   bench:      bench_gpu --quick (tiny shapes: the benchmark's code, not its figures).
@@ -42,7 +42,7 @@ W="$B/emu"
 mkdir -p "$W"
 cd "$W"
 CUDA_INC="${CUDA_HOME:-/usr/local/cuda}/include"
-INC="-I$R/kernels -I$R/src -I$R/mpi -I$R/io -I$R/tests -I$B -I$CUDA_INC -I$EMU"
+INC="-I$R/src -I$R -I$R/tests -I$CUDA_INC -I$EMU"
 CXX="g++ -std=c++17 -O1 -g -w -DRLPT_HAVE_CUDA=1 $INC"
 CC="mpicc -std=c11 -O1 -g -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DRLPT_HAVE_CUDA=1 $INC"
 objs=()
@@ -65,12 +65,15 @@ done
 LIBS="$B/librlpt.a $(pkg-config --libs inih libcjson libpcre2-8) -lhdf5 -lopenblas -lz -lm -lpthread -lstdc++"
 HDF5_LIB="$(dirname "$(find /usr/lib -name 'libhdf5.so' -path '*openmpi*' | head -1)")"
 rc=0
-for t in test_gpu_ops test_gpu_model test_gpu_rollout test_gpu_sample test_gpu_bf16 test_gpu_shapes test_gpu_edge; do
+for t in kernels/test_gpu_ops model/test_gpu_model rollout/test_gpu_rollout rollout/test_gpu_sample \
+         kernels/test_gpu_bf16 kernels/test_gpu_shapes kernels/test_gpu_edge; do
+  src=$t
+  t=${src#*/}
   stage=${t#test_gpu_}
   [ "$stage" = rollout ] && stage=model # the rollout engine's device KV pool: a model stage test
   [ "$stage" = sample ] && stage=model  # the rollout engine's device sampling: also the model's
   case " $what " in *" $stage "*) ;; *) continue ;; esac
-  $CC -c "$R/tests/$t.c" -o "$t.o"
+  $CC -c "$R/tests/$src.c" -o "$t.o"
   mpicc -o "emu_$t" "$t.o" "${objs[@]}" emu_rt.o -L"$HDF5_LIB" $LIBS
   # EMU_NO_ALGO=1: the naive cuBLASLt offers no algorithm, so every GEMM takes the fallback
   for order in 0 2 nofb; do
@@ -83,7 +86,7 @@ done
 troot=""
 [ "$(id -u)" = 0 ] && troot=--allow-run-as-root
 if [[ " $what " == *" nccl "* ]]; then
-  $CC -c "$R/tests/test_nccl.c" -o test_nccl.o
+  $CC -c "$R/tests/mpi/test_nccl.c" -o test_nccl.o
   mpicc -o emu_test_nccl test_nccl.o "${objs[@]}" emu_rt.o -L"$HDF5_LIB" $LIBS
   for np in 1 2 3 4; do
     echo "== test_nccl on $np rank(s) (NCCL emulated over MPI)"
@@ -93,7 +96,7 @@ if [[ " $what " == *" nccl "* ]]; then
   done
 fi
 if [[ " $what " == *" select "* ]]; then
-  $CC -c "$R/tests/test_gpu_select.c" -o test_gpu_select.o
+  $CC -c "$R/tests/model/test_gpu_select.c" -o test_gpu_select.o
   mpicc -o emu_test_gpu_select test_gpu_select.o "${objs[@]}" emu_rt.o -L"$HDF5_LIB" $LIBS
   sroot=""
   [ "$(id -u)" = 0 ] && sroot=--allow-run-as-root
@@ -105,7 +108,7 @@ if [[ " $what " == *" select "* ]]; then
   done
 fi
 if [[ " $what " == *" trainer "* ]]; then
-  $CC -c "$R/tests/test_gpu_trainer.c" -o test_gpu_trainer.o
+  $CC -c "$R/tests/train/test_gpu_trainer.c" -o test_gpu_trainer.o
   mpicc -o emu_test_gpu_trainer test_gpu_trainer.o "${objs[@]}" emu_rt.o -L"$HDF5_LIB" $LIBS
   for run in 1 2 "2 optim.zero=1"; do
     set -- $run
@@ -119,17 +122,17 @@ if [[ " $what " == *" trainer "* ]]; then
   done
 fi
 if [[ " $what " == *" rlpt "* || " $what " == *" grpo16 "* ]]; then
-  $CC -DRLPT_VERSION='"emu"' -c "$R/src/main.c" -o main.o
+  $CC -DRLPT_VERSION='"emu"' -c "$R/src/cli/main.c" -o main.o
   mpicc -o emu_rlpt main.o "${objs[@]}" emu_rt.o -L"$HDF5_LIB" $LIBS
-  $CC -c "$R/tests/test_gpu_grpo.c" -o test_gpu_grpo.o
+  $CC -c "$R/tests/run/test_gpu_grpo.c" -o test_gpu_grpo.o
   mpicc -o emu_test_gpu_grpo test_gpu_grpo.o $(pkg-config --libs libcjson) -lm
-  $CC -c "$R/tests/test_restart_cmp.c" -o test_restart_cmp.o
+  $CC -c "$R/tests/run/test_restart_cmp.c" -o test_restart_cmp.o
   mpicc -o emu_test_restart_cmp test_restart_cmp.o $(pkg-config --libs libcjson) -lm
   root=""
   [ "$(id -u)" = 0 ] && root=--allow-run-as-root
   export RLPT_MPIEXEC="${RLPT_MPIEXEC:-mpiexec -n}" RLPT_MPI_FLAGS="${RLPT_MPI_FLAGS:---oversubscribe $root}"
   # one emulated device per rank (the weight broadcast takes NCCL only then), and the
-  # NCCL vs MPI weight sync check of test_gpu_grpo.sh
+  # NCCL vs MPI weight sync check of run/test_gpu_grpo.sh
   export OMPI_MCA_mpi_yield_when_idle=1 OPENBLAS_NUM_THREADS=1 RLPT_SOURCE_DIR="$R" EMU_DEVICES=4
   export RLPT_GPU_GRPO_WSYNC="$W/emu_test_restart_cmp"
 fi
@@ -138,30 +141,30 @@ fi
 emu_grpo() {
   np=${1:-4} sft=${2:-40} rl=${3:-4}
   shift $(($# < 3 ? $# : 3))
-  sh "$R/tests/test_gpu_grpo.sh" "$W/emu_rlpt" "$W/emu_test_gpu_grpo" "$np" \
+  sh "$R/tests/run/test_gpu_grpo.sh" "$W/emu_rlpt" "$W/emu_test_gpu_grpo" "$np" \
     "$R/tests/decks/e2e_tiny.ini" "$sft" "$rl" algo.kl_coef=0.05 sft.batch_size=16 \
     algo.prompts_per_step=8 eval.prompts=16 sft.eval_prompts=16 "$@"
 }
 GREP_GRPO='^(run.device|weight sync|[0-9]+ lines compared|line [0-9]+:|mean|test_gpu_grpo|GPU_GRPO|.*CHECK failed)'
 if [[ " $what " == *" rlpt "* ]]; then
-  echo "== test_gpu_grpo.sh (emulated kernels)"
+  echo "== run/test_gpu_grpo.sh (emulated kernels)"
   emu_grpo > emu_gpu_grpo.log 2>&1 || rc=1
   grep -E "$GREP_GRPO" emu_gpu_grpo.log || true
   # (an entropy bonus: the untrained policy earns no reward, and the RL steps must still move
   # the weights that the sync carries)
-  echo "== test_gpu_grpo.sh on one colocated rank, 10 SFT + 2 RL steps (emulated kernels)"
+  echo "== run/test_gpu_grpo.sh on one colocated rank, 10 SFT + 2 RL steps (emulated kernels)"
   emu_grpo 1 10 2 ranks.layout=colocated ranks.controller=auto ranks.reward=auto ranks.rollout=auto \
     ranks.train=auto algo.entropy_coef=0.01 > emu_gpu_grpo_c1.log 2>&1 || rc=1
   grep -E "$GREP_GRPO" emu_gpu_grpo_c1.log || true
-  echo "== test_gpu_cli.sh (emulated kernels)"
+  echo "== cli/test_gpu_cli.sh (emulated kernels)"
   printf '[model]\ndim = 32\nlayers = 2\nheads = 4\nkv_heads = 2\nffn_dim = 48\nmax_seq = 64\ninit_std = 0.2\n' \
     > emu_cli.ini
   ./emu_rlpt init emu_cli.ini --out emu_cli.h5 run.seed=5 > /dev/null
-  sh "$R/tests/test_gpu_cli.sh" "$W/emu_rlpt" emu_cli.h5 > emu_gpu_cli.log 2>&1 || rc=1
+  sh "$R/tests/cli/test_gpu_cli.sh" "$W/emu_rlpt" emu_cli.h5 > emu_gpu_cli.log 2>&1 || rc=1
   tail -12 emu_gpu_cli.log
 fi
 if [[ " $what " == *" grpo16 "* ]]; then
-  echo "== test_gpu_grpo.sh, cuda side in bf16 (emulated kernels)"
+  echo "== run/test_gpu_grpo.sh, cuda side in bf16 (emulated kernels)"
   RLPT_GPU_GRPO_DTYPE=bf16 emu_grpo > emu_gpu_grpo16.log 2>&1 || rc=1
   grep -E "$GREP_GRPO|^(gpu dtype|step [0-9]+ +[a-z_]+ +cpu)" emu_gpu_grpo16.log || true
 fi

@@ -10,8 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "allreduce.h"
-#include "wait.h"
+#include "mpi/allreduce.h"
+#include "mpi/wait.h"
 
 #define REPS 5
 #define LATE_US 100000

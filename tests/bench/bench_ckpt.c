@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ckpt.h"
+#include "io/ckpt.h"
 
 static double now_s(void) {
   struct timespec t;

@@ -1,6 +1,6 @@
 /* bench_gemm.c: GFLOP/s of the CPU backend's matmul for every GEMM shape of one
  * training step (forward, dX and dW of each linear layer and of the lm_head
- * chunks), with rlpt's GEMM and with OpenBLAS's (cpu_gemm.h) side by side: the same
+ * chunks), with rlpt's GEMM and with OpenBLAS's (cpu/gemm.h) side by side: the same
  * pool split over --threads, the two run alternately, best of --reps each; the
  * ratio is rlpt's GFLOP/s over OpenBLAS's. The first rows are a 1536^3 NN product
  * at one thread and at --threads, set against the machine's FMA peak.
@@ -25,8 +25,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "backend.h"
-#include "cpu_gemm.h"
+#include "cpu/gemm.h"
+#include "model/backend.h"
 
 /* --cpu: time by the process's CPU time instead of the wall clock, which a busy
  * machine inflates (at 1 thread it is the work alone; at 2 it includes OpenBLAS's

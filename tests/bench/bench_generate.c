@@ -1,4 +1,4 @@
-/* bench_generate.c: generated tokens/s of the rollout engine (rollout.h) on the CPU
+/* bench_generate.c: generated tokens/s of the rollout engine (rollout/engine.h) on the CPU
  * model, at 1, 16 and 64 sequences per forward, against PyTorch KV-cached decoding
  * (bench_generate_ref.py) on the same work with the same thread count.
  *
@@ -28,12 +28,12 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#include "config.h"
-#include "model.h"
 #include "bench_prompts.h"
 #include "bench_read.h"
-#include "rollout.h"
-#include "thread_pool.h"
+#include "cpu/thread_pool.h"
+#include "deck/config.h"
+#include "model/model.h"
+#include "rollout/engine.h"
 
 #define BENCH_G 8
 #define BENCH_PROMPT 32

@@ -11,10 +11,10 @@
  *              and the bf16 peak (model FLOPs: 6 N T + causal attention 6 L H D sum len^2);
  *   model:     what `rlpt run` does on the GPU, for the SmolLM2-135M shape and a ~1B
  *              shape (dim 2048, 16 layers, 16/8 heads, ffn 5632, vocab 32000): one
- *              training step of model.c (model_forward + model_backward on 4 x 1024
+ *              training step of model/model.c (model_forward + model_backward on 4 x 1024
  *              tokens, with its host<->device copies of weights and gradients) as
  *              tokens/s and MFU against the bf16 peak, and the same step with [model]
- *              dtype = bf16 (cuda_backend_bf16); the rollout engine (rollout.c,
+ *              dtype = bf16 (cuda_backend_bf16); the rollout engine (rollout/engine.c,
  *              KV cache, sampling) at 64 sequences (8 prompts x 8 samples) and at 1,
  *              32-token prompts, as generated tokens/s; batch 1 against the memory-
  *              bandwidth bound (every weight read once per token: HBM bytes/s over the
@@ -31,17 +31,17 @@
 #include <string.h>
 #include <time.h>
 
-#include "device.h"
+#include "model/device.h"
 
 #ifdef RLPT_HAVE_CUDA
 #include <cuda_runtime.h>
 
-#include "config.h"
-#include "cuda_backend.h"
-#include "gpu_layer.h"
-#include "model.h"
 #include "bench_prompts.h"
-#include "rollout.h"
+#include "deck/config.h"
+#include "gpu_layer.h"
+#include "kernels/cuda_backend.h"
+#include "model/model.h"
+#include "rollout/engine.h"
 
 struct peak {
   double bf16_tflops, fp32_tflops, hbm_tbps;

@@ -3,9 +3,9 @@
 #ifndef RLPT_BENCH_PROMPTS_H
 #define RLPT_BENCH_PROMPTS_H
 
-#include "config.h"
-#include "model.h"
-#include "rollout.h"
+#include "deck/config.h"
+#include "model/model.h"
+#include "rollout/engine.h"
 
 /* The deck of a run on m: seed 1, n_new new tokens per sample, B sequences at a time
  * within m's token budget, and a KV pool for n_seqs sequences of prompt + n_new tokens

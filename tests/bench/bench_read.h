@@ -1,11 +1,11 @@
 /* bench_read.h: a plain read of a buffer the caches cannot hold, the memory-bandwidth
- * reference of the rollout benchmarks (bench_generate's batch-1 bound, bench_rowdot).
+ * reference of the rollout benchmarks (bench_generate's batch-1 bound, bench_rowinv).
  *
  * A thread's share [lo, hi) of 64-float blocks is read as `streams` sequential streams
  * (its contiguous parts, side by side). On a CPU whose prefetcher tracks several
  * streams per core, one stream leaves bandwidth unused (on the 2-core VM: ~70% of four
  * per CPU-second, two ~85%, eight no more than four), so a bound for a kernel that
- * reads several streams (the decode GEMV, cpu_rowdot.c) needs BENCH_READ_STREAMS. */
+ * reads several streams (the decode GEMV, cpu/rowinv.c) needs BENCH_READ_STREAMS. */
 #ifndef RLPT_BENCH_READ_H
 #define RLPT_BENCH_READ_H
 

@@ -12,7 +12,7 @@
  * zeroing, AdamW, and the rest of the model code between ops).
  *
  * --gemm-ab ROUNDS instead times the step with rlpt's GEMM and with OpenBLAS's
- * (cpu_gemm.h) in alternate steps of one model, ROUNDS each, and prints the median
+ * (cpu/gemm.h) in alternate steps of one model, ROUNDS each, and prints the median
  * of each (wall and CPU seconds): on a busy machine both see the same load.
  *
  * usage: bench_train [--shape tiny|smollm|all] [--threads N] [--iters N] [--no-ref]
@@ -23,9 +23,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "cpu_gemm.h"
-#include "model.h"
-#include "optim.h"
+#include "cpu/gemm.h"
+#include "model/model.h"
+#include "train/optim.h"
 
 struct shape {
   const char *name;
@@ -179,7 +179,7 @@ static void prof_print(int iters) {
 
 /* One warm-up step, then iters timed steps; returns tokens/s and sets *cpu_step to
  * the CPU seconds a timed step took. exact: the model's row-invariant products
- * (model.h; the RL step's fused old-logprob pass) or the faster ones (SFT, and RL
+ * (model/model.h; the RL step's fused old-logprob pass) or the faster ones (SFT, and RL
  * updates whose old logprobs came from their own pass). */
 static double bench_c(const struct shape *s, int iters, int profile, int exact,
                       double *cpu_step) {

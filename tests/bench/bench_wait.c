@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "wait.h"
+#include "mpi/wait.h"
 
 enum mode { BUSY, PROBE, REQUEST, NMODES };
 static const char *mode_name[NMODES] = {"MPI_Recv (busy poll)", "wait_probe + MPI_Recv",

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""adamw_ref.py: golden values for tests/test_optim.c, written to golden_adamw.h5.
+"""adamw_ref.py: golden values for tests/train/test_optim.c, written to golden_adamw.h5.
 
 torch.optim.AdamW (fp32, weight decay on) runs 3 steps on a 37-element parameter
 with fixed gradients; torch.nn.utils.clip_grad_norm_ clips one gradient above and

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""algo_ref.py: golden values for tests/test_algo_golden.c, written to golden_algo.h5.
+"""algo_ref.py: golden values for tests/rl/test_algo_golden.c, written to golden_algo.h5.
 
 A packed batch of 12 sequences in 3 groups of G = 4 (prompt tokens masked out, one
 response with no valid tokens, one group with all-equal rewards). In float64 with

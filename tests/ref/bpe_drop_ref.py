@@ -1,5 +1,5 @@
 """bpe_drop_ref.py: what Hugging Face `tokenizers` does with a byte SmolLM2's
-vocabulary has no token for, for tests/test_hf_tokenizer.c (tokenizer_bpe_drop_unknown).
+vocabulary has no token for, for tests/tokenizer/test_hf_tokenizer.c (tokenizer_bpe_drop_unknown).
 
 Run by hand (the C tests do not need Python):
   PYTHONPATH=/dir/with/gguf+tokenizers python3 tests/ref/bpe_drop_ref.py [SmolLM2.gguf]

@@ -1,4 +1,4 @@
-"""bpe_ref.py: golden token ids for tests/test_bpe.c from Hugging Face `tokenizers`.
+"""bpe_ref.py: golden token ids for tests/tokenizer/test_bpe.c from Hugging Face `tokenizers`.
 
 Run by hand (the C tests do not need Python):
   PYTHONPATH=/dir/with/gguf+tokenizers python3 tests/ref/bpe_ref.py [SmolLM2.gguf]
@@ -130,7 +130,7 @@ def corpus():
         "\x00", "\x01\x02\x03", "\x7f", "bell\x07", "esc\x1b[0m",
         "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n",
         "<|endoftext|>", "<|im_start|><|im_end|>", "<|im_start", "im_start|>", "<|im_end|>x<|im_end|>",
-        "<repo_name>rlpt<file_sep>main.c", "text<|endoftext|>more text", " <|im_start|> spaced ",
+        "<repo_name>rlpt<file_sep>cli/main.c", "text<|endoftext|>more text", " <|im_start|> spaced ",
         "<jupyter_code>print(1)<jupyter_output>1", "<<|im_start|>>", "<|im_start|><|im_start|>",
         "....", "!!!???", "---", "===", "a-b_c.d", "(parentheses) [brackets] {braces}", "\"quoted\" 'single'",
         "~!@#$%^&*()_+`-=", "...and then", "Mr. Smith", "U.S.A.", "end.", ":)", ":-(", "a,b;c:d",

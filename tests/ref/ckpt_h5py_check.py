@@ -16,7 +16,7 @@ import numpy as np
 
 
 def expected_shapes(mc):
-    """HF name -> shape, as params.c lays the model out."""
+    """HF name -> shape, as model/params.c lays the model out."""
     d, hd = mc["dim"], mc["dim"] // mc["heads"]
     kvd = hd * mc["kv_heads"]
     s = {"model.embed_tokens.weight": (mc["vocab_size"], d), "model.norm.weight": (d,)}

@@ -1,4 +1,4 @@
-"""gguf_ref.py: writes tests/ref/gguf_dequant.gguf, the golden file of tests/test_gguf.c.
+"""gguf_ref.py: writes tests/ref/gguf_dequant.gguf, the golden file of tests/io/test_gguf.c.
 
 Run by hand (the C tests do not need Python):
   PYTHONPATH=/path/to/site-with-gguf python3 tests/ref/gguf_ref.py

@@ -1,4 +1,4 @@
-"""hf_tok_ref.py: small tokenizer.json fixtures and their golden ids for tests/test_hf_tokenizer.c.
+"""hf_tok_ref.py: small tokenizer.json fixtures and their golden ids for tests/tokenizer/test_hf_tokenizer.c.
 
 Run by hand (the C tests do not need Python):
   python3 tests/ref/hf_tok_ref.py        (needs `tokenizers` from PyPI)

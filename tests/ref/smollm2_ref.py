@@ -1,4 +1,4 @@
-"""smollm2_ref.py: PyTorch reference for tests/test_smollm2.c.
+"""smollm2_ref.py: PyTorch reference for tests/model/test_smollm2.c.
 
 Run by hand with Debian's python (torch 1.13) and `gguf`, `tokenizers`,
 `jinja2` from PyPI on the path (installed with --no-deps so Debian's numpy stays):

@@ -1,0 +1,116 @@
+/* deck/config_check.c: the deck checks that involve more than one key (config_parse runs them
+ * after the deck and the overrides). Each names the keys involved and points at the line or
+ * override that set one of them. Checks that need the world size live in mpi/comm.c.
+ * To add one: an `if` below with cross_fail(section, key, other section, other key, message). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "deck/config.h"
+
+struct cross {
+  const struct config *cfg;
+  const char *path;
+  char *const *over;
+  char *err;
+  size_t errlen;
+};
+
+/* Location of row r: its deck line, its override, or the deck itself (a default). */
+static void row_loc(const struct cross *x, int r, char *loc, size_t len) {
+  int s = r >= 0 ? x->cfg->src[r] : 0;
+  if (s > 0) snprintf(loc, len, "%s:%d", x->path, s);
+  else if (s < 0) snprintf(loc, len, "override '%s'", x->over[-s - 1]);
+  else snprintf(loc, len, "%s", x->path);
+}
+
+/* Fails naming key a or b, located where that key was set. */
+__attribute__((format(printf, 6, 7)))
+static int cross_fail(const struct cross *x, const char *sa, const char *ka, const char *sb, const char *kb,
+                      const char *fmt, ...) {
+  char msg[512], loc[CFG_STR_MAX + 64];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  /* name the key the user touched last: an override, else a deck line, else a */
+  int ra = config_find(sa, ka), rb = kb ? config_find(sb, kb) : -1;
+  int s_a = ra >= 0 ? x->cfg->src[ra] : 0, s_b = rb >= 0 ? x->cfg->src[rb] : 0;
+  int r = (s_b < 0 && s_a >= 0) || (s_a == 0 && s_b > 0) ? rb : ra;
+  int use_b = rb >= 0 && r == rb;
+  row_loc(x, r, loc, sizeof loc);
+  snprintf(x->err, x->errlen, "%s: [%s] %s: %s", loc, use_b ? sb : sa, use_b ? kb : ka, msg);
+  return 2;
+}
+
+int config_cross_check(const struct config *c, const char *path, char *const *over, char *err, size_t errlen) {
+  const struct cross xs = {c, path, over, err, errlen}, *x = &xs;
+  if (c->model.kv_heads < 1 || c->model.heads < 1) /* the ranges forbid it; keep the divisions safe */
+    return cross_fail(x, "model", "heads", "model", "kv_heads", "heads and kv_heads must be >= 1");
+  if (c->model.heads % c->model.kv_heads)
+    return cross_fail(x, "model", "heads", "model", "kv_heads",
+                      "model.heads (%ld) must be divisible by model.kv_heads (%ld)", c->model.heads,
+                      c->model.kv_heads);
+  if (c->model.dim % c->model.heads)
+    return cross_fail(x, "model", "dim", "model", "heads", "model.dim (%ld) must be divisible by model.heads (%ld)",
+                      c->model.dim, c->model.heads);
+  if ((c->model.dim / c->model.heads) % 2)
+    return cross_fail(x, "model", "dim", "model", "heads",
+                      "head size model.dim / model.heads = %ld must be even (RoPE rotates pairs)",
+                      c->model.dim / c->model.heads);
+  if (c->rollout.max_new_tokens >= c->model.max_seq)
+    return cross_fail(x, "rollout", "max_new_tokens", "model", "max_seq",
+                      "rollout.max_new_tokens (%ld) must be less than model.max_seq (%ld): the prompt "
+                      "needs room", c->rollout.max_new_tokens, c->model.max_seq);
+  if (c->model.vocab_size > 0 && c->rollout.top_k > c->model.vocab_size)
+    return cross_fail(x, "rollout", "top_k", "model", "vocab_size",
+                      "rollout.top_k (%ld) must not exceed model.vocab_size (%ld)", c->rollout.top_k,
+                      c->model.vocab_size);
+  if (c->eval.k > c->eval.samples)
+    return cross_fail(x, "eval", "k", "eval", "samples", "eval.k (%ld) must not exceed eval.samples (%ld)",
+                      c->eval.k, c->eval.samples);
+  if (c->task.digits_min > c->task.digits_max)
+    return cross_fail(x, "task", "digits_min", "task", "digits_max",
+                      "task.digits_min (%ld) must not exceed task.digits_max (%ld)", c->task.digits_min,
+                      c->task.digits_max);
+  if (c->sft.target_band.n != 2 || c->sft.target_band.v[0] > c->sft.target_band.v[1])
+    return cross_fail(x, "sft", "target_band", NULL, NULL, "expected two items lo, hi with lo <= hi");
+  if (c->rollout.temperature < 0)
+    return cross_fail(x, "rollout", "temperature", NULL, NULL, "must be >= 0");
+  if (c->algo.mini_batches > c->algo.prompts_per_step * c->algo.group_size)
+    return cross_fail(x, "algo", "mini_batches", "algo", "prompts_per_step",
+                      "algo.mini_batches (%ld) exceeds the samples of a step (prompts_per_step x group_size "
+                      "= %ld)", c->algo.mini_batches, c->algo.prompts_per_step * c->algo.group_size);
+  if (c->algo.prompts_per_step % c->ranks.train_dp)
+    return cross_fail(x, "algo", "prompts_per_step", "ranks", "train_dp",
+                      "algo.prompts_per_step (%ld) must be divisible by ranks.train_dp (%ld): each data-parallel "
+                      "train rank gets whole groups", c->algo.prompts_per_step, c->ranks.train_dp);
+  if ((c->algo.prompts_per_step * c->algo.group_size) % (c->algo.mini_batches * c->ranks.train_dp))
+    return cross_fail(x, "algo", "mini_batches", "algo", "prompts_per_step",
+                      "the samples of a step, prompts_per_step x group_size = %ld x %ld = %ld, must be "
+                      "divisible by algo.mini_batches x ranks.train_dp = %ld x %ld",
+                      c->algo.prompts_per_step, c->algo.group_size,
+                      c->algo.prompts_per_step * c->algo.group_size, c->algo.mini_batches, c->ranks.train_dp);
+  if (c->log.samples_every > 0 && !c->log.samples_path[0])
+    return cross_fail(x, "log", "samples_every", "log", "samples_path",
+                      "log.samples_every = %ld needs log.samples_path", c->log.samples_every);
+  if (!strcmp(c->task.name, "jsonl") && !c->data.train_path[0])
+    return cross_fail(x, "data", "train_path", "task", "name", "[task] name = jsonl needs [data] train_path");
+  if (!strcmp(c->task.name, "jsonl") && access(c->data.train_path, R_OK))
+    return cross_fail(x, "data", "train_path", NULL, NULL, "cannot read '%s': %s", c->data.train_path,
+                      strerror(errno));
+  if (!strcmp(c->task.name, "jsonl") && c->data.eval_path[0] && access(c->data.eval_path, R_OK))
+    return cross_fail(x, "data", "eval_path", NULL, NULL, "cannot read '%s': %s", c->data.eval_path,
+                      strerror(errno));
+  if (c->reward.rm_path[0] && access(c->reward.rm_path, R_OK))
+    return cross_fail(x, "reward", "rm_path", NULL, NULL, "cannot read the reward model '%s': %s",
+                      c->reward.rm_path, strerror(errno));
+  if (!strstr(c->data.prompt_template, "{prompt}"))
+    return cross_fail(x, "data", "prompt_template", NULL, NULL, "\"%s\" has no {prompt} (where the row's prompt "
+                      "goes)", c->data.prompt_template);
+  if (c->model.dtype == DTYPE_BF16 && c->run.device == DEVICE_CPU)
+    return cross_fail(x, "model", "dtype", "run", "device", "bf16 needs run.device = cuda or auto");
+  return 0;
+}

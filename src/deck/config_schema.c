@@ -1,0 +1,190 @@
+/* deck/config_schema.c: every deck key, one row each (see deck/config.h). The defaults here
+ * are the documented defaults; `rlpt deck-help` prints this table as markdown. */
+#include "deck/config.h"
+
+#define OFF(field) offsetof(struct config, field)
+#define NORANGE 1, 0
+#define INT(sec, key, def, lo, hi, unit, help, field) \
+  { sec, key, CFG_INT, def, lo, hi, NULL, unit, help, OFF(field), 0, 0 }
+#define AUTOINT(sec, key, def, lo, hi, unit, help, field) \
+  { sec, key, CFG_INT, def, lo, hi, NULL, unit, help, OFF(field), CFG_AUTO, 0 }
+#define FLT(sec, key, def, lo, hi, unit, help, field) \
+  { sec, key, CFG_FLOAT, def, lo, hi, NULL, unit, help, OFF(field), 0, 0 }
+#define BOOL(sec, key, def, help, field) \
+  { sec, key, CFG_BOOL, def, NORANGE, NULL, "", help, OFF(field), 0, 0 }
+#define ENUM(sec, key, def, choices, help, field) \
+  { sec, key, CFG_ENUM, def, NORANGE, choices, "", help, OFF(field), 0, 0 }
+#define FSIZE(field) sizeof(((struct config *)0)->field)
+#define STR(sec, key, def, help, field) \
+  { sec, key, CFG_STRING, def, NORANGE, NULL, "", help, OFF(field), 0, FSIZE(field) }
+#define PATH(sec, key, def, help, field) \
+  { sec, key, CFG_PATH, def, NORANGE, NULL, "", help, OFF(field), 0, FSIZE(field) }
+#define LIST(sec, key, def, lo, hi, unit, help, field) \
+  { sec, key, CFG_LIST, def, lo, hi, NULL, unit, help, OFF(field), 0, 0 }
+
+const struct cfg_key cfg_schema[] = {
+  /* [run] */
+  INT("run", "seed", "1234", 0, 9.2e18, "", "Seed of every random stream (util/rng.h keys it by step, prompt, sample, position)", run.seed),
+  INT("run", "steps", "10", 0, 1e9, "steps", "RL steps (0 = no RL phase, e.g. SFT only)", run.steps),
+  ENUM("run", "mode", "sync", "sync|colocate_async|separate_async", "Step scheduling: sync waits for each update; the async modes overlap rollout and training", run.mode),
+  ENUM("run", "device", "auto", "auto|cpu|cuda", "Compute device; auto = cuda when the build has it and a GPU is visible", run.device),
+  ENUM("run", "weight_sync", "auto", "auto|mpi", "Weight broadcast to the rollout ranks: auto = over NCCL from device to device when every rank of weight_comm has a GPU of its own, else over MPI through host memory; mpi = always over MPI (for comparison)", run.weight_sync),
+  PATH("run", "restart", "", "Checkpoint to restart from: empty, `latest` or a path", run.restart),
+  INT("run", "stop_after", "0", 0, 1e9, "steps", "Stop after this RL step as on SIGUSR1: checkpoint, every rank exits 0; resume with [run] restart = latest (0 = run to [run] steps)", run.stop_after),
+  FLT("run", "phase_timeout_s", "600", 1, 1e7, "s", "Watchdog: a phase (SFT step, RL step, eval) that takes longer stops the job naming the stalled role, rank and phase", run.phase_timeout_s),
+
+  /* [sft] */
+  INT("sft", "steps", "0", 0, 1e9, "steps", "Supervised warm-start steps before RL (0 = none)", sft.steps),
+  INT("sft", "batch_size", "64", 1, 1e7, "sequences", "SFT sequences per step (global)", sft.batch_size),
+  FLT("sft", "lr", "1e-3", 0, 10, "", "SFT peak learning rate", sft.lr),
+  INT("sft", "warmup_steps", "0", 0, 1e9, "steps", "SFT linear warm-up steps", sft.warmup_steps),
+  INT("sft", "pool", "0", 0, 1e9, "examples", "SFT sees only this many fixed examples (0 = fresh examples every step)", sft.pool),
+  INT("sft", "eval_prompts", "200", 1, 1e7, "prompts", "Held-out prompts for the end-of-SFT greedy exact match", sft.eval_prompts),
+  LIST("sft", "target_band", "0.0, 1.0", 0, 1, "fraction", "Post-SFT pass@1 must land in [lo, hi]; the run says so clearly when it does not", sft.target_band),
+
+  /* [model] */
+  STR("model", "init", "scratch", "Initial weights: scratch | gguf:PATH | hf:DIR | ckpt:PATH. gguf: (GGUF file) and hf: (Hugging Face directory: config.json, *.safetensors, tokenizer.json) also give the model shape and the tokenizer", model.init),
+  AUTOINT("model", "vocab_size", "auto", 1, 1e8, "tokens", "Vocabulary size (auto = from the tokenizer)", model.vocab_size),
+  INT("model", "dim", "128", 1, 1e6, "", "Hidden size", model.dim),
+  INT("model", "layers", "4", 1, 1e4, "", "Transformer blocks", model.layers),
+  INT("model", "heads", "4", 1, 1e4, "", "Attention (query) heads; dim must divide by it", model.heads),
+  INT("model", "kv_heads", "4", 1, 1e4, "", "Key/value heads (grouped-query attention); heads must divide by it", model.kv_heads),
+  INT("model", "ffn_dim", "344", 1, 1e7, "", "SwiGLU inner size", model.ffn_dim),
+  INT("model", "max_seq", "64", 2, 1e7, "tokens", "Longest sequence (prompt + response) the model accepts", model.max_seq),
+  FLT("model", "rope_theta", "10000", 1, 1e12, "", "RoPE base frequency", model.rope_theta),
+  FLT("model", "norm_eps", "1e-5", 0, 1, "", "RMSNorm epsilon", model.norm_eps),
+  FLT("model", "init_std", "0.02", 0, 10, "", "Std of the normal init of weight matrices (scratch init)", model.init_std),
+  BOOL("model", "tie_embeddings", "true", "lm_head shares model.embed_tokens.weight", model.tie_embeddings),
+  BOOL("model", "qkv_bias", "false", "q/k/v projections carry a bias (Qwen2)", model.qkv_bias),
+  BOOL("model", "value_head", "false", "Add a scalar value head score.weight (critic, reward model)", model.value_head),
+  ENUM("model", "dtype", "fp32", "fp32|bf16", "Compute precision (bf16 on GPU only)", model.dtype),
+  ENUM("model", "unknown_bytes", "error", "error|drop", "gguf:/hf: models: text bytes the BPE vocabulary has no token for (SmolLM2 lacks 21, e.g. 0x04, 0xff): error = refuse the text naming the byte; drop = leave them out of their piece as Hugging Face tokenizers does", model.unknown_bytes),
+
+  /* [optim] */
+  FLT("optim", "lr", "3e-5", 0, 10, "", "Peak learning rate of the RL phase", optim.lr),
+  FLT("optim", "weight_decay", "0.0", 0, 10, "", "AdamW decoupled weight decay", optim.weight_decay),
+  FLT("optim", "beta1", "0.9", 0, 0.999999, "", "AdamW beta1", optim.beta1),
+  FLT("optim", "beta2", "0.999", 0, 0.9999999, "", "AdamW beta2", optim.beta2),
+  FLT("optim", "eps", "1e-8", 0, 1, "", "AdamW epsilon", optim.eps),
+  FLT("optim", "grad_clip", "1.0", 0, 1e9, "", "Global-norm gradient clip (0 = off)", optim.grad_clip),
+  ENUM("optim", "schedule", "constant", "constant|linear|cosine", "LR schedule after warm-up", optim.schedule),
+  INT("optim", "warmup_steps", "0", 0, 1e9, "steps", "Linear LR warm-up", optim.warmup_steps),
+  FLT("optim", "min_lr_ratio", "0.0", 0, 1, "", "Final LR of linear/cosine decay as a fraction of lr", optim.min_lr_ratio),
+  INT("optim", "zero", "0", 0, 1, "", "ZeRO stage for AdamW state (0 = replicated, 1 = m and v sharded over the DP train ranks, ZeRO-1; with one DP rank 1 is 0)", optim.zero),
+
+  /* [task] */
+  STR("task", "name", "arith", "Built-in task (arith | countdown) or jsonl", task.name),
+  INT("task", "digits_min", "1", 1, 9, "digits", "arith: fewest operand digits", task.digits_min),
+  INT("task", "digits_max", "2", 1, 9, "digits", "arith: most operand digits", task.digits_max),
+  STR("task", "ops", "+", "arith: operators to draw from, e.g. +-*", task.ops),
+  FLT("task", "heldout_frac", "0.1", 0.001, 0.5, "fraction", "Share of the problem space reserved for held-out prompts (a keyed hash of each problem decides; train and eval never share a problem)", task.heldout_frac),
+  INT("task", "numbers_min", "3", 2, 6, "numbers", "countdown: fewest given numbers", task.numbers_min),
+  INT("task", "numbers_max", "4", 2, 6, "numbers", "countdown: most given numbers", task.numbers_max),
+  INT("task", "number_max", "99", 2, 999, "", "countdown: given numbers are drawn from 1..number_max", task.number_max),
+  INT("task", "target_max", "999", 1, 1e6, "", "countdown: targets lie in 1..target_max", task.target_max),
+
+  /* [data] (used when [task] name = jsonl; src/tasks/dataset.h) */
+  PATH("data", "train_path", "", "JSONL file of training rows (one JSON object per line); required by [task] name = jsonl", data.train_path),
+  PATH("data", "eval_path", "", "JSONL file of held-out rows; empty = hold out eval_frac of train_path (chosen by [run] seed)", data.eval_path),
+  FLT("data", "eval_frac", "0.1", 0.001, 0.9, "fraction", "Share of train_path rows held out when eval_path is empty (at least 1 row each side)", data.eval_frac),
+  STR("data", "prompt_key", "prompt", "Row key of the prompt text (rows with \"messages\" use the last user turn instead)", data.prompt_key),
+  STR("data", "answer_key", "answer", "Row key of the reference answer (string or number; a \"messages\" row may end with an assistant turn instead)", data.answer_key),
+  STR("data", "prompt_template", "{prompt}", "Prompt the model sees; {prompt} is replaced by the row's prompt; \\n = newline, \\t = tab, \\\\ = backslash", data.prompt_template),
+  STR("data", "chat_template", "", "Render prompts with a chat template: chatml | smollm2 | llama3 (empty = plain text)", data.chat_template),
+  BOOL("data", "shuffle", "true", "Visit training rows in a fresh permutation each epoch, keyed by ([run] seed, epoch)", data.shuffle),
+  ENUM("data", "verifier", "math", "math|arith|countdown|exact", "Correctness check of a response against the row's answer (countdown rows carry \"nums\" and \"target\")", data.verifier),
+  ENUM("data", "on_bad_line", "error", "error|skip", "A broken row (bad JSON, missing key, prompt too long): stop with FILE:LINE, or skip it and report the count at load", data.on_bad_line),
+
+  /* [reward] */
+  FLT("reward", "correct_weight", "1.0", -1e6, 1e6, "", "Weight of the verifier's correctness score (0 or 1)", reward.correct_weight),
+  FLT("reward", "format_weight", "0.0", -1e6, 1e6, "", "Weight of the format score (1 when the response holds exactly one format_tags block)", reward.format_weight),
+  FLT("reward", "length_weight", "0.0", -1e6, 1e6, "", "Weight of the length score -len/max_new_tokens (a plain length penalty)", reward.length_weight),
+  STR("reward", "format_tags", "", "Answer tags \"OPEN,CLOSE\", e.g. <answer>,</answer>; when set, the verifier reads the inside of the single block (empty = whole response)", reward.format_tags),
+  PATH("reward", "rm_path", "", "Reward model: an HDF5 model file with a value head (rlpt init with [model] value_head = true, or a checkpoint file or directory whose model or PPO critic has one); it scores prompt + response at the final token as reward_parts.rm (empty = none)", reward.rm_path),
+  FLT("reward", "rm_alpha", "1.0", 0, 1, "", "Mix of rule and reward model: reward = rm_alpha * (weighted rule components) + (1 - rm_alpha) * rm; 1 = rule only (rm is still reported when rm_path is set); below 1 needs rm_path", reward.rm_alpha),
+  INT("reward", "rm_batch_tokens", "1024", 1, 1e8, "tokens", "Tokens per reward-model forward (prompt + response sequences packed; raised to [model] max_seq when smaller)", reward.rm_batch_tokens),
+
+  /* [algo] */
+  ENUM("algo", "name", "grpo", "grpo|dr_grpo|dapo|gspo|ppo|rloo|reinforce_pp|dpo", "Algorithm preset (every knob below can still be set)", algo.name),
+  INT("algo", "group_size", "8", 1, 1e5, "samples", "Samples per prompt (G)", algo.group_size),
+  INT("algo", "prompts_per_step", "16", 1, 1e7, "prompts", "Prompts per RL step (global)", algo.prompts_per_step),
+  INT("algo", "mini_batches", "1", 1, 1e5, "", "Optimizer updates per step per epoch", algo.mini_batches),
+  INT("algo", "ppo_epochs", "1", 1, 1e3, "", "Passes over each step's batch", algo.ppo_epochs),
+  /* The rows below default to the GRPO preset; algo_apply_preset (src/rl/algo.c) sets
+   * every one the deck did not set to the value of the chosen `name`. */
+  ENUM("algo", "adv_estimator", "grpo", "grpo|dr_grpo|rloo|reinforce_pp|reinforce_pp_baseline|gae", "Advantage estimator (preset)", algo.adv_estimator),
+  ENUM("algo", "std", "unbiased", "unbiased|biased", "Group std of the grpo estimator: divide by G-1 (unbiased) or G", algo.std),
+  FLT("algo", "adv_eps", "1e-6", 0, 1, "", "Epsilon added to the group std (grpo estimator)", algo.adv_eps),
+  ENUM("algo", "policy_loss", "ppo_clip", "ppo_clip|gspo|cispo", "Per-token policy loss (preset)", algo.policy_loss),
+  FLT("algo", "clip_low", "0.2", 0, 1, "", "Ratio clip below: 1 - clip_low", algo.clip_low),
+  FLT("algo", "clip_high", "0.2", 0, 100, "", "Ratio clip above: 1 + clip_high (DAPO clip-higher 0.28)", algo.clip_high),
+  FLT("algo", "dual_clip", "3.0", 0, 1e6, "", "Dual-clip constant c > 1 for A < 0 (0 = off)", algo.dual_clip),
+  ENUM("algo", "loss_agg", "token-mean", "token-mean|seq-mean-token-sum|seq-mean-token-mean|seq-mean-token-sum-norm", "Loss aggregation over tokens and sequences (preset)", algo.loss_agg),
+  ENUM("algo", "kl_estimator", "k3", "k1|k2|k3|low_var_kl", "KL-to-reference estimator", algo.kl_estimator),
+  ENUM("algo", "kl_in", "loss", "loss|reward", "KL placement: a loss term (gradient through lp) or a per-token reward penalty", algo.kl_in),
+  FLT("algo", "kl_coef", "0.001", 0, 1e3, "", "KL coefficient (0 = no KL, no reference forward)", algo.kl_coef),
+  FLT("algo", "entropy_coef", "0", 0, 1e3, "", "Entropy bonus coefficient (loss -= coef * entropy)", algo.entropy_coef),
+  FLT("algo", "gamma", "1.0", 0, 1, "", "Discount (reinforce_pp, gae)", algo.gamma),
+  FLT("algo", "lam", "1.0", 0, 1, "", "GAE lambda", algo.lam),
+  BOOL("algo", "whiten_adv", "false", "Whiten GAE advantages over the batch's valid tokens", algo.whiten_adv),
+  FLT("algo", "vf_coef", "0.1", 0, 1e3, "", "Value-loss coefficient (PPO critic)", algo.vf_coef),
+  FLT("algo", "value_clip", "0.5", 0, 1e6, "", "Value clip around the old value (0 = off)", algo.value_clip),
+  ENUM("algo", "old_logprobs", "recompute", "recompute|rollout", "lp_old: trainer recompute before the update, or the rollout engine's logprobs", algo.old_logprobs),
+  FLT("algo", "logprob_min", "-20", -1e6, 0, "nats", "Logprobs below this (and -inf) are clamped to it", algo.logprob_min),
+  BOOL("algo", "dynamic_sampling", "false", "DAPO: drop groups whose rewards are all equal and resample", algo.dynamic_sampling),
+  INT("algo", "max_resample_rounds", "4", 0, 1e6, "rounds", "Dynamic sampling: most extra generation rounds per step", algo.max_resample_rounds),
+  INT("algo", "overlong_buffer", "0", 0, 1e7, "tokens", "DAPO overlong shaping buffer Lcache (0 = off)", algo.overlong_buffer),
+  FLT("algo", "overlong_penalty", "1.0", 0, 1e6, "", "Scale of the overlong shaping reward (-penalty at the limit)", algo.overlong_penalty),
+  FLT("algo", "dpo_beta", "0.1", 0, 1e6, "", "DPO/IPO beta", algo.dpo_beta),
+  ENUM("algo", "dpo_loss", "sigmoid", "sigmoid|ipo", "DPO loss form", algo.dpo_loss),
+  ENUM("algo", "tis", "off", "off|token_truncate|seq_truncate|token_mask|seq_mask", "Off-policy importance weights exp(lp_old - lp_roll)", algo.tis),
+  FLT("algo", "tis_cap", "2.0", 0, 1e6, "", "TIS: truncation cap / upper bound of the mask", algo.tis_cap),
+  FLT("algo", "tis_min", "0", 0, 1e6, "", "TIS mask modes: lower bound of the kept weights", algo.tis_min),
+
+  /* [rollout] */
+  INT("rollout", "max_new_tokens", "16", 1, 1e7, "tokens", "Longest response", rollout.max_new_tokens),
+  FLT("rollout", "temperature", "1.0", 0, 100, "", "Sampling temperature (0 = greedy)", rollout.temperature),
+  FLT("rollout", "top_p", "1.0", 0, 1, "", "Nucleus sampling mass (1 = off)", rollout.top_p),
+  INT("rollout", "top_k", "0", 0, 1e8, "tokens", "Top-k sampling (0 = off)", rollout.top_k),
+  INT("rollout", "kv_cache_mb", "256", 1, 1e8, "MiB", "KV-cache pool per rollout rank", rollout.kv_cache_mb),
+  INT("rollout", "max_batch_tokens", "4096", 1, 1e9, "tokens", "Most tokens per forward (prefill + decode)", rollout.max_batch_tokens),
+  INT("rollout", "max_num_seqs", "256", 1, 1e7, "sequences", "Most sequences decoded together", rollout.max_num_seqs),
+  INT("rollout", "block_size", "16", 1, 4096, "tokens", "Tokens per KV-cache block (paged attention page)", rollout.block_size),
+  ENUM("rollout", "scheduling", "fcfs", "fcfs|longest_first", "Admission order: fcfs = request order; longest_first = longest prompt first (ties in request order)", rollout.scheduling),
+  BOOL("rollout", "prefix_sharing", "true", "Prefill each prompt once and share its KV blocks among its G samples (copy-on-write)", rollout.prefix_sharing),
+  STR("rollout", "stop", "", "Stop string: a response ends (finish_reason = stop) once its decoded text ends with it; empty = none", rollout.stop),
+
+  /* [eval] */
+  INT("eval", "every", "0", 0, 1e9, "steps", "Evaluate every N RL steps (0 = only at the end)", eval.every),
+  INT("eval", "prompts", "200", 1, 1e7, "prompts", "Held-out prompts per evaluation", eval.prompts),
+  INT("eval", "samples", "4", 1, 1e5, "samples", "Sampled completions per prompt (n of pass@k)", eval.samples),
+  INT("eval", "k", "4", 1, 1e5, "", "k of pass@k (k <= samples)", eval.k),
+
+  /* [log] */
+  PATH("log", "metrics_path", "metrics.jsonl", "Per-step metrics, one JSON line per step", log.metrics_path),
+  PATH("log", "samples_path", "", "Sample dumps (prompt, response, reward, advantage); empty = off", log.samples_path),
+  INT("log", "samples_every", "0", 0, 1e9, "steps", "Write samples every N steps (0 = off)", log.samples_every),
+
+  /* [checkpoint] */
+  PATH("checkpoint", "dir", "checkpoints", "Directory of step_%08d.h5 files and `latest`", checkpoint.dir),
+  INT("checkpoint", "every", "0", 0, 1e9, "steps", "Checkpoint every N steps (0 = only at the end)", checkpoint.every),
+  INT("checkpoint", "keep_last", "3", 1, 1e6, "files", "Complete checkpoints to keep", checkpoint.keep_last),
+  ENUM("checkpoint", "on_error", "abort", "abort|continue", "A checkpoint that cannot be written (disk full, unwritable dir, non-finite state): abort the run, or warn and keep training (the previous checkpoints and `latest` stay intact)", checkpoint.on_error),
+
+  /* [ranks] */
+  AUTOINT("ranks", "controller", "auto", 0, 1, "ranks", "Controller ranks (auto = 1 with layout separate, 0 colocated)", ranks.controller),
+  AUTOINT("ranks", "rollout", "auto", 0, 1e7, "ranks", "Rollout ranks (auto = what is left after the others)", ranks.rollout),
+  AUTOINT("ranks", "reward", "auto", 0, 1e7, "ranks", "Reward ranks (auto = 1 with layout separate, 0 colocated)", ranks.reward),
+  AUTOINT("ranks", "train", "auto", 1, 1e7, "ranks", "Train ranks (auto = train_dp * train_tp * train_pp)", ranks.train),
+  ENUM("ranks", "layout", "separate", "separate|colocated", "separate: disjoint role ranks; colocated: every rank runs rollout, reward and train in turn", ranks.layout),
+  INT("ranks", "rollout_tp", "1", 1, 1e4, "ranks", "Tensor-parallel size of one rollout engine instance", ranks.rollout_tp),
+  INT("ranks", "train_dp", "1", 1, 1e7, "ranks", "Data-parallel size of the train grid", ranks.train_dp),
+  INT("ranks", "train_tp", "1", 1, 1e4, "ranks", "Tensor-parallel size of the train grid", ranks.train_tp),
+  INT("ranks", "train_pp", "1", 1, 1e4, "ranks", "Pipeline-parallel size of the train grid", ranks.train_pp),
+  INT("ranks", "threads_per_rank", "1", 1, 4096, "threads", "BLAS threads per rank; ranks x threads on a node must not exceed its cores", ranks.threads_per_rank),
+  AUTOINT("ranks", "cores_per_node", "auto", 1, 1e5, "cores", "Cores of one node (auto = read from the machine)", ranks.cores_per_node),
+  INT("ranks", "micro_batch_seqs", "8", 1, 1e7, "sequences", "Sequences per train micro-batch (activation memory)", ranks.micro_batch_seqs),
+  FLT("ranks", "device_memory_gb", "0", 0, 1e6, "GB", "Memory of one device/rank; `plan` checks every role fits (0 = no check)", ranks.device_memory_gb),
+};
+
+const int cfg_schema_len = (int)(sizeof cfg_schema / sizeof cfg_schema[0]);

@@ -1,0 +1,768 @@
+/* model/model.c: forward and backward of the transformer on a packed batch.
+ *
+ * Written once against model/backend.h. Each layer keeps what its backward needs
+ * (inputs of the norms, q/k/v after RoPE, attention output and log-sum-exp,
+ * gate/up); the normed inputs and the SwiGLU product are recomputed in the
+ * backward, which costs a few elementwise passes and saves two [T, C] and one
+ * [T, F] buffer per layer. The attention op takes separate query and key
+ * spans (struct attn_batch), so a KV-cache path can call the same layer code
+ * with cached keys. On a mixed-precision backend ([model] dtype = bf16, model/backend.h's
+ * matmul_w16) the products take their weights from a bf16 copy made at each upload. */
+#include "model/model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/huge_alloc.h"
+#include "util/rng.h"
+
+static float *W(const struct model *m, enum param_kind kind, int layer) {
+  size_t off = param_offset(&m->table, kind, layer);
+  return off == (size_t)-1 ? NULL : m->dparams + off;
+}
+
+static float *G(const struct model *m, enum param_kind kind, int layer) {
+  size_t off = param_offset(&m->table, kind, layer);
+  return off == (size_t)-1 ? NULL : m->dgrads + off;
+}
+
+/* ---- backend memory ---------------------------------------------------------
+ * The ops' buffers live where the backend wants them (model/backend.h); a host backend
+ * leaves alloc/upload/... NULL and gets malloc/memcpy, so its path is unchanged. */
+
+static void *dmem_alloc(const struct model *m, size_t bytes) {
+  if (m->on_device) return m->ops->alloc(bytes ? bytes : 1);
+  return aligned_alloc(64, ((bytes ? bytes : 1) + 63) & ~(size_t)63);
+}
+
+static void dmem_free(const struct model *m, void *p) {
+  if (m->on_device) { if (p) m->ops->free(p); } else free(p);
+}
+
+static void dmem_zero(const struct model *m, void *p, size_t bytes) {
+  if (m->on_device) m->ops->zero(p, bytes); else memset(p, 0, bytes);
+}
+
+/* host -> op memory; nothing to do on a host backend when both are the same buffer */
+static void to_dev(const struct model *m, void *dst, const void *src, size_t bytes) {
+  if (m->on_device) m->ops->upload(dst, src, bytes);
+  else if (dst != src) memcpy(dst, src, bytes);
+}
+
+static void to_host(const struct model *m, void *dst, const void *src, size_t bytes) {
+  if (m->on_device) m->ops->download(dst, src, bytes);
+  else if (dst != src) memcpy(dst, src, bytes);
+}
+
+/* dst[n] = src[n] within op memory: the backend has no copy op, so zero then add
+ * (0 + x == x) on a device */
+static void dmem_copy(const struct model *m, float *dst, const float *src, size_t n) {
+  if (!m->on_device) { memcpy(dst, src, sizeof(float) * n); return; }
+  m->ops->zero(dst, sizeof(float) * n);
+  m->ops->add(dst, src, n);
+}
+
+/* ---- allocation ----------------------------------------------------------- */
+
+/* Hands out consecutive pieces of the arena; with base == NULL it only counts. */
+struct carver { float *base; size_t used; };
+
+static float *carve(struct carver *c, size_t n) {
+  float *p = c->base ? c->base + c->used : NULL;
+  c->used += (n + 15) & ~(size_t)15; /* 64-byte aligned pieces */
+  return p;
+}
+
+static void model_carve(struct model *m, struct carver *c) {
+  const struct model_config *mc = &m->cfg;
+  size_t T = (size_t)m->max_tokens, C = mc->dim, F = mc->ffn_dim;
+  size_t KV = (size_t)mc->kv_heads * mc->head_dim;
+  int span = mc->max_seq < m->max_tokens ? mc->max_seq : m->max_tokens;
+  for (int l = 0; l < mc->layers; l++) {
+    struct layer_acts *a = &m->layers[l];
+    a->res_in = carve(c, T * C);
+    a->rstd1 = carve(c, T);
+    a->q = carve(c, T * C);
+    a->k = carve(c, T * KV);
+    a->v = carve(c, T * KV);
+    a->att = carve(c, T * C);
+    a->lse = carve(c, T * mc->heads);
+    a->res_mid = carve(c, T * C);
+    a->rstd2 = carve(c, T);
+    a->gate = carve(c, T * F);
+    a->up = carve(c, T * F);
+  }
+  m->res_final = carve(c, T * C);
+  m->rstdf = carve(c, T);
+  m->xf = carve(c, T * C);
+  m->lse_out = carve(c, T);
+  m->ent_out = carve(c, T);
+  m->lp_out = carve(c, T);
+  m->val_out = carve(c, T);
+  m->dlp_in = carve(c, T);
+  m->dent_in = carve(c, T);
+  m->dval_in = carve(c, T);
+  m->xn = carve(c, T * C);
+  m->h = carve(c, T * F);
+  m->dres = carve(c, T * C);
+  m->dxn = carve(c, T * C);
+  m->datt = carve(c, T * C);
+  m->dq = carve(c, T * C);
+  m->dk = carve(c, T * KV);
+  m->dv = carve(c, T * KV);
+  m->dgate = carve(c, T * F);
+  m->dup = carve(c, T * F);
+  m->logits = carve(c, (size_t)m->logit_rows * mc->vocab_size);
+  /* queries of one call span at most `span` rows, keys at most max_seq (KV-cache path) */
+  m->attn_scratch = carve(c, attn_scratch_floats(span, mc->max_seq));
+}
+
+/* cos/sin of pos * theta^(-2i/D), computed in double, stored fp32. */
+static int rope_tables(struct model *m) {
+  int half = m->cfg.head_dim / 2;
+  size_t n = (size_t)half * m->cfg.max_seq;
+  float *hc = m->on_device ? malloc(sizeof(float) * n) : m->rope_cos;
+  float *hs = m->on_device ? malloc(sizeof(float) * n) : m->rope_sin;
+  if (!hc || !hs) { if (m->on_device) { free(hc); free(hs); } return -1; }
+  for (int p = 0; p < m->cfg.max_seq; p++)
+    for (int i = 0; i < half; i++) {
+      double inv_freq = pow(m->cfg.rope_theta, -2.0 * i / m->cfg.head_dim);
+      hc[(size_t)p * half + i] = (float)cos(p * inv_freq);
+      hs[(size_t)p * half + i] = (float)sin(p * inv_freq);
+    }
+  to_dev(m, m->rope_cos, hc, sizeof(float) * n);
+  to_dev(m, m->rope_sin, hs, sizeof(float) * n);
+  if (m->on_device) { free(hc); free(hs); }
+  return 0;
+}
+
+/* The ops' int arrays and, on a device, their host copies. 0 or -1. */
+static int batch_arrays_alloc(struct model *m) {
+  size_t n = (size_t)m->max_tokens;
+  m->tokens = dmem_alloc(m, sizeof(int) * n);
+  m->pos = dmem_alloc(m, sizeof(int) * n);
+  m->targets = dmem_alloc(m, sizeof(int) * n);
+  m->cu_seqlens = dmem_alloc(m, sizeof(int) * (n + 1));
+  m->cu_kv = dmem_alloc(m, sizeof(int) * (n + 1));
+  if (!m->on_device) {
+    m->h_tokens = m->tokens, m->h_pos = m->pos, m->h_targets = m->targets;
+    m->h_cu_seqlens = m->cu_seqlens, m->h_cu_kv = m->cu_kv;
+    return m->tokens && m->pos && m->targets && m->cu_seqlens && m->cu_kv ? 0 : -1;
+  }
+  m->h_tokens = malloc(sizeof(int) * n);
+  m->h_pos = malloc(sizeof(int) * n);
+  m->h_targets = malloc(sizeof(int) * n);
+  m->h_cu_seqlens = malloc(sizeof(int) * (n + 1));
+  m->h_cu_kv = malloc(sizeof(int) * (n + 1));
+  size_t kvd = (size_t)m->cfg.kv_heads * m->cfg.head_dim;
+  m->kv_host = malloc(sizeof(float) * 2 * n * kvd);
+  return m->tokens && m->pos && m->targets && m->cu_seqlens && m->cu_kv && m->h_tokens &&
+         m->h_pos && m->h_targets && m->h_cu_seqlens && m->h_cu_kv && m->kv_host ? 0 : -1;
+}
+
+static void batch_arrays_free(struct model *m) {
+  if (m->on_device) {
+    free(m->h_tokens); free(m->h_pos); free(m->h_targets);
+    free(m->h_cu_seqlens); free(m->h_cu_kv); free(m->kv_host);
+    dmem_free(m, m->kv_dev);
+  }
+  dmem_free(m, m->tokens); dmem_free(m, m->pos); dmem_free(m, m->targets);
+  dmem_free(m, m->cu_seqlens); dmem_free(m, m->cu_kv);
+}
+
+int model_create(struct model *m, const struct model_config *mc, int max_tokens,
+                 const struct backend_ops *ops) {
+  memset(m, 0, sizeof *m);
+  m->cfg = *mc;
+  m->cfg.head_dim = mc->dim / mc->heads;
+  m->ops = ops;
+  m->on_device = ops->upload != NULL;
+  m->exact = 1;
+  m->params_version = m->dparams_version = -1;
+  m->max_tokens = max_tokens;
+  m->logit_chunk = MODEL_LOGIT_CHUNK;
+  m->logit_rows = max_tokens < 1 ? 1 : max_tokens < MODEL_LOGIT_CHUNK ? max_tokens : MODEL_LOGIT_CHUNK;
+  param_table_build(&m->table, &m->cfg);
+  size_t half = (size_t)m->cfg.head_dim / 2;
+  m->params = huge_floats(m->table.total);
+  m->grads = huge_floats(m->table.total);
+  m->dparams = m->on_device ? ops->alloc(sizeof(float) * m->table.total) : m->params;
+  m->dgrads = m->on_device ? ops->alloc(sizeof(float) * m->table.total) : m->grads;
+  int mixed = m->on_device && ops->matmul_w16 && ops->to_bf16;
+  if (mixed) m->dparams16 = ops->alloc(sizeof(uint16_t) * m->table.total);
+  int arrays_rc = batch_arrays_alloc(m);
+  m->rope_cos = dmem_alloc(m, sizeof(float) * half * mc->max_seq);
+  m->rope_sin = dmem_alloc(m, sizeof(float) * half * mc->max_seq);
+  m->layers = calloc((size_t)mc->layers, sizeof *m->layers);
+  struct carver count = {NULL, 0};
+  model_carve(m, &count);
+  m->arena = dmem_alloc(m, sizeof(float) * count.used); /* count.used: whole 64-byte pieces */
+  if (!m->params || !m->grads || !m->dparams || !m->dgrads || (mixed && !m->dparams16) ||
+      arrays_rc || !m->rope_cos ||
+      !m->rope_sin || !m->layers || !m->arena || rope_tables(m)) {
+    fprintf(stderr, "rlpt: out of memory for the model (%zu parameters, %zu activation floats "
+            "for %d tokens)\n", m->table.total, count.used, max_tokens);
+    model_free(m);
+    return -1;
+  }
+  struct carver c = {m->arena, 0};
+  model_carve(m, &c);
+  return 0;
+}
+
+void model_free(struct model *m) {
+  if (m->dev_update) m->dparams = m->dparams_main;
+  if (m->on_device) {
+    dmem_free(m, m->dparams_alt);
+    dmem_free(m, m->dparams);
+    dmem_free(m, m->dgrads);
+    dmem_free(m, m->dparams16);
+  }
+  free(m->params);
+  free(m->grads);
+  batch_arrays_free(m);
+  dmem_free(m, m->rope_cos);
+  dmem_free(m, m->rope_sin);
+  free(m->layers);
+  dmem_free(m, m->arena);
+  param_table_free(&m->table);
+  memset(m, 0, sizeof *m);
+}
+
+/* ---- initialisation --------------------------------------------------------- */
+
+void model_params_init(const struct param_table *t, float *params, double init_std,
+                       uint64_t seed) {
+  for (int n = 0; n < t->n; n++) {
+    const struct param_entry *e = &t->e[n];
+    float *p = params + e->offset;
+    switch (e->kind) {
+    case P_ATTN_NORM: case P_FFN_NORM: case P_FINAL_NORM:
+      for (size_t i = 0; i < e->numel; i++) p[i] = 1.0f;
+      break;
+    case P_BQ: case P_BK: case P_BV:
+      memset(p, 0, sizeof(float) * e->numel);
+      break;
+    default: {
+      /* one rng stream per tensor: values depend on (seed, tensor index) only */
+      struct rng_seq s;
+      rng_seq_init(&s, seed, RNG_STREAM_INIT, (uint32_t)n, 0);
+      rng_seq_fill_normal(&s, p, e->numel, 0.0f, (float)init_std);
+    }
+    }
+  }
+}
+
+void model_init_params(struct model *m, uint64_t seed) {
+  model_params_init(&m->table, m->params, m->cfg.init_std, seed);
+}
+
+void model_zero_grad(struct model *m) {
+  if (!m->dev_update) memset(m->grads, 0, sizeof(float) * m->table.total);
+  if (m->on_device) dmem_zero(m, m->dgrads, sizeof(float) * m->table.total);
+}
+
+/* The bf16 working copy (mixed precision) remade from the fp32 weights at d. */
+static void bf16_refresh(const struct model *m, const float *d) {
+  if (m->dparams16) m->ops->to_bf16(m->dparams16, d, m->table.total);
+}
+
+/* dev_update (model/model.h): a forward reads the device truth, or while params points at
+ * another host buffer (the KL reference) that buffer's device copy; the bf16 working
+ * copy follows whichever it reads (one device-side conversion per switch). 0, or -1
+ * out of device memory (message printed). */
+static int params_select(struct model *m) {
+  size_t n = m->table.total;
+  float *d = m->dparams_main;
+  if (m->params != m->dparams_src) {
+    if (!m->dparams_alt) m->dparams_alt = dmem_alloc(m, sizeof(float) * n);
+    if (!m->dparams_alt) {
+      fprintf(stderr, "rlpt: out of device memory for a second copy of the weights (%zu "
+              "parameters: the KL reference)\n", n);
+      return -1;
+    }
+    if (m->dparams_alt_src != m->params) to_dev(m, m->dparams_alt, m->params, sizeof(float) * n);
+    m->dparams_alt_src = m->params;
+    d = m->dparams_alt;
+  }
+  if (d != m->dparams) bf16_refresh(m, d);
+  m->dparams = d;
+  return 0;
+}
+
+float *model_params_dev(struct model *m) {
+  return m->dev_update ? m->dparams_main : m->dparams;
+}
+
+void model_params_dev_written(struct model *m) {
+  if (!m->on_device) return;
+  if (!m->dev_update) m->dparams_main = m->dparams;
+  m->dparams = m->dparams_main;
+  bf16_refresh(m, m->dparams);
+  m->dparams_src = m->params;
+  m->dparams_alt_src = NULL;
+  m->dev_update = 1;
+}
+
+void model_params_live(struct model *m) {
+  if (!m->on_device) return;
+  to_dev(m, model_params_dev(m), m->params, sizeof(float) * m->table.total);
+  model_params_dev_written(m);
+}
+
+void model_params_to_host(struct model *m) {
+  if (m->dev_update)
+    to_host(m, (float *)m->dparams_src, m->dparams_main, sizeof(float) * m->table.total);
+}
+
+void model_params_on_host(struct model *m) {
+  if (!m->dev_update) return;
+  m->dparams = m->dparams_main;
+  m->dev_update = 0;
+  m->dparams_version = -1;
+  m->dparams_src = NULL;
+}
+
+/* The host params are the truth (model/model.h): a device backend copies them in before
+ * a forward unless the owner's params_version says dparams already holds them; a
+ * host backend reads them in place, through whatever buffer m->params points at now
+ * (the trainer points it at the reference weights for a KL forward). */
+static int params_upload(struct model *m) {
+  if (m->dev_update) return params_select(m);
+  if (m->on_device) {
+    if (m->params_version >= 0 && m->params_version == m->dparams_version &&
+        m->dparams_src == m->params)
+      return 0;
+    to_dev(m, m->dparams, m->params, sizeof(float) * m->table.total);
+    bf16_refresh(m, m->dparams);
+    m->dparams_version = m->params_version;
+    m->dparams_src = m->params;
+  } else {
+    m->dparams = m->params;
+    m->dgrads = m->grads;
+  }
+  return 0;
+}
+
+/* The ops' copies of the batch arrays built on the host. */
+static void batch_upload(struct model *m, int T, int nseq, int kv) {
+  to_dev(m, m->tokens, m->h_tokens, sizeof(int) * T);
+  to_dev(m, m->pos, m->h_pos, sizeof(int) * T);
+  to_dev(m, m->targets, m->h_targets, sizeof(int) * T);
+  to_dev(m, m->cu_seqlens, m->h_cu_seqlens, sizeof(int) * ((size_t)nseq + 1));
+  if (kv) to_dev(m, m->cu_kv, m->h_cu_kv, sizeof(int) * ((size_t)nseq + 1));
+}
+
+/* ---- forward ---------------------------------------------------------------- */
+
+/* Checks the packed batch and keeps tokens, positions and targets. */
+static int batch_set(struct model *m, const int *tokens, const int *cu, int nseq) {
+  if (nseq < 1 || cu[0] != 0) {
+    fprintf(stderr, "rlpt: model batch needs at least one sequence and cu_seqlens[0] = 0\n");
+    return -1;
+  }
+  if (cu[nseq] > m->max_tokens) {
+    fprintf(stderr, "rlpt: model batch of %d sequences, %d tokens exceeds the budget of %d tokens\n",
+            nseq, cu[nseq], m->max_tokens);
+    return -1;
+  }
+  int maxlen = 0;
+  for (int s = 0; s < nseq; s++) {
+    int len = cu[s + 1] - cu[s];
+    if (len < 1 || len > m->cfg.max_seq) {
+      fprintf(stderr, "rlpt: model sequence %d has %d tokens (must be 1..max_seq = %d)\n", s, len,
+              m->cfg.max_seq);
+      return -1;
+    }
+    maxlen = len > maxlen ? len : maxlen;
+    for (int t = cu[s]; t < cu[s + 1]; t++) {
+      if (tokens[t] < 0 || tokens[t] >= m->cfg.vocab_size) {
+        fprintf(stderr, "rlpt: token %d at position %d is outside the vocabulary (0..%d)\n",
+                tokens[t], t, m->cfg.vocab_size - 1);
+        return -1;
+      }
+      m->h_tokens[t] = tokens[t];
+      m->h_pos[t] = t - cu[s];
+      m->h_targets[t] = t + 1 < cu[s + 1] ? tokens[t + 1] : -1;
+    }
+  }
+  memcpy(m->h_cu_seqlens, cu, sizeof(int) * ((size_t)nseq + 1));
+  batch_upload(m, cu[nseq], nseq, 0);
+  m->T = cu[nseq];
+  m->nseq = nseq;
+  m->attn = (struct attn_batch){nseq, m->cu_seqlens, m->cu_seqlens, maxlen, maxlen};
+  return 0;
+}
+
+/* The bf16 working copy of the weight at w (a pointer into dparams): same offset. */
+static const uint16_t *w16(const struct model *m, const float *w) {
+  return m->dparams16 + (w - m->dparams);
+}
+
+/* C[M,N] = A[M,K] B[N,K]^T + beta C, B a weight: through its bf16 copy on a mixed-precision
+ * backend; the row-invariant product when m->exact asks for it and the backend has one
+ * (model/backend.h); else the backend's matmul. */
+static void matmul_abt(const struct model *m, int M, int N, int K, const float *A, int lda,
+                       const float *B, int ldb, float beta, float *C, int ldc) {
+  if (m->dparams16)
+    m->ops->matmul_w16(0, 1, M, N, K, 1.0f, A, lda, w16(m, B), ldb, beta, C, ldc);
+  else if (m->exact && m->ops->matmul_rowinv)
+    m->ops->matmul_rowinv(M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+  else
+    m->ops->matmul(0, 1, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* y[T, out] = x[T, in] W^T (+ b): a linear layer with W [out, in]. */
+static void linear_fwd(const struct model *m, float *y, const float *x, const float *w,
+                       const float *b, int T, int out, int in, float beta) {
+  matmul_abt(m, T, out, in, x, in, w, in, beta, y, out);
+  if (b) m->ops->bias_add(y, b, T, out);
+}
+
+/* y_i[T, out_i] = x[T, in] W_i^T (+ b_i) for n <= 3 linears that read the same x (a layer's
+ * q, k and v; gate and up): on the row-invariant path one backend call when it has the
+ * shared op (one wake-up of the threads instead of n: a decode step's products are
+ * short), else linear_fwd each. Same bits either way. */
+static void linears_fwd(const struct model *m, const float *x, int T, int in, int n,
+                        float *const *y, const float *const *w, const float *const *b,
+                        const int *out) {
+  if (!m->dparams16 && m->exact && m->ops->matmul_rowinv && m->ops->matmul_rowinv_shared) {
+    struct rowinv_product p[3];
+    for (int i = 0; i < n; i++) p[i] = (struct rowinv_product){out[i], w[i], y[i]};
+    m->ops->matmul_rowinv_shared(T, in, x, in, n, p);
+    for (int i = 0; i < n; i++)
+      if (b[i]) m->ops->bias_add(y[i], b[i], T, out[i]);
+    return;
+  }
+  for (int i = 0; i < n; i++) linear_fwd(m, y[i], x, w[i], b[i], T, out[i], in, 0.0f);
+}
+
+/* C[M,N] = A[M,K] B[K,N] + beta C, B a weight (the input gradient of a linear layer):
+ * through its bf16 copy on a mixed-precision backend. */
+static void matmul_ab(const struct model *m, int M, int N, int K, const float *A, int lda,
+                      const float *B, int ldb, float beta, float *C, int ldc) {
+  if (m->dparams16)
+    m->ops->matmul_w16(0, 0, M, N, K, 1.0f, A, lda, w16(m, B), ldb, beta, C, ldc);
+  else
+    m->ops->matmul(0, 0, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* dx[T, in] (+)= dy W;  dW += dy^T x;  db += colsum(dy). The dW product has no weight
+ * operand: a mixed-precision backend's matmul rounds dy and x to bf16 itself. */
+static void linear_bwd(const struct model *m, float *dx, float *dw, float *db, const float *dy,
+                       const float *x, const float *w, int T, int out, int in, float beta) {
+  matmul_ab(m, T, in, out, dy, out, w, in, beta, dx, in);
+  m->ops->matmul(1, 0, out, in, T, 1.0f, dy, out, x, in, 1.0f, dw, in);
+  if (db) m->ops->bias_bwd(db, dy, T, out);
+}
+
+/* Hands the new K/V rows to io->exchange and returns the contexts it gives back.
+ * exchange() works on host memory: on a device the rows go down and the contexts
+ * come back up, per layer. 0, or nonzero from exchange() / out of device memory. */
+static int kv_exchange(struct model *m, int l, const struct model_kv_io *io, const float *k,
+                       const float *v, const float **kc, const float **vc) {
+  if (!m->on_device) return io->exchange(io->ctx, l, &m->attn, k, v, kc, vc);
+  size_t KV = (size_t)m->cfg.kv_heads * m->cfg.head_dim, T = (size_t)m->T;
+  size_t rows = (size_t)m->h_cu_kv[m->nseq];
+  float *hk = m->kv_host, *hv = m->kv_host + T * KV;
+  to_host(m, hk, k, sizeof(float) * T * KV);
+  to_host(m, hv, v, sizeof(float) * T * KV);
+  struct attn_batch hb = m->attn;
+  hb.cu_q = m->h_cu_seqlens;
+  hb.cu_kv = m->h_cu_kv;
+  const float *hkc, *hvc;
+  int rc = io->exchange(io->ctx, l, &hb, hk, hv, &hkc, &hvc);
+  if (rc) return rc;
+  if (rows > m->kv_dev_rows) {
+    size_t cap = rows + rows / 2;
+    dmem_free(m, m->kv_dev);
+    m->kv_dev = dmem_alloc(m, sizeof(float) * 2 * cap * KV);
+    m->kv_dev_rows = m->kv_dev ? cap : 0;
+    if (!m->kv_dev) {
+      fprintf(stderr, "rlpt: model: out of device memory for %zu context rows\n", rows);
+      return -1;
+    }
+  }
+  float *dk = m->kv_dev, *dv = m->kv_dev + m->kv_dev_rows * KV;
+  to_dev(m, dk, hkc, sizeof(float) * rows * KV);
+  to_dev(m, dv, hvc, sizeof(float) * rows * KV);
+  *kc = dk;
+  *vc = dv;
+  return 0;
+}
+
+/* Attention of layer l over the batch itself (no io), over the contexts exchange()
+ * returns, over the paged cache in place when the caller and the backend can, or by
+ * the caller's attend() over its device-resident cache. */
+static int attention_forward(struct model *m, int l, const struct model_kv_io *io) {
+  const struct model_config *mc = &m->cfg;
+  struct layer_acts *a = &m->layers[l];
+  int H = mc->heads, KVH = mc->kv_heads, D = mc->head_dim;
+  float scale = 1.0f / sqrtf((float)D);
+  if (io && io->attend && m->on_device)
+    return io->attend(io->ctx, l, &m->attn, a->q, a->k, a->v, a->att, a->lse, H, scale) ? -1 : 0;
+  if (io && io->paged && m->ops->attention_paged_fwd && !m->on_device) {
+    struct attn_paged kv;
+    if (io->paged(io->ctx, l, &m->attn, a->k, a->v, &kv)) return -1;
+    m->ops->attention_paged_fwd(a->att, a->lse, a->q, &kv, &m->attn, H, KVH, D, scale);
+    return 0;
+  }
+  const float *kc = a->k, *vc = a->v;
+  if (io && kv_exchange(m, l, io, a->k, a->v, &kc, &vc)) return -1;
+  m->ops->attention_fwd(a->att, a->lse, a->q, kc, vc, &m->attn, H, KVH, D, scale,
+                        m->attn_scratch);
+  return 0;
+}
+
+/* One block on the current batch (m->T rows at positions m->pos). Without io,
+ * attention runs over the batch itself (m->attn); with io, the new K/V rows go
+ * to the caller's cache and attention runs over the contexts it returns. */
+static int layer_forward(struct model *m, int l, float *out, const struct model_kv_io *io) {
+  const struct model_config *mc = &m->cfg;
+  const struct backend_ops *ops = m->ops;
+  struct layer_acts *a = &m->layers[l];
+  int T = m->T, C = mc->dim, F = mc->ffn_dim, H = mc->heads, KVH = mc->kv_heads, D = mc->head_dim;
+  int KV = KVH * D;
+  ops->rmsnorm_fwd(m->xn, a->rstd1, a->res_in, W(m, P_ATTN_NORM, l), T, C, (float)mc->norm_eps);
+  linears_fwd(m, m->xn, T, C, 3, (float *[]){a->q, a->k, a->v},
+              (const float *[]){W(m, P_WQ, l), W(m, P_WK, l), W(m, P_WV, l)},
+              (const float *[]){W(m, P_BQ, l), W(m, P_BK, l), W(m, P_BV, l)}, (int[]){C, KV, KV});
+  ops->rope(a->q, m->pos, m->rope_cos, m->rope_sin, T, H, D, 0);
+  ops->rope(a->k, m->pos, m->rope_cos, m->rope_sin, T, KVH, D, 0);
+  if (attention_forward(m, l, io)) return -1;
+  /* res_mid = res_in + att Wo^T (GEMM with beta = 1 adds the residual) */
+  dmem_copy(m, a->res_mid, a->res_in, (size_t)T * C);
+  linear_fwd(m, a->res_mid, a->att, W(m, P_WO, l), NULL, T, C, C, 1.0f);
+  ops->rmsnorm_fwd(m->xn, a->rstd2, a->res_mid, W(m, P_FFN_NORM, l), T, C, (float)mc->norm_eps);
+  linears_fwd(m, m->xn, T, C, 2, (float *[]){a->gate, a->up},
+              (const float *[]){W(m, P_WGATE, l), W(m, P_WUP, l)}, (const float *[]){NULL, NULL},
+              (int[]){F, F});
+  ops->swiglu_fwd(m->h, a->gate, a->up, (size_t)T * F);
+  dmem_copy(m, out, a->res_mid, (size_t)T * C);
+  linear_fwd(m, out, m->h, W(m, P_WDOWN, l), NULL, T, C, F, 1.0f);
+  return 0;
+}
+
+/* Embedding, every block and the final norm on the current batch: m->xf. */
+static int trunk_forward(struct model *m, const struct model_kv_io *io) {
+  const struct model_config *mc = &m->cfg;
+  int L = mc->layers;
+  m->ops->embed_fwd(m->layers[0].res_in, m->tokens, W(m, P_EMBED, -1), m->T, mc->dim);
+  for (int l = 0; l < L; l++)
+    if (layer_forward(m, l, l + 1 < L ? m->layers[l + 1].res_in : m->res_final, io)) return -1;
+  m->ops->rmsnorm_fwd(m->xf, m->rstdf, m->res_final, W(m, P_FINAL_NORM, -1), m->T, mc->dim,
+                      (float)mc->norm_eps);
+  return 0;
+}
+
+static const float *lm_head(const struct model *m) {
+  return m->cfg.tie_embeddings ? W(m, P_EMBED, -1) : W(m, P_LM_HEAD, -1);
+}
+
+static int chunk_rows(const struct model *m) {
+  int r = m->logit_chunk > m->logit_rows ? m->logit_rows : m->logit_chunk;
+  return r < 1 ? 1 : r;
+}
+
+/* logprob, entropy and lse of every row, from logits computed a chunk at a time. */
+static void head_forward(struct model *m) {
+  int T = m->T, C = m->cfg.dim, V = m->cfg.vocab_size, R = chunk_rows(m);
+  for (int r0 = 0; r0 < T; r0 += R) {
+    int n = T - r0 < R ? T - r0 : R;
+    /* logits[n, V] = xf[r0 .. r0+n) lm_head^T */
+    matmul_abt(m, n, V, C, m->xf + (size_t)r0 * C, C, lm_head(m), C, 0.0f, m->logits,
+                   V);
+    m->ops->logprob_fwd(m->lp_out + r0, m->ent_out + r0, m->lse_out + r0, m->logits,
+                        m->targets + r0, n, V);
+    m->logits_held = 1 + r0;
+  }
+  m->head_done = 1;
+}
+
+int model_forward(struct model *m, const int *tokens, const int *cu_seqlens, int nseq,
+                  float *logprob_out, float *entropy_out, float *value_out) {
+  if (batch_set(m, tokens, cu_seqlens, nseq)) return -1;
+  if (params_upload(m)) return -1;
+  const struct model_config *mc = &m->cfg;
+  int T = m->T, C = mc->dim;
+  trunk_forward(m, NULL);
+  if (value_out && mc->value_head) {
+    float *v = m->on_device ? m->val_out : value_out;
+    matmul_abt(m, T, 1, C, m->xf, C, W(m, P_SCORE, -1), C, 0.0f, v, 1);
+    to_host(m, value_out, v, sizeof(float) * T);
+  }
+  m->head_done = 0;
+  m->logits_held = 0;
+  if (logprob_out || entropy_out) head_forward(m);
+  if (logprob_out) to_host(m, logprob_out, m->lp_out, sizeof(float) * T);
+  if (entropy_out) to_host(m, entropy_out, m->ent_out, sizeof(float) * T);
+  return 0;
+}
+
+/* ---- KV-cache forward ------------------------------------------------------- */
+
+/* Checks new tokens and positions; sets tokens, positions and the attention spans. */
+static int kv_batch_set(struct model *m, const int *tokens, const int *cu_new, const int *pos0,
+                        int nseq) {
+  if (nseq < 1 || nseq > m->max_tokens || cu_new[0] != 0 || cu_new[nseq] > m->max_tokens) {
+    fprintf(stderr, "rlpt: model step of %d sequences, %d tokens exceeds the budget of %d "
+            "tokens\n", nseq, nseq >= 1 ? cu_new[nseq] : 0, m->max_tokens);
+    return -1;
+  }
+  int maxq = 0, maxkv = 0;
+  m->h_cu_kv[0] = 0;
+  for (int s = 0; s < nseq; s++) {
+    int n = cu_new[s + 1] - cu_new[s], ctx = pos0[s] + n;
+    if (n < 1 || pos0[s] < 0 || ctx > m->cfg.max_seq) {
+      fprintf(stderr, "rlpt: model step: sequence %d has %d new tokens at position %d (context "
+              "must be 1..max_seq = %d)\n", s, n, pos0[s], m->cfg.max_seq);
+      return -1;
+    }
+    maxq = n > maxq ? n : maxq;
+    maxkv = ctx > maxkv ? ctx : maxkv;
+    m->h_cu_kv[s + 1] = m->h_cu_kv[s] + ctx;
+    for (int t = cu_new[s]; t < cu_new[s + 1]; t++) {
+      if (tokens[t] < 0 || tokens[t] >= m->cfg.vocab_size) {
+        fprintf(stderr, "rlpt: token %d at position %d is outside the vocabulary (0..%d)\n",
+                tokens[t], t, m->cfg.vocab_size - 1);
+        return -1;
+      }
+      m->h_tokens[t] = tokens[t];
+      m->h_pos[t] = pos0[s] + t - cu_new[s];
+      m->h_targets[t] = -1;
+    }
+  }
+  memcpy(m->h_cu_seqlens, cu_new, sizeof(int) * ((size_t)nseq + 1));
+  batch_upload(m, cu_new[nseq], nseq, 1);
+  m->T = cu_new[nseq];
+  m->nseq = nseq;
+  m->attn = (struct attn_batch){nseq, m->cu_seqlens, m->cu_kv, maxq, maxkv};
+  return 0;
+}
+
+/* model_forward_kv's body; logits_dev: the logits are op memory (model_forward_kv_dev). */
+static int forward_kv(struct model *m, const int *tokens, const int *cu_new, const int *pos0,
+                      int nseq, const struct model_kv_io *io, int all_logits, float *logits,
+                      int logits_dev) {
+  if (kv_batch_set(m, tokens, cu_new, pos0, nseq)) return -1;
+  if (params_upload(m)) return -1;
+  if (trunk_forward(m, io)) return -1;
+  int C = m->cfg.dim, V = m->cfg.vocab_size, rows = all_logits ? m->T : nseq;
+  const float *x = m->xf;
+  if (!all_logits) { /* the last new row of each sequence, gathered into scratch */
+    for (int s = 0; s < nseq; s++)
+      dmem_copy(m, m->xn + (size_t)s * C, m->xf + (size_t)(cu_new[s + 1] - 1) * C, (size_t)C);
+    x = m->xn;
+  }
+  if (!m->on_device || logits_dev) {
+    matmul_abt(m, rows, V, C, x, C, lm_head(m), C, 0.0f, logits, V);
+  } else { /* device logits a chunk at a time (the scratch holds logit_rows rows) */
+    for (int r0 = 0; r0 < rows; r0 += m->logit_rows) {
+      int n = rows - r0 < m->logit_rows ? rows - r0 : m->logit_rows;
+      matmul_abt(m, n, V, C, x + (size_t)r0 * C, C, lm_head(m), C, 0.0f, m->logits,
+                     V);
+      to_host(m, logits + (size_t)r0 * V, m->logits, sizeof(float) * n * V);
+    }
+  }
+  m->T = 0; /* the activations are not a training batch: model_backward must not use them */
+  return 0;
+}
+
+int model_forward_kv(struct model *m, const int *tokens, const int *cu_new, const int *pos0,
+                     int nseq, const struct model_kv_io *io, int all_logits, float *logits) {
+  return forward_kv(m, tokens, cu_new, pos0, nseq, io, all_logits, logits, 0);
+}
+
+int model_forward_kv_dev(struct model *m, const int *tokens, const int *cu_new, const int *pos0,
+                         int nseq, const struct model_kv_io *io, int all_logits, float *logits) {
+  return forward_kv(m, tokens, cu_new, pos0, nseq, io, all_logits, logits, 1);
+}
+
+/* ---- backward --------------------------------------------------------------- */
+
+/* dxn = dL/dxf from the logits (recomputed chunk by chunk) and the value head. */
+static void head_backward(struct model *m, const float *dlogprob, const float *dentropy,
+                          const float *dvalue) {
+  const struct model_config *mc = &m->cfg;
+  int T = m->T, C = mc->dim, V = mc->vocab_size, R = chunk_rows(m);
+  float *dhead = mc->tie_embeddings ? G(m, P_EMBED, -1) : G(m, P_LM_HEAD, -1);
+  dmem_zero(m, m->dxn, sizeof(float) * T * C);
+  if (dlogprob || dentropy) {
+    if (!m->head_done) head_forward(m); /* the forward skipped the logits (value only) */
+    /* last chunk first: the forward left its logits in the buffer, so it is not recomputed */
+    for (int c = (T + R - 1) / R - 1; c >= 0; c--) {
+      int r0 = c * R, n = T - r0 < R ? T - r0 : R;
+      const float *x = m->xf + (size_t)r0 * C;
+      if (m->logits_held != 1 + r0)
+        matmul_abt(m, n, V, C, x, C, lm_head(m), C, 0.0f, m->logits, V);
+      m->logits_held = 0; /* logprob_bwd turns the buffer into dL/dlogits */
+      m->ops->logprob_bwd(m->logits, m->lse_out + r0, m->ent_out + r0, m->targets + r0,
+                          dlogprob ? dlogprob + r0 : NULL, dentropy ? dentropy + r0 : NULL, n, V);
+      linear_bwd(m, m->dxn + (size_t)r0 * C, dhead, NULL, m->logits, x, lm_head(m), n, V, C, 0.0f);
+    }
+  }
+  if (dvalue && mc->value_head) {
+    /* value[t] = xf[t] . w:  dxf += dvalue w;  dw += dvalue^T xf */
+    linear_bwd(m, m->dxn, G(m, P_SCORE, -1), NULL, dvalue, m->xf, W(m, P_SCORE, -1), T, 1, C,
+               1.0f);
+  }
+}
+
+static void layer_backward(struct model *m, int l) {
+  const struct model_config *mc = &m->cfg;
+  const struct backend_ops *ops = m->ops;
+  struct layer_acts *a = &m->layers[l];
+  int T = m->T, C = mc->dim, F = mc->ffn_dim, H = mc->heads, KVH = mc->kv_heads, D = mc->head_dim;
+  int KV = KVH * D;
+  float eps = (float)mc->norm_eps;
+  /* MLP branch: out = res_mid + swiglu(xn2) Wdown^T; dres holds dL/dout. */
+  ops->rmsnorm_fwd(m->xn, a->rstd2, a->res_mid, W(m, P_FFN_NORM, l), T, C, eps);
+  /* dh (in dgate) = dres Wdown; one pass then gives dgate, dup and h for dWdown */
+  matmul_ab(m, T, F, C, m->dres, C, W(m, P_WDOWN, l), F, 0.0f, m->dgate, F);
+  ops->swiglu_bwd(m->dgate, m->dup, m->h, m->dgate, a->gate, a->up, (size_t)T * F);
+  ops->matmul(1, 0, C, F, T, 1.0f, m->dres, C, m->h, F, 1.0f, G(m, P_WDOWN, l), F);
+  linear_bwd(m, m->dxn, G(m, P_WGATE, l), NULL, m->dgate, m->xn, W(m, P_WGATE, l), T, F, C, 0.0f);
+  linear_bwd(m, m->dxn, G(m, P_WUP, l), NULL, m->dup, m->xn, W(m, P_WUP, l), T, F, C, 1.0f);
+  ops->rmsnorm_bwd(m->dres, G(m, P_FFN_NORM, l), m->dxn, a->res_mid, W(m, P_FFN_NORM, l),
+                   a->rstd2, T, C);
+  /* Attention branch: res_mid = res_in + att Wo^T; dres now holds dL/dres_mid. */
+  linear_bwd(m, m->datt, G(m, P_WO, l), NULL, m->dres, a->att, W(m, P_WO, l), T, C, C, 0.0f);
+  ops->attention_bwd(m->dq, m->dk, m->dv, m->datt, a->att, a->lse, a->q, a->k, a->v, &m->attn, H,
+                     KVH, D, 1.0f / sqrtf((float)D), m->attn_scratch);
+  ops->rope(m->dq, m->pos, m->rope_cos, m->rope_sin, T, H, D, 1);
+  ops->rope(m->dk, m->pos, m->rope_cos, m->rope_sin, T, KVH, D, 1);
+  ops->rmsnorm_fwd(m->xn, a->rstd1, a->res_in, W(m, P_ATTN_NORM, l), T, C, eps);
+  linear_bwd(m, m->dxn, G(m, P_WQ, l), G(m, P_BQ, l), m->dq, m->xn, W(m, P_WQ, l), T, C, C, 0.0f);
+  linear_bwd(m, m->dxn, G(m, P_WK, l), G(m, P_BK, l), m->dk, m->xn, W(m, P_WK, l), T, KV, C, 1.0f);
+  linear_bwd(m, m->dxn, G(m, P_WV, l), G(m, P_BV, l), m->dv, m->xn, W(m, P_WV, l), T, KV, C, 1.0f);
+  ops->rmsnorm_bwd(m->dres, G(m, P_ATTN_NORM, l), m->dxn, a->res_in, W(m, P_ATTN_NORM, l),
+                   a->rstd1, T, C);
+}
+
+/* Copies host x[T] (NULL: none) into the op buffer d; returns what the ops should read. */
+static const float *stage_in(const struct model *m, float *d, const float *x, int T) {
+  if (!x) return NULL;
+  to_dev(m, d, x, sizeof(float) * T);
+  return d;
+}
+
+void model_backward(struct model *m, const float *dlogprob, const float *dentropy,
+                    const float *dvalue) {
+  const struct model_config *mc = &m->cfg;
+  int T = m->T, C = mc->dim;
+  if (m->on_device) { /* the ops read their own memory: the host gradients go up first */
+    dlogprob = stage_in(m, m->dlp_in, dlogprob, T);
+    dentropy = stage_in(m, m->dent_in, dentropy, T);
+    dvalue = stage_in(m, m->dval_in, dvalue, T);
+  }
+  head_backward(m, dlogprob, dentropy, dvalue);
+  dmem_zero(m, m->dres, sizeof(float) * T * C);
+  m->ops->rmsnorm_bwd(m->dres, G(m, P_FINAL_NORM, -1), m->dxn, m->res_final,
+                      W(m, P_FINAL_NORM, -1), m->rstdf, T, C);
+  for (int l = mc->layers - 1; l >= 0; l--) layer_backward(m, l);
+  m->ops->embed_bwd(G(m, P_EMBED, -1), m->tokens, m->dres, T, C);
+  if (m->on_device && !m->dev_update)
+    to_host(m, m->grads, m->dgrads, sizeof(float) * m->table.total);
+}

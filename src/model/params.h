@@ -1,0 +1,64 @@
+/* model/params.h: the model configuration and its parameter table.
+ *
+ * All parameters live in one flat fp32 buffer; the table gives each tensor its
+ * Hugging Face name, [out, in] shape and offset (in floats) into that buffer.
+ * Gradients, Adam moments, checkpoints, weight broadcast and import/export all
+ * walk this table; nothing else knows tensor names. */
+#ifndef RLPT_PARAMS_H
+#define RLPT_PARAMS_H
+
+#include <stddef.h>
+
+struct config;
+
+struct model_config {
+  int vocab_size, dim, layers, heads, kv_heads, ffn_dim, max_seq;
+  int head_dim;            /* dim / heads */
+  double rope_theta, norm_eps, init_std;
+  int tie_embeddings, qkv_bias, value_head;
+};
+
+/* Per-layer tensor kinds, in table order inside a layer. */
+enum param_kind {
+  P_EMBED, P_ATTN_NORM, P_WQ, P_BQ, P_WK, P_BK, P_WV, P_BV, P_WO,
+  P_FFN_NORM, P_WGATE, P_WUP, P_WDOWN, P_FINAL_NORM, P_LM_HEAD, P_SCORE
+};
+
+struct param_entry {
+  char name[96];        /* Hugging Face name, e.g. model.layers.3.self_attn.q_proj.weight */
+  enum param_kind kind;
+  int layer;            /* -1 for tensors outside the blocks */
+  int rows, cols;       /* [out, in]; vectors have cols = 1 */
+  size_t offset;        /* in floats, into the flat buffer */
+  size_t numel;
+};
+
+struct param_table {
+  int n;
+  struct param_entry *e;
+  size_t total;          /* floats in the flat buffer */
+};
+
+/* Fill mc from the deck's [model] section; vocab_size comes from the tokenizer
+ * when the deck says auto (pass it here). Returns 0, or -1 with a message in err. */
+int model_config_from_deck(struct model_config *mc, const struct config *cfg, int tokenizer_vocab,
+                           char *err, size_t errlen);
+/* Check shapes are consistent (dim % heads, heads % kv_heads, even head_dim). */
+int model_config_check(const struct model_config *mc, char *err, size_t errlen);
+
+/* Build the table for mc (allocates e). Layout: embed, per layer {attn norm,
+ * q[,bias], k[,bias], v[,bias], o, ffn norm, gate, up, down}, final norm,
+ * lm_head (untied only), score (value head only). */
+void param_table_build(struct param_table *t, const struct model_config *mc);
+void param_table_free(struct param_table *t);
+const struct param_entry *param_table_find(const struct param_table *t, const char *name);
+/* Offset of (kind, layer), or (size_t)-1 when the model has no such tensor. */
+size_t param_offset(const struct param_table *t, enum param_kind kind, int layer);
+/* Parameter count without building a table. */
+size_t model_param_count(const struct model_config *mc);
+
+/* The model config as a JSON object string (malloc'd), and back. */
+char *model_config_to_json(const struct model_config *mc);
+int model_config_from_json(struct model_config *mc, const char *json, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,170 @@
+/* rl/reward.c: reward components, their weighted sum, non-finite handling and the
+ * per-batch statistics (rules in rl/reward.h). */
+#include "rl/reward.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tasks/verify.h"
+
+const char *reward_part_name(int part) {
+  static const char *const names[REWARD_NPARTS] = {"correct", "format", "length", "overlong", "rm"};
+  return part >= 0 && part < REWARD_NPARTS ? names[part] : "?";
+}
+
+/* "OPEN,CLOSE" -> the two tags; empty text -> no tags. */
+static int parse_tags(struct reward_cfg *rc, const char *tags, char *err, size_t errlen) {
+  rc->open_tag[0] = rc->close_tag[0] = '\0';
+  if (tags[0] == '\0') return 0;
+  const char *comma = strchr(tags, ',');
+  size_t ol = comma ? (size_t)(comma - tags) : 0, cl = comma ? strlen(comma + 1) : 0;
+  if (!comma || ol == 0 || cl == 0 || strchr(comma + 1, ',') || ol >= REWARD_TAG_MAX || cl >= REWARD_TAG_MAX) {
+    snprintf(err, errlen, "[reward] format_tags: '%s' is not \"OPEN,CLOSE\" (two non-empty tags, one comma, "
+             "each under %d characters), e.g. <answer>,</answer>", tags, REWARD_TAG_MAX);
+    return 2;
+  }
+  memcpy(rc->open_tag, tags, ol);
+  rc->open_tag[ol] = '\0';
+  memcpy(rc->close_tag, comma + 1, cl + 1);
+  if (strstr(rc->open_tag, rc->close_tag) || strstr(rc->close_tag, rc->open_tag)) {
+    snprintf(err, errlen, "[reward] format_tags: '%s': one tag contains the other, so a block cannot be "
+             "delimited; use distinct tags such as <answer>,</answer>", tags);
+    return 2;
+  }
+  return 0;
+}
+
+int reward_init(struct reward_cfg *rc, const struct config *cfg, char *err, size_t errlen) {
+  memset(rc, 0, sizeof *rc);
+  rc->weight[REWARD_CORRECT] = cfg->reward.correct_weight;
+  rc->weight[REWARD_FORMAT] = cfg->reward.format_weight;
+  rc->weight[REWARD_LENGTH] = cfg->reward.length_weight;
+  rc->max_new_tokens = cfg->rollout.max_new_tokens;
+  rc->overlong_buffer = cfg->algo.overlong_buffer;
+  rc->overlong_penalty = cfg->algo.overlong_penalty;
+  rc->weight[REWARD_OVERLONG] = rc->overlong_buffer > 0 ? 1.0 : 0.0;
+  rc->has_rm = cfg->reward.rm_path[0] != '\0';
+  rc->rm_alpha = cfg->reward.rm_alpha;
+  rc->weight[REWARD_RM] = rc->has_rm ? 1.0 : 0.0;
+  if (!rc->has_rm && rc->rm_alpha < 1.0) {
+    snprintf(err, errlen, "[reward] rm_alpha = %g mixes in a reward model, but [reward] rm_path is empty "
+             "(set rm_path to a model file with a value head, or rm_alpha = 1)", rc->rm_alpha);
+    return 2;
+  }
+  if (rc->overlong_buffer >= rc->max_new_tokens && rc->overlong_buffer > 0) {
+    snprintf(err, errlen, "[algo] overlong_buffer: %ld must be smaller than [rollout] max_new_tokens = %ld "
+             "(the shaping starts max_new_tokens - overlong_buffer tokens in)", rc->overlong_buffer,
+             rc->max_new_tokens);
+    return 2;
+  }
+  return parse_tags(rc, cfg->reward.format_tags, err, errlen);
+}
+
+double reward_overlong(long len, long max_new_tokens, long buffer, double penalty) {
+  if (buffer <= 0) return 0.0;
+  long expected = max_new_tokens - buffer;
+  if (len <= expected) return 0.0;
+  if (len <= max_new_tokens) return penalty * (double)(expected - len) / (double)buffer;
+  return -penalty;
+}
+
+static double finite_or_zero(double x, int *bad) {
+  if (isfinite(x)) return x;
+  *bad = 1;
+  return 0.0;
+}
+
+double reward_combine(const struct reward_cfg *rc, const double parts[REWARD_NPARTS]) {
+  double rule = 0.0;
+  for (int k = 0; k < REWARD_NPARTS; k++)
+    if (k != REWARD_RM && rc->weight[k] != 0.0) rule += rc->weight[k] * parts[k];
+  if (!rc->has_rm) return rule;
+  return rc->rm_alpha * rule + (1.0 - rc->rm_alpha) * parts[REWARD_RM];
+}
+
+double reward_score_one(const struct reward_cfg *rc, const struct task *t, const struct reward_item *it,
+                        double parts[REWARD_NPARTS], int *nonfinite) {
+  return reward_score_one_rm(rc, t, it, 0.0, parts, nonfinite);
+}
+
+double reward_score_one_rm(const struct reward_cfg *rc, const struct task *t, const struct reward_item *it,
+                           double rm, double parts[REWARD_NPARTS], int *nonfinite) {
+  const char *text = it->text ? it->text : "";
+  size_t len = it->text ? it->len : 0, off = 0, inner = len;
+  int bad = 0;
+  double fmt = 1.0;
+  if (rc->open_tag[0]) fmt = verify_format(text, len, rc->open_tag, rc->close_tag, &off, &inner);
+  if (fmt != 1.0) { off = 0; inner = len; }
+  parts[REWARD_CORRECT] = task_verify(t, it->prompt, text + off, inner);
+  parts[REWARD_FORMAT] = fmt;
+  parts[REWARD_LENGTH] = rc->max_new_tokens > 0 ? -(double)it->n_tokens / (double)rc->max_new_tokens : 0.0;
+  parts[REWARD_OVERLONG] = reward_overlong(it->n_tokens, rc->max_new_tokens, rc->overlong_buffer, rc->overlong_penalty);
+  parts[REWARD_RM] = rc->has_rm ? rm : 0.0;
+  for (int k = 0; k < REWARD_NPARTS; k++) parts[k] = finite_or_zero(parts[k], &bad);
+  double total = finite_or_zero(reward_combine(rc, parts), &bad);
+  if (nonfinite) *nonfinite = bad;
+  return total;
+}
+
+/* Fraction of the groups (with at least one sample) in which values v[i*stride] are all equal. */
+static double const_frac(const double *v, size_t stride, const struct reward_item *items, int n, int n_groups,
+                         double *lo, double *hi, int *cnt) {
+  for (int g = 0; g < n_groups; g++) { cnt[g] = 0; lo[g] = INFINITY; hi[g] = -INFINITY; }
+  for (int i = 0; i < n; i++) {
+    int g = items[i].group;
+    double x = v[(size_t)i * stride];
+    cnt[g]++;
+    if (x < lo[g]) lo[g] = x;
+    if (x > hi[g]) hi[g] = x;
+  }
+  int groups = 0, constant = 0;
+  for (int g = 0; g < n_groups; g++) {
+    if (!cnt[g]) continue;
+    groups++;
+    constant += lo[g] == hi[g];
+  }
+  return groups ? (double)constant / groups : 0.0;
+}
+
+int reward_score_batch(const struct reward_cfg *rc, const struct task *t, const struct reward_item *items, int n,
+                       int n_groups, double *rewards, double (*parts)[REWARD_NPARTS], struct reward_stats *st) {
+  return reward_score_batch_rm(rc, t, items, NULL, n, n_groups, rewards, parts, st);
+}
+
+int reward_score_batch_rm(const struct reward_cfg *rc, const struct task *t, const struct reward_item *items,
+                          const double *rm, int n, int n_groups, double *rewards, double (*parts)[REWARD_NPARTS],
+                          struct reward_stats *st) {
+  memset(st, 0, sizeof *st);
+  st->n = n;
+  st->n_groups = n_groups;
+  for (int i = 0; i < n; i++)
+    if (items[i].group < 0 || items[i].group >= n_groups) return 1;
+  double sum = 0.0, sum2 = 0.0;
+  for (int i = 0; i < n; i++) {
+    int bad = 0;
+    rewards[i] = reward_score_one_rm(rc, t, &items[i], rm ? rm[i] : 0.0, parts[i], &bad);
+    st->nonfinite += bad;
+    sum += rewards[i];
+    sum2 += rewards[i] * rewards[i];
+    st->acc += parts[i][REWARD_CORRECT] == 1.0;
+    for (int k = 0; k < REWARD_NPARTS; k++) st->part_mean[k] += parts[i][k];
+  }
+  if (n > 0) {
+    st->mean = sum / n;
+    st->std = sqrt(fmax(sum2 / n - st->mean * st->mean, 0.0));
+    st->acc /= n;
+    for (int k = 0; k < REWARD_NPARTS; k++) st->part_mean[k] /= n;
+  }
+  if (n_groups <= 0) return 0;
+  double *lo = malloc(sizeof(double) * (size_t)n_groups * 2);
+  int *cnt = malloc(sizeof(int) * (size_t)n_groups);
+  if (!lo || !cnt) { free(lo); free(cnt); return 1; }
+  for (int k = 0; k < REWARD_NPARTS; k++)
+    st->part_const_frac[k] = n ? const_frac(&parts[0][k], REWARD_NPARTS, items, n, n_groups, lo, lo + n_groups, cnt) : 0.0;
+  st->reward_const_frac = const_frac(rewards, 1, items, n, n_groups, lo, lo + n_groups, cnt);
+  free(lo);
+  free(cnt);
+  return 0;
+}

@@ -1,0 +1,252 @@
+/* rl/reward_model.c: load a value-head model as the reward model and score packed
+ * prompt + response sequences at their final token (see rl/reward_model.h). */
+#include "rl/reward_model.h"
+
+#include <hdf5.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "io/ckpt.h"
+#include "io/model_h5.h"
+#include "model/device.h"
+#include "run/run.h"
+#include "util/error.h"
+
+/* A PPO checkpoint's /critic config (attribute model_config of /critic); 0 when it has one. */
+static int critic_config(hid_t f, struct model_config *mc) {
+  if (H5Lexists(f, "critic", H5P_DEFAULT) <= 0 ||
+      H5Aexists_by_name(f, "critic", "model_config", H5P_DEFAULT) <= 0)
+    return -1;
+  hid_t a = H5Aopen_by_name(f, "critic", "model_config", H5P_DEFAULT, H5P_DEFAULT);
+  char *json = a >= 0 ? h5_read_string_attr(a) : NULL, err[256];
+  if (a >= 0) H5Aclose(a);
+  int rc = json && model_config_from_json(mc, json, err, sizeof err) == 0 ? 0 : -1;
+  free(json);
+  return rc;
+}
+
+/* The file behind rm_path (a directory means the checkpoint its `latest` names). 0 or 2. */
+static int resolve_file(const char *path, char *out, size_t len, char *err, size_t errlen) {
+  struct stat sb;
+  if (stat(path, &sb) != 0) {
+    snprintf(err, errlen, "[reward] rm_path: '%s' does not exist", path);
+    return 2;
+  }
+  if (!S_ISDIR(sb.st_mode)) {
+    snprintf(out, len, "%s", path);
+    return 0;
+  }
+  if (ckpt_resolve(path, NULL, out, len) != 0) {
+    snprintf(err, errlen, "[reward] rm_path: the directory '%s' holds no readable checkpoint", path);
+    return 2;
+  }
+  return 0;
+}
+
+/* The config of the value-head model in f ("model", else a PPO "critic") checked against the
+ * policy. 0 or 2. */
+static int pick_model(hid_t f, const char *file, int vocab, int need_seq, struct model_config *mc,
+                      const char **group, char *err, size_t errlen) {
+  if (h5_meta_read_config(f, mc, file) != 0) {
+    snprintf(err, errlen, "[reward] rm_path: '%s' is not an rlpt model file or checkpoint (no valid "
+             "/meta model_config; see the message above)", file);
+    return 2;
+  }
+  *group = "model";
+  struct model_config cm;
+  if (!mc->value_head && critic_config(f, &cm) == 0 && cm.value_head) {
+    *mc = cm;
+    *group = "critic";
+  }
+  if (!mc->value_head) {
+    snprintf(err, errlen, "[reward] rm_path: the model in '%s' has no value head (score.weight); a reward "
+             "model needs one: e.g. rlpt init DECK --out rm.h5 model.value_head=true, or a PPO "
+             "checkpoint (its critic)", file);
+    return 2;
+  }
+  if (mc->vocab_size != vocab) {
+    snprintf(err, errlen, "[reward] rm_path: the reward model in '%s' has vocab_size %d, the policy %d: it "
+             "must share the policy's tokenizer", file, mc->vocab_size, vocab);
+    return 2;
+  }
+  if (mc->max_seq < need_seq) {
+    snprintf(err, errlen, "[reward] rm_path: the reward model in '%s' has max_seq %d, shorter than the "
+             "policy's [model] max_seq = %d (the longest prompt + response it must score)", file,
+             mc->max_seq, need_seq);
+    return 2;
+  }
+  return 0;
+}
+
+static int alloc_buffers(struct reward_model *rm) {
+  size_t b = (size_t)rm->budget;
+  rm->tokens = malloc(sizeof(int) * b);
+  rm->cu = calloc(b + 1, sizeof(int));
+  rm->val = malloc(sizeof(float) * b);
+  return rm->tokens && rm->cu && rm->val ? 0 : 1;
+}
+
+/* rm_path's file (into file[flen]) open in *f, with its value-head model's config and group
+ * checked against the policy. 0 (f open), or 2 with a message (nothing open). */
+static int open_checked(const char *path, int vocab, int need_seq, char *file, size_t flen, hid_t *f,
+                        struct model_config *mc, const char **group, char *err, size_t errlen) {
+  int rc = resolve_file(path, file, flen, err, errlen);
+  if (rc) return rc;
+  struct h5_quiet q;
+  h5_quiet_begin(&q);
+  *f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
+  h5_quiet_end(&q);
+  if (*f < 0) {
+    snprintf(err, errlen, "[reward] rm_path: cannot open '%s' as an HDF5 model file", file);
+    return 2;
+  }
+  rc = pick_model(*f, file, vocab, need_seq, mc, group, err, errlen);
+  if (rc) H5Fclose(*f);
+  return rc;
+}
+
+int reward_model_check(const char *path, int vocab, int need_seq, struct model_config *mc,
+                       char *err, size_t errlen) {
+  char file[4200];
+  hid_t f;
+  struct model_config own;
+  const char *group;
+  int rc = open_checked(path, vocab, need_seq, file, sizeof file, &f, mc ? mc : &own, &group, err,
+                        errlen);
+  if (!rc) H5Fclose(f);
+  return rc;
+}
+
+/* reward_model_load on the backend ops (rlpt run: the [run] device's). */
+static int rm_load(struct reward_model *rm, const struct backend_ops *ops, const char *path, int vocab,
+                   int need_seq, int budget, char *err, size_t errlen) {
+  memset(rm, 0, sizeof *rm);
+  hid_t f;
+  struct model_config mc;
+  int rc = open_checked(path, vocab, need_seq, rm->path, sizeof rm->path, &f, &mc, &rm->group, err, errlen);
+  if (rc) return rc;
+  rm->budget = budget > need_seq ? budget : need_seq;
+  if (model_create(&rm->m, &mc, rm->budget, ops) != 0) {
+    snprintf(err, errlen, "[reward] rm_path: out of memory for the reward model (%zu parameters, "
+             "[reward] rm_batch_tokens = %d)", model_param_count(&mc), rm->budget);
+    rc = 1;
+  }
+  if (!rc && h5_params_read(f, rm->group, &rm->m.table, rm->m.params, rm->path) != 0) {
+    snprintf(err, errlen, "[reward] rm_path: cannot read the weights /%s of '%s' (see the message above)",
+             rm->group, rm->path);
+    rc = 2;
+  }
+  H5Fclose(f);
+  if (!rc && alloc_buffers(rm) != 0) {
+    snprintf(err, errlen, "out of memory for the reward model's batch");
+    rc = 1;
+  }
+  if (rc) reward_model_free(rm);
+  return rc;
+}
+
+int reward_model_load(struct reward_model *rm, const char *path, int vocab, int need_seq, int budget,
+                      char *err, size_t errlen) {
+  return rm_load(rm, &cpu_backend, path, vocab, need_seq, budget, err, errlen);
+}
+
+void reward_model_free(struct reward_model *rm) {
+  if (rm->m.params) model_free(&rm->m);
+  free(rm->tokens);
+  free(rm->cu);
+  free(rm->val);
+  memset(rm, 0, sizeof *rm);
+}
+
+/* Append seqs[i] to the pending batch; 0, or -1 with a message for a sequence no batch takes. */
+static int pack_one(struct reward_model *rm, const struct rm_seq *s, int i, int nseq, char *err,
+                    size_t errlen) {
+  int len = s->na + s->nb, lim = rm->budget < rm->m.cfg.max_seq ? rm->budget : rm->m.cfg.max_seq;
+  if (len < 1 || len > lim) {
+    snprintf(err, errlen, "reward model: sequence %d has %d tokens (1..%d allowed: rm_batch_tokens %d, "
+             "max_seq %d)", i, len, lim, rm->budget, rm->m.cfg.max_seq);
+    return -1;
+  }
+  int *t = rm->tokens + rm->cu[nseq];
+  if (s->na) memcpy(t, s->a, sizeof(int) * (size_t)s->na);
+  if (s->nb) memcpy(t + s->na, s->b, sizeof(int) * (size_t)s->nb);
+  for (int k = 0; k < len; k++)
+    if (t[k] < 0 || t[k] >= rm->m.cfg.vocab_size) {
+      snprintf(err, errlen, "reward model: sequence %d: token %d at %d is outside 0..%d", i, t[k], k,
+               rm->m.cfg.vocab_size - 1);
+      return -1;
+    }
+  rm->cu[nseq + 1] = rm->cu[nseq] + len;
+  return 0;
+}
+
+int reward_model_score(struct reward_model *rm, const struct rm_seq *seqs, int n, double *out, char *err,
+                       size_t errlen) {
+  for (int i = 0; i < n;) {
+    int nseq = 0;
+    rm->cu[0] = 0;
+    while (i + nseq < n && rm->cu[nseq] + seqs[i + nseq].na + seqs[i + nseq].nb <= rm->budget) {
+      if (pack_one(rm, &seqs[i + nseq], i + nseq, nseq, err, errlen) != 0) return -1;
+      nseq++;
+    }
+    if (nseq == 0 && pack_one(rm, &seqs[i], i, 0, err, errlen) != 0) return -1; /* too long: says so */
+    if (model_forward(&rm->m, rm->tokens, rm->cu, nseq, NULL, NULL, rm->val) != 0) {
+      snprintf(err, errlen, "reward model: the forward over %d sequences failed", nseq);
+      return -1;
+    }
+    for (int s = 0; s < nseq; s++) out[i + s] = (double)rm->val[rm->cu[s + 1] - 1];
+    i += nseq;
+  }
+  return 0;
+}
+
+/* ---- rlpt run ------------------------------------------------------------------------ */
+
+int run_reward_model_check(const struct run *r, char *err, size_t errlen) {
+  if (r->comms.world_rank != 0 || !r->cfg->reward.rm_path[0]) return 0;
+  return reward_model_check(r->cfg->reward.rm_path, r->mc.vocab_size, r->mc.max_seq, NULL, err,
+                            errlen);
+}
+
+int run_reward_model_setup(struct run *r, char *err, size_t errlen) {
+  r->rm = NULL;
+  if (!r->is_reward || !r->cfg->reward.rm_path[0]) return 0;
+  struct reward_model *rm = calloc(1, sizeof *rm);
+  if (!rm) {
+    snprintf(err, errlen, "out of memory for the reward model");
+    return 1;
+  }
+  const struct backend_ops *ops = device_backend(r->cfg->run.device, r->cfg->model.dtype, err, errlen);
+  int rc = !ops ? 2 : rm_load(rm, ops, r->cfg->reward.rm_path, r->mc.vocab_size, r->mc.max_seq,
+                              (int)r->cfg->reward.rm_batch_tokens, err, errlen);
+  if (rc) {
+    free(rm);
+    return rc;
+  }
+  r->rm = rm;
+  if (r->comms.place.role_rank[ROLE_REWARD] == 0) {
+    printf("reward model: %s (/%s, %zu parameters) on %d reward rank(s); reward = %g * rule + %g * rm\n",
+           rm->path, rm->group, rm->m.table.total, r->comms.counts.reward, r->cfg->reward.rm_alpha,
+           1.0 - r->cfg->reward.rm_alpha);
+    fflush(stdout);
+  }
+  return 0;
+}
+
+double *run_reward_model_scores(struct run *r, const struct sample_batch *b) {
+  if (!r->rm) return NULL;
+  double *out = calloc((size_t)b->n + 1, sizeof *out);
+  struct rm_seq *seqs = calloc((size_t)b->n + 1, sizeof *seqs);
+  if (!out || !seqs) die_local("out of memory scoring %d samples with the reward model", b->n);
+  for (int k = 0; k < b->n; k++) {
+    const struct sample *s = &b->s[k];
+    seqs[k] = (struct rm_seq){.a = (const int *)s->prompt, .na = s->n_prompt,
+                              .b = (const int *)s->resp, .nb = s->n_resp};
+  }
+  char err[512];
+  if (reward_model_score(r->rm, seqs, b->n, out, err, sizeof err) != 0) die_local("%s", err);
+  free(seqs);
+  return out;
+}

@@ -1,0 +1,81 @@
+/* run/checkpoint.c: the checkpoint cadence of a run. The train ranks write
+ * [checkpoint] dir/step_%08d.h5 collectively (io/ckpt.h) every [checkpoint]
+ * every RL steps and after the last one: the policy, the AdamW moments and
+ * step, the reference policy when there is one, the data cursor (the next RL
+ * prompt index), the PPO critic, the run state of run/restart.h and the canonical
+ * deck. A failed write follows [checkpoint] on_error: abort stops the job,
+ * continue warns and trains on. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/ckpt.h"
+#include "mpi/wait.h"
+#include "run/restart.h"
+#include "run/run.h"
+#include "train/device_update.h"
+#include "train/trainer.h"
+#include "train/zero.h"
+#include "util/error.h"
+
+int run_ckpt_due(const struct run *r, long step) {
+  long every = r->cfg->checkpoint.every;
+  return step == r->cfg->run.steps || (every > 0 && step % every == 0);
+}
+
+/* The full AdamW moments of m for the checkpoint, whose format does not depend
+ * on the rank layout: the trainer's own buffers, or with [optim] zero = 1 every
+ * DP rank's shard gathered into temporaries (*tmp_m, *tmp_v, freed by the
+ * caller after the write). That costs a transient full-size m and v on every
+ * train rank while the checkpoint is written, which ZeRO-1 otherwise avoids. */
+static void full_moments(const struct trainer *t, const struct model *m, const struct adamw *o,
+                         float **mm, float **vv, float **tmp_m, float **tmp_v) {
+  *mm = o->m;
+  *vv = o->v;
+  if (!t->zero) return;
+  if (zero_gather_moments(o, (long)m->table.total, t->dp, tmp_m, tmp_v))
+    die_local("out of memory gathering the ZeRO-1 AdamW moments for the checkpoint");
+  *mm = *tmp_m;
+  *vv = *tmp_v;
+}
+
+void run_checkpoint(struct run *r, long step) {
+  struct trainer *t = r->trainer;
+  struct ckpt_state st;
+  memset(&st, 0, sizeof st);
+  float *tmp[4] = {NULL, NULL, NULL, NULL};
+  trainer_sync_host(t, 1);  /* the device's params and moments, when it trains there */
+  st.step = step;
+  st.weight_version = t->weight_version;
+  st.mc = r->mc;
+  st.params = t->policy.params;
+  st.has_optim = 1;
+  full_moments(t, &t->policy, &t->opt, &st.adam_m, &st.adam_v, &tmp[0], &tmp[1]);
+  st.adam_t = t->opt.t;
+  st.lr = optim_lr_at(&t->sched, t->step > 0 ? t->step - 1 : 0);
+  st.has_ref = t->ref_params != NULL;
+  st.ref_params = t->ref_params;
+  st.has_critic = t->has_critic;
+  st.critic_mc = t->critic.cfg;
+  st.critic_params = t->critic.params;
+  st.has_critic_optim = t->has_critic;
+  if (t->has_critic)
+    full_moments(t, &t->critic, &t->critic_opt, &st.critic_adam_m, &st.critic_adam_v, &tmp[2],
+                 &tmp[3]);
+  st.critic_adam_t = t->critic_opt.t;
+  /* the run state a restart needs (run/restart.h); step 0 = the SFT -> RL boundary */
+  restart_fill(r, &st, step, step > 0);
+  if (ckpt_deck_text(r->cfg, &st.deck, &st.used_keys) != 0) die_local("out of memory");
+  struct ckpt_write_opts o = { .keep_last = (int)r->cfg->checkpoint.keep_last };
+  double t0 = wait_now();
+  int rc = ckpt_write(r->cfg->checkpoint.dir, &st, &o, r->comms.role_comm[ROLE_TRAIN]);
+  r->t_ckpt_last = wait_now() - t0;
+  free(st.deck);
+  free(st.used_keys);
+  for (int i = 0; i < 4; i++) free(tmp[i]);
+  if (rc != CKPT_OK && r->cfg->checkpoint.on_error == CKPT_ON_ERROR_ABORT)
+    die_local("step %ld: the checkpoint could not be written ([checkpoint] on_error = abort)", step);
+  if (rc != CKPT_OK && r->comms.place.dp == 0)
+    fprintf(stderr, "rlpt: step %ld: checkpoint not written; training on ([checkpoint] on_error = "
+            "continue)\n", step);
+}

@@ -1,0 +1,262 @@
+/* run/controller.c: the controller's side of a sync run (world rank 0): the step's
+ * prompts to the rollout engines, the watchdog that collects every rank's
+ * metrics partial within [run] phase_timeout_s, and the metrics lines (JSONL +
+ * console) built from the merged partials. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi/wait.h"
+#include "mpi/xfer.h"
+#include "run/eval.h"
+#include "run/run.h"
+#include "util/error.h"
+
+int run_prompt_tokens(const struct run *r, const struct task_prompt *p, struct sample *s) {
+  int ids[TASK_TEXT_MAX + 2];
+  size_t n = 0, at = 0;
+  if (tokenizer_encode_prompt(&r->tok, p->text, strlen(p->text), ids, TASK_TEXT_MAX + 1, &n, &at) !=
+      TOK_OK)
+    return -1;
+  return sample_set_prompt(s, ids, (int32_t)n);
+}
+
+void controller_send_prompts(struct run *r, long step, int round) {
+  long P = r->cfg->algo.prompts_per_step;
+  int R = r->comms.counts.rollout_instances;
+  struct sample_batch b;
+  sample_batch_init(&b);
+  for (int i = 0; i < R; i++) {
+    for (long g = run_slice_lo(P, R, i); g < run_slice_lo(P, R, i + 1); g++) {
+      struct task_prompt tp;
+      uint64_t id = dynsamp_prompt_id(step, round, g, P, r->cfg->algo.max_resample_rounds);
+      struct sample *s = sample_batch_add(&b);
+      if (!s) die_local("out of memory for the prompts of step %ld", step);
+      if (task_prompt(&r->task, id, TASK_TRAIN, &tp) != 0)
+        die_local("task: no train problem found for prompt %llu (problem space too small for "
+                  "[task] heldout_frac)", (unsigned long long)id);
+      s->prompt_id = (int64_t)id;
+      s->group = (int32_t)g;
+      s->step = step;
+      s->weight_version = r->weight_version;
+      if (run_prompt_tokens(r, &tp, s) != 0) die_local("prompt '%s' does not encode", tp.text);
+    }
+    if (b.n) run_send(r, &b, r->rollout_world[i], BOX_PROMPTS, XFER_TAG_PROMPTS);
+  }
+  sample_batch_free(&b);
+}
+
+static void part_merge(const struct run *r, double *merged, const double *p) {
+  for (int i = PS_N; i < PS_MAX_BEGIN; i++) merged[i] += p[i];
+  for (int i = PS_MAX_BEGIN; i < PS_TRAIN_BEGIN; i++) merged[i] = fmax(merged[i], p[i]);
+  if (p[PS_HAS_TRAIN] == 1)
+    memcpy(merged + PS_TRAIN_BEGIN, p + PS_TRAIN_BEGIN, sizeof(double) * (size_t)(r->part_len - PS_TRAIN_BEGIN));
+}
+
+/* What a rank was doing in phase `phase`, for the watchdog; smaller = earlier in the pipeline. */
+static int stage_of(const struct run *r, int rank, const char **what, const char *phase) {
+  struct rank_place p;
+  roles_place(&r->comms.counts, rank, &p);
+  if (strcmp(phase, "rl") != 0) {
+    *what = !strcmp(phase, "sft") ? "an SFT step" : "eval generation";
+    return 0;
+  }
+  if (r->comms.counts.colocated) { *what = "rollout, reward or train"; return 0; }
+  if (p.roles & ROLE_BIT(ROLE_ROLLOUT)) { *what = "generation"; return 0; }
+  if (p.roles & ROLE_BIT(ROLE_REWARD)) { *what = "reward scoring"; return 1; }
+  *what = "training and the weight sync";
+  return 2;
+}
+
+__attribute__((noreturn)) static void watchdog_fire(const struct run *r, const char *expect, const char *got, const char *phase,
+                          long step) {
+  int worst = -1, worst_stage = 99;
+  const char *what = "";
+  char others[512] = "";
+  size_t o = 0;
+  for (int w = 0; w < r->comms.world_size; w++) {
+    if (!expect[w] || got[w]) continue;
+    const char *wh;
+    int st = stage_of(r, w, &wh, phase);
+    if (st < worst_stage) { worst_stage = st; worst = w; what = wh; }
+    if (o + 16 < sizeof others) o += (size_t)snprintf(others + o, sizeof others - o, " %d", w);
+  }
+  struct rank_place p;
+  char roles[64];
+  roles_place(&r->comms.counts, worst, &p);
+  die_local("watchdog: %s step %ld: rank %d (%s) did not finish %s within [run] phase_timeout_s = %g s "
+            "(ranks not done:%s); stopping the job", phase, step, worst,
+            roles_mask_str(p.roles, roles, sizeof roles), what, r->cfg->run.phase_timeout_s, others);
+}
+
+void controller_collect(struct run *r, const char *expect, const char *phase, long step,
+                        double *merged) {
+  int W = r->comms.world_size, left = 0;
+  char *got = calloc((size_t)W, 1);
+  if (!got) die_local("out of memory");
+  for (int i = 0; i < r->part_len; i++) merged[i] = i >= PS_MAX_BEGIN ? NAN : 0.0;
+  for (int w = 0; w < W; w++) left += expect[w];
+  if (expect[0]) {
+    part_merge(r, merged, r->part);
+    got[0] = 1;
+    left--;
+  }
+  double deadline = wait_now() + r->cfg->run.phase_timeout_s;
+  while (left > 0) {
+    double remain = deadline - wait_now();
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    int from = -1;
+    int tag = strcmp(phase, "eval") ? XFER_TAG_METRICS : XFER_TAG_EVAL;
+    int rc = remain > 0 ? xfer_recv_bytes(&buf, &len, MPI_ANY_SOURCE, tag, r->comms.world, remain, &from)
+                        : XFER_TIMEOUT;
+    if (rc == XFER_TIMEOUT) watchdog_fire(r, expect, got, phase, step);
+    if (rc != XFER_OK) die_local("receiving metrics failed: %s", xfer_strerror(rc));
+    const double *p = (const double *)buf;
+    if (len != sizeof(double) * (size_t)r->part_len || from < 0 || from >= W || !expect[from] ||
+        got[from] || p[PS_STEP] != (double)step)
+      die_local("unexpected metrics message from rank %d (%zu bytes, step %g; expected %s step %ld)", from,
+                len, len >= sizeof(double) ? p[PS_STEP] : NAN, phase, step);
+    part_merge(r, merged, p);
+    got[from] = 1;
+    left--;
+    free(buf);
+  }
+  free(got);
+}
+
+/* Append the kept group numbers in msg (len bytes) to out[1..], checking them. */
+static void kept_append(long P, const void *msg, size_t len, int from, int32_t *out) {
+  size_t n = len / sizeof(int32_t);
+  const int32_t *g = msg;
+  if (len % sizeof(int32_t) || (long)(out[0] + n) > P)
+    die_local("dynamic sampling: a kept-groups message of %zu bytes from rank %d", len, from);
+  for (size_t k = 0; k < n; k++) {
+    if (g[k] < 0 || g[k] >= P) die_local("dynamic sampling: rank %d kept group %d of 0..%ld", from, g[k], P - 1);
+    out[1 + out[0]++] = g[k];
+  }
+}
+
+void controller_gather_kept(struct run *r, long step, const int32_t *mine, int n_mine, int32_t *out) {
+  long P = r->cfg->algo.prompts_per_step;
+  int W = r->comms.world_size, R = r->comms.counts.rollout_instances;
+  char *expect = calloc((size_t)W, 1), *got = calloc((size_t)W, 1);
+  if (!expect || !got) die_local("out of memory");
+  for (int i = 0; i < R; i++)  /* the reward ranks that scored a slice this round */
+    if (run_slice_lo(P, R, i) < run_slice_lo(P, R, i + 1)) expect[r->reward_world[run_instance_reward(r, i)]] = 1;
+  out[0] = 0;
+  if (expect[0]) kept_append(P, mine, sizeof(int32_t) * (size_t)n_mine, 0, out);
+  double deadline = wait_now() + r->cfg->run.phase_timeout_s;
+  for (int w = 1; w < W; w++) {
+    if (!expect[w]) continue;
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    double remain = deadline - wait_now();
+    int rc = remain > 0 ? xfer_recv_bytes(&buf, &len, w, XFER_TAG_REWARDS, r->comms.world, remain, NULL)
+                        : XFER_TIMEOUT;
+    if (rc == XFER_TIMEOUT) watchdog_fire(r, expect, got, "rl", step);
+    if (rc != XFER_OK) die_local("receiving the kept groups of rank %d failed: %s", w, xfer_strerror(rc));
+    kept_append(P, buf, len, w, out);
+    got[w] = 1;
+    free(buf);
+  }
+  dynsamp_sort_groups(out + 1, out[0]);
+  free(expect);
+  free(got);
+}
+
+/* The reward statistics of a merged RL partial into m. */
+static void log_rewards(const struct run *r, const double *q, struct step_metrics *m) {
+  double n = q[PS_N];
+  if (n <= 0) return;
+  m->reward_mean = q[PS_R_SUM] / n;
+  m->reward_std = sqrt(fmax(q[PS_R2_SUM] / n - m->reward_mean * m->reward_mean, 0.0));
+  m->acc = q[PS_CORRECT] / n;
+  m->resp_len_mean = q[PS_LEN_SUM] / n;
+  m->resp_len_max = q[PS_LEN_MAX];
+  m->truncated_frac = q[PS_TRUNC] / n;
+  m->reward_nonfinite = q[PS_NONFINITE];
+  double cfrac = 0;
+  int active = 0;
+  for (int k = 0; k < REWARD_NPARTS; k++) {
+    if (r->rcfg.weight[k] == 0 && k != REWARD_CORRECT) continue;
+    if (k == REWARD_OVERLONG && r->rcfg.overlong_buffer <= 0) continue;
+    metrics_set_part(m, reward_part_name(k), q[PS_PART_SUM + k] / n);
+    cfrac += q[PS_GROUPS] > 0 ? q[PS_PART_CONST + k] / q[PS_GROUPS] : 0;
+    active++;
+  }
+  m->reward_parts_const_frac = active ? cfrac / active : NAN;
+  m->t_gen = q[PS_T_GEN];
+  m->t_reward = q[PS_T_REWARD];
+  if (q[PS_T_GEN] > 0) m->gen_tok_per_s = q[PS_GEN_TOK] / q[PS_T_GEN];
+}
+
+void controller_log_step(struct run *r, const double *q, enum metrics_phase phase, long step,
+                         double step_s) {
+  struct step_metrics m;
+  metrics_init(&m);
+  if (q[PS_HAS_TRAIN] == 1)
+    for (int i = 0; i < metric_fields_len; i++) *metrics_field(&m, i) = q[PS_TRAIN_BEGIN + i];
+  m.step = step;
+  m.phase = phase;
+  m.time_s = step_s;
+  if (isfinite(q[PS_VERSION])) r->weight_version = (int64_t)q[PS_VERSION];
+  m.weight_version = (long)r->weight_version;
+  if (phase == PHASE_RL) {
+    log_rewards(r, q, &m);
+    if (!isfinite(m.logprob_diff_max)) m.logprob_diff_max = q[PS_LPDIFF_ROLLOUT];
+    if (q[PS_TRAINED] > 0) {
+      m.lag_mean = q[PS_LAG_SUM] / q[PS_TRAINED];
+      m.lag_max = q[PS_LAG_MAX];
+      m.drop_ratio = 0;  /* sync mode trains on the weights that generated (no sample is stale) */
+    }
+    m.groups_filtered = q[PS_FILTERED];
+    m.gen_rounds = q[PS_ROUNDS];
+    m.groups_trained = q[PS_SELECTED];
+  }
+  if (metrics_log_step(&r->mlog, &m, stdout) != 0)
+    die_local("writing the metrics file %s failed", r->cfg->log.metrics_path);
+  metrics_free(&m);
+}
+
+double controller_log_eval(struct run *r, const double *q, enum metrics_phase phase, long step,
+                           double eval_s) {
+  struct step_metrics m;
+  metrics_init(&m);
+  evaluate_metrics(r, q, phase, step, eval_s, &m);
+  if (metrics_log_step(&r->mlog, &m, stdout) != 0) die_local("writing the metrics file %s failed", r->cfg->log.metrics_path);
+  printf("eval (%s, step %ld): greedy pass@1 %.3f on %.0f held-out prompts; sampled pass@1 %.3f, "
+         "pass@%ld %.3f (n = %ld, T = %g)\n", metrics_phase_name(phase), step, m.eval_pass1,
+         q[PS_EV_GREEDY_N], m.acc, r->cfg->eval.k, m.eval_passk, r->cfg->eval.samples,
+         r->cfg->rollout.temperature);
+  fflush(stdout);
+  double pass1 = m.eval_pass1;
+  metrics_free(&m);
+  return pass1;
+}
+
+void controller_band_check(const struct run *r, const double *q) {
+  const struct cfg_list *b = &r->cfg->sft.target_band;
+  double n = q[PS_EV_BAND_N], p = n > 0 ? q[PS_EV_BAND_OK] / n : NAN;
+  if (p >= b->v[0] && p <= b->v[1])
+    printf("sft: post-SFT greedy pass@1 %.3f on %.0f held-out prompts is inside [sft] target_band "
+           "[%g, %g]\n", p, n, b->v[0], b->v[1]);
+  else
+    printf("sft: WARNING: post-SFT greedy pass@1 %.3f on %.0f held-out prompts is OUTSIDE [sft] "
+           "target_band [%g, %g]: GRPO %s; adjust [sft] steps / lr\n", p, n, b->v[0], b->v[1],
+           p < b->v[0] ? "will see mostly all-wrong groups (no signal)"
+                       : "has little left to learn (mostly all-right groups)");
+  fflush(stdout);
+}
+
+void controller_summary(const struct run *r) {
+  double t = wait_now() - r->t_start;
+  if (isfinite(r->sft_pass1) && isfinite(r->rl_pass1))
+    printf("summary: greedy pass@1 post-SFT %.3f -> post-RL %.3f (gain %+.1f points) after %ld RL "
+           "steps; %.1f s wall\n", r->sft_pass1, r->rl_pass1, 100 * (r->rl_pass1 - r->sft_pass1),
+           r->cfg->run.steps, t);
+  else
+    printf("summary: greedy pass@1 post-SFT %.3f; no RL steps; %.1f s wall\n", r->sft_pass1, t);
+  fflush(stdout);
+}

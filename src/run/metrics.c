@@ -1,0 +1,334 @@
+/* run/metrics.c: the metric field table and the JSONL, console and Prometheus
+ * writers (see run/metrics.h). */
+#include "run/metrics.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define F(name, help) {#name, offsetof(struct step_metrics, name), help}
+const struct metric_field metric_fields[] = {
+    F(reward_mean, "mean reward of the step's samples"),
+    F(reward_std, "standard deviation of the step's rewards"),
+    F(acc, "fraction of samples the verifier accepted"),
+    F(resp_len_mean, "mean response length (tokens)"),
+    F(resp_len_max, "longest response (tokens)"),
+    F(truncated_frac, "fraction of responses cut at max_new_tokens"),
+    F(kl, "KL estimate to the reference policy (nats per token)"),
+    F(entropy, "mean token entropy of the policy (nats)"),
+    F(pg_loss, "policy-gradient loss"),
+    F(pg_clipfrac_low, "fraction of tokens clipped at 1 - clip_low"),
+    F(pg_clipfrac_high, "fraction of tokens clipped at 1 + clip_high"),
+    F(ratio_mean, "mean importance ratio pi / pi_old"),
+    F(grad_norm, "global gradient norm before clipping"),
+    F(lr, "learning rate"),
+    F(logprob_diff_max, "max |trainer - rollout| logprob at equal weights (nats)"),
+    F(lag_mean, "mean weight-version lag of trained samples (versions)"),
+    F(lag_max, "largest weight-version lag of a trained sample (versions)"),
+    F(drop_ratio, "fraction of samples dropped as too stale"),
+    F(tis_clipfrac, "fraction of truncated-importance-sampling weights clipped"),
+    F(groups_filtered, "groups filtered out (e.g. equal rewards)"),
+    F(gen_rounds, "generation rounds of the step (dynamic sampling resamples)"),
+    F(groups_trained, "groups in the update (prompts_per_step unless dynamic sampling fell short)"),
+    F(skipped_nonfinite, "optimizer steps skipped for a non-finite gradient"),
+    F(reward_nonfinite, "NaN/Inf rewards replaced by 0"),
+    F(reward_parts_const_frac, "fraction of (group, reward part) pairs constant over the group"),
+    F(t_gen, "rollout generation time (s)"),
+    F(t_reward, "reward time (s)"),
+    F(t_ref, "reference logprob time (s)"),
+    F(t_train, "training time (s)"),
+    F(t_sync, "weight broadcast time (s)"),
+    F(t_ckpt, "time of the checkpoint written after the previous step (s)"),
+    F(gen_tok_per_s, "generated tokens per second (tokens/s)"),
+    F(train_tok_per_s, "trained tokens per second (tokens/s)"),
+    F(sync_gbps, "weight broadcast bandwidth (GB/s)"),
+    F(mfu, "train model FLOPs utilisation (fraction of peak)"),
+};
+#undef F
+const int metric_fields_len = (int)(sizeof metric_fields / sizeof metric_fields[0]);
+
+double *metrics_field(struct step_metrics *m, int i) {
+  return (double *)((char *)m + metric_fields[i].offset);
+}
+
+static double field_get(const struct step_metrics *m, int i) {
+  return *(const double *)((const char *)m + metric_fields[i].offset);
+}
+
+void metrics_init(struct step_metrics *m) {
+  memset(m, 0, sizeof *m);
+  m->phase = PHASE_RL;
+  m->time_s = m->eval_pass1 = m->eval_passk = NAN;
+  for (int i = 0; i < metric_fields_len; i++) *metrics_field(m, i) = NAN;
+}
+
+void metrics_free(struct step_metrics *m) {
+  for (int i = 0; i < m->n_parts; i++) free(m->parts[i].name);
+  free(m->parts);
+  m->parts = NULL;
+  m->n_parts = 0;
+}
+
+int metrics_set_part(struct step_metrics *m, const char *name, double value) {
+  for (int i = 0; i < m->n_parts; i++)
+    if (strcmp(m->parts[i].name, name) == 0) {
+      m->parts[i].value = value;
+      return 0;
+    }
+  char *nm = strdup(name);
+  struct metric_part *p = nm ? realloc(m->parts, (size_t)(m->n_parts + 1) * sizeof *p) : NULL;
+  if (!p) {
+    free(nm);
+    return -1;
+  }
+  p[m->n_parts].name = nm;
+  p[m->n_parts].value = value;
+  m->parts = p;
+  m->n_parts++;
+  return 0;
+}
+
+const char *metrics_phase_name(enum metrics_phase p) { return p == PHASE_SFT ? "sft" : "rl"; }
+
+/* ---- JSONL -------------------------------------------------------------------------- */
+
+/* Non-finite numbers become null: JSON has no NaN. */
+static int add_num(cJSON *o, const char *key, double v) {
+  return (isfinite(v) ? cJSON_AddNumberToObject(o, key, v) : cJSON_AddNullToObject(o, key)) != NULL;
+}
+
+static int add_parts(cJSON *o, const struct step_metrics *m) {
+  int ok = 1;
+  for (int i = 0; i < m->n_parts; i++) {
+    size_t len = strlen(m->parts[i].name) + sizeof "reward_parts.";
+    char *key = malloc(len);
+    if (!key) return 0;
+    snprintf(key, len, "reward_parts.%s", m->parts[i].name);
+    ok &= add_num(o, key, m->parts[i].value);
+    free(key);
+  }
+  return ok;
+}
+
+static cJSON *metrics_to_json(const struct step_metrics *m) {
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  int ok = add_num(o, "step", (double)m->step) && add_num(o, "weight_version", (double)m->weight_version) &&
+           cJSON_AddStringToObject(o, "phase", metrics_phase_name(m->phase)) &&
+           add_num(o, "time_s", m->time_s);
+  for (int i = 0; ok && i < metric_fields_len; i++) {
+    ok = add_num(o, metric_fields[i].name, field_get(m, i));
+    /* DESIGN.md's order: the reward parts follow acc */
+    if (ok && strcmp(metric_fields[i].name, "acc") == 0) ok = add_parts(o, m);
+  }
+  if (ok && m->has_eval)
+    ok = add_num(o, "eval_pass@1", m->eval_pass1) && add_num(o, "eval_pass@k", m->eval_passk) &&
+         add_num(o, "eval_k", m->eval_k);
+  if (!ok) {
+    cJSON_Delete(o);
+    return NULL;
+  }
+  return o;
+}
+
+int metrics_write_jsonl(FILE *f, const struct step_metrics *m) {
+  cJSON *o = metrics_to_json(m);
+  char *s = o ? cJSON_PrintUnformatted(o) : NULL;
+  cJSON_Delete(o);
+  if (!s) return -1;
+  int rc = fputs(s, f) < 0 || fputc('\n', f) == EOF || fflush(f) != 0 ? -1 : 0;
+  cJSON_free(s);
+  return rc;
+}
+
+/* ---- console ------------------------------------------------------------------------ */
+
+struct sbuf {
+  char *p;
+  size_t cap, n;
+};
+
+/* Append formatted text; silently stops at the end of the buffer. */
+__attribute__((format(printf, 2, 3))) static void cat(struct sbuf *b, const char *fmt, ...) {
+  if (b->n + 1 >= b->cap) return;
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(b->p + b->n, b->cap - b->n, fmt, ap);
+  va_end(ap);
+  if (k > 0) b->n = b->n + (size_t)k < b->cap ? b->n + (size_t)k : b->cap - 1;
+}
+
+/* " name value" for each finite value, after a " |" separator when any is. */
+static void cat_group(struct sbuf *b, const char *unit, int n, const char *const *names,
+                      const double *v, const char *fmt) {
+  int first = 1;
+  for (int i = 0; i < n; i++) {
+    if (!isfinite(v[i])) continue;
+    cat(b, first ? " | %s " : " %s ", names[i]);
+    cat(b, fmt, v[i]);
+    first = 0;
+  }
+  if (!first && unit[0]) cat(b, " %s", unit);
+}
+
+static void cat_duration(struct sbuf *b, double s) {
+  long t = (long)(s + 0.5);
+  if (t >= 3600) cat(b, "%ldh%02ldm", t / 3600, t / 60 % 60);
+  else if (t >= 60) cat(b, "%ldm%02lds", t / 60, t % 60);
+  else cat(b, "%lds", t);
+}
+
+void metrics_format_console(const struct step_metrics *m, long total_steps, double mean_step_s,
+                            char *buf, size_t len) {
+  struct sbuf b = {buf, len, 0};
+  if (len == 0) return;
+  buf[0] = 0;
+  if (total_steps > 0) cat(&b, "step %ld/%ld %s", m->step, total_steps, metrics_phase_name(m->phase));
+  else cat(&b, "step %ld %s", m->step, metrics_phase_name(m->phase));
+  cat_group(&b, "", 3, (const char *const[]){"reward", "sd", "acc"},
+            (double[]){m->reward_mean, m->reward_std, m->acc}, "%.3f");
+  cat_group(&b, "", 2, (const char *const[]){"kl", "ent"}, (double[]){m->kl, m->entropy}, "%.4g");
+  cat_group(&b, "", 2, (const char *const[]){"len", "max"},
+            (double[]){m->resp_len_mean, m->resp_len_max}, "%.1f");
+  /* clip: the whole clipped fraction, both sides */
+  double clip = isfinite(m->pg_clipfrac_low) || isfinite(m->pg_clipfrac_high)
+                    ? (isfinite(m->pg_clipfrac_low) ? m->pg_clipfrac_low : 0) +
+                          (isfinite(m->pg_clipfrac_high) ? m->pg_clipfrac_high : 0)
+                    : NAN;
+  cat_group(&b, "", 1, (const char *const[]){"clip"}, &clip, "%.3f");
+  cat_group(&b, "", 2, (const char *const[]){"gnorm", "lr"}, (double[]){m->grad_norm, m->lr},
+            "%.3g");
+  cat_group(&b, "tok/s", 2, (const char *const[]){"gen", "train"},
+            (double[]){m->gen_tok_per_s, m->train_tok_per_s}, "%.0f");
+  cat_group(&b, "s", 6, (const char *const[]){"t gen", "rwd", "ref", "train", "sync", "ckpt"},
+            (double[]){m->t_gen, m->t_reward, m->t_ref, m->t_train, m->t_sync, m->t_ckpt},
+            "%.2f");
+  cat_group(&b, "", 2, (const char *const[]){"lag", "drop"}, (double[]){m->lag_mean, m->drop_ratio},
+            "%.2f");
+  if (m->has_eval) {
+    cat_group(&b, "", 1, (const char *const[]){"pass@1"}, &m->eval_pass1, "%.3f");
+    if (isfinite(m->eval_passk)) cat(&b, " pass@%d %.3f", m->eval_k, m->eval_passk);
+  }
+  if (mean_step_s >= 0 && isfinite(mean_step_s)) {
+    cat(&b, " | %.2f s/step", mean_step_s);
+    if (total_steps > 0) {
+      cat(&b, " ETA ");
+      cat_duration(&b, mean_step_s * (double)(total_steps > m->step ? total_steps - m->step : 0));
+    }
+  }
+}
+
+/* ---- Prometheus textfile --------------------------------------------------------------- */
+
+static void prom_value(FILE *f, const char *name, const char *labels, double v, const char *help) {
+  if (isnan(v)) return;  /* not measured this step */
+  if (help) fprintf(f, "# HELP rlpt_%s %s\n# TYPE rlpt_%s gauge\n", name, help, name);
+  fprintf(f, "rlpt_%s%s ", name, labels);
+  if (isinf(v)) fprintf(f, "%cInf\n", v > 0 ? '+' : '-');
+  else {  /* the shortest of %.15g / %.17g that reads back exactly */
+    char num[32];
+    snprintf(num, sizeof num, "%.15g", v);
+    if (strtod(num, NULL) != v) snprintf(num, sizeof num, "%.17g", v);
+    fprintf(f, "%s\n", num);
+  }
+}
+
+/* A label value with \, " and newline escaped, as the exposition format asks. */
+static void prom_part(FILE *f, const struct metric_part *p, int first) {
+  size_t n = strlen(p->name);
+  char *lab = malloc(2 * n + sizeof "{name=\"\"}");
+  if (!lab) return;
+  char *q = lab + sprintf(lab, "{name=\"");
+  for (size_t i = 0; i < n; i++) {
+    char c = p->name[i];
+    if (c == '\\' || c == '"' || c == '\n') *q++ = '\\';
+    *q++ = c == '\n' ? 'n' : c;
+  }
+  strcpy(q, "\"}");
+  prom_value(f, "reward_part", lab, p->value, first ? "mean of a named reward component" : NULL);
+  free(lab);
+}
+
+static void prom_body(FILE *f, const struct step_metrics *m) {
+  prom_value(f, "step", "", (double)m->step, "train step");
+  prom_value(f, "weight_version", "", (double)m->weight_version, "policy weight version");
+  prom_value(f, "phase_rl", "", m->phase == PHASE_RL, "1 in RL, 0 in SFT");
+  prom_value(f, "time_s", "", m->time_s, "wall time of the step (s)");
+  for (int i = 0; i < metric_fields_len; i++)
+    prom_value(f, metric_fields[i].name, "", field_get(m, i), metric_fields[i].help);
+  for (int i = 0; i < m->n_parts; i++) prom_part(f, &m->parts[i], i == 0);
+  if (m->has_eval) {
+    prom_value(f, "eval_pass_at_1", "", m->eval_pass1, "eval pass@1");
+    prom_value(f, "eval_pass_at_k", "", m->eval_passk, "eval pass@k (unbiased), k = eval_k");
+    prom_value(f, "eval_k", "", m->eval_k, "k of eval_pass_at_k");
+  }
+}
+
+int metrics_write_prom(const char *path, const struct step_metrics *m) {
+  size_t n = strlen(path) + sizeof ".tmp";
+  char *tmp = malloc(n);
+  if (!tmp) return -1;
+  snprintf(tmp, n, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  int rc = -1;
+  if (f) {
+    prom_body(f, m);
+    int bad = ferror(f) || fflush(f) != 0;
+    bad |= fclose(f) != 0;
+    rc = bad ? -1 : rename(tmp, path);
+    if (rc) {
+      int e = errno;
+      unlink(tmp);
+      errno = e;
+    }
+  }
+  free(tmp);
+  return rc;
+}
+
+/* ---- the run's writers ---------------------------------------------------------------- */
+
+int metrics_log_open(struct metrics_log *log, const char *jsonl_path, const char *prom_path,
+                     long total_steps, int append, char *err, size_t errlen) {
+  memset(log, 0, sizeof *log);
+  log->total_steps = total_steps;
+  if (jsonl_path && jsonl_path[0] && !(log->jsonl = fopen(jsonl_path, append ? "a" : "w"))) {
+    snprintf(err, errlen, "%s: cannot open the metrics file: %s", jsonl_path, strerror(errno));
+    return -1;
+  }
+  if (prom_path && prom_path[0] && !(log->prom_path = strdup(prom_path))) {
+    snprintf(err, errlen, "out of memory");
+    metrics_log_close(log);
+    return -1;
+  }
+  return 0;
+}
+
+int metrics_log_step(struct metrics_log *log, const struct step_metrics *m, FILE *console) {
+  if (isfinite(m->time_s)) {
+    log->n_timed++;
+    log->sum_step_s += m->time_s;
+  }
+  int rc = 0;
+  if (log->jsonl && metrics_write_jsonl(log->jsonl, m)) rc = -1;
+  if (log->prom_path && metrics_write_prom(log->prom_path, m)) rc = -1;
+  if (console) {
+    char line[512];
+    double mean = log->n_timed ? log->sum_step_s / (double)log->n_timed : -1;
+    /* an eval line is not a step: no "/total" and no ETA on it */
+    metrics_format_console(m, m->has_eval ? 0 : log->total_steps, mean, line, sizeof line);
+    fprintf(console, "%s\n", line);
+    fflush(console);
+  }
+  return rc;
+}
+
+void metrics_log_close(struct metrics_log *log) {
+  if (log->jsonl) fclose(log->jsonl);
+  free(log->prom_path);
+  memset(log, 0, sizeof *log);
+}

@@ -1,0 +1,68 @@
+/* run/sft_phase.c: the SFT warm start of a run. The train ranks run it on their own
+ * (each DP rank packs its contiguous share of every step's global batch from
+ * the task's train split, train/trainer.h's SFT data path); train dp 0 reports each
+ * step's metrics to the controller, which logs a `phase sft` line and watches
+ * the step's deadline. Nothing else runs during SFT: the other ranks wait for
+ * the weight broadcast that follows it. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "mpi/wait.h"
+#include "run/run.h"
+#include "train/trainer.h"
+#include "util/error.h"
+
+static void sft_train_step(struct run *r, struct sft_batch *b, long step) {
+  long k0, n;
+  char err[512];
+  trainer_sft_share(r->cfg->sft.batch_size, r->comms.place.dp, r->comms.counts.train_dp, &k0, &n);
+  int rc = trainer_sft_batch_from_task(b, r->cfg, &r->task, &r->tok, r->mc.max_seq, step, k0, n, err,
+                                       sizeof err);
+  if (rc) die_local("SFT step %ld: %s", step, err);
+  struct step_metrics m;
+  metrics_init(&m);
+  if (trainer_sft_step(r->trainer, b->tokens, b->cu_seqlens, b->mask, b->nseq, &m) != 0)
+    die_local("SFT step %ld failed", step);
+  if (r->comms.place.dp == 0) {
+    for (int i = 0; i < metric_fields_len; i++) r->part[PS_TRAIN_BEGIN + i] = *metrics_field(&m, i);
+    r->part[PS_HAS_TRAIN] = 1;
+  }
+  metrics_free(&m);
+}
+
+int run_sft(struct run *r) {
+  long S = r->cfg->sft.steps;
+  if (S <= 0) return 0;
+  struct sft_batch b;
+  sft_batch_init(&b);
+  if (r->is_train) trainer_begin_sft(r->trainer);
+  int train0 = r->train_world[0];
+  char *expect = calloc((size_t)r->comms.world_size, 1);
+  double *q = malloc(sizeof(double) * (size_t)r->part_len);
+  if (!expect || !q) die_local("out of memory");
+  expect[train0] = 1;
+  if (r->is_ctl) {
+    r->mlog.total_steps = S;
+    printf("sft: %ld steps of %ld examples (lr %g, warm-up %ld) on %d train rank(s)\n", S,
+           r->cfg->sft.batch_size, r->cfg->sft.lr, r->cfg->sft.warmup_steps, r->comms.counts.train);
+    fflush(stdout);
+  }
+  for (long s = 1; s <= S; s++) {
+    double t0 = wait_now();
+    run_part_reset(r, s, PK_SFT);
+    if (r->is_train) {
+      /* trainer_sft_example keys examples by the 0-based step */
+      sft_train_step(r, &b, s - 1);
+      if (r->comms.world_rank == train0) run_part_report(r);
+    }
+    if (r->is_ctl) {
+      controller_collect(r, expect, "sft", s, q);
+      controller_log_step(r, q, PHASE_SFT, s, wait_now() - t0);
+    }
+    if (!r->is_train && !r->is_ctl) break;  /* rollout / reward ranks: nothing to do */
+  }
+  free(expect);
+  free(q);
+  sft_batch_free(&b);
+  return 0;
+}

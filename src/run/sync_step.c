@@ -1,0 +1,322 @@
+/* run/sync_step.c: one sync RL step as each role does it (run/run.h): rollout generates
+ * its instance's groups, reward scores them and keeps them (with dynamic
+ * sampling, rounds repeat until enough groups with a reward spread are kept:
+ * rl/dynsamp.h), then hands each trained group whole to its train DP rank, train
+ * updates, and the weight broadcast brings the new version to the rollout
+ * ranks. Each rank reports its metrics partial to the controller as soon as its
+ * last data-carrying role is done. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model.h"
+#include "mpi/wait.h"
+#include "mpi/xfer.h"
+#include "rl/reward_model.h"
+#include "rollout/engine.h"
+#include "run/run.h"
+#include "train/trainer.h"
+#include "util/error.h"
+
+/* ---- rollout ----------------------------------------------------------------- */
+
+static void rollout_part(struct run *r, long step) {
+  long P = r->cfg->algo.prompts_per_step;
+  int R = r->comms.counts.rollout_instances, i = r->comms.place.instance;
+  if (run_slice_lo(P, R, i) == run_slice_lo(P, R, i + 1)) return;
+  struct sample_batch prompts, out;
+  sample_batch_init(&prompts);
+  sample_batch_init(&out);
+  run_recv(r, &prompts, 0, BOX_PROMPTS, XFER_TAG_PROMPTS);
+  struct rollout_prompt *rp = calloc((size_t)prompts.n, sizeof *rp);
+  if (!rp) die_local("out of memory for %d prompts", prompts.n);
+  for (int k = 0; k < prompts.n; k++)
+    rp[k] = (struct rollout_prompt){ .prompt_id = prompts.s[k].prompt_id, .group = prompts.s[k].group,
+                                     .tokens = (const int *)prompts.s[k].prompt,
+                                     .n_tokens = prompts.s[k].n_prompt };
+  char err[512];
+  double t0 = wait_now();
+  int rc = rollout_generate(r->engine, rp, prompts.n, (int)r->cfg->algo.group_size, step, r->weight_version,
+                            &out, NULL, err, sizeof err);
+  if (rc) die_local("step %ld: generation failed: %s", step, err);
+  r->part[PS_T_GEN] = (isnan(r->part[PS_T_GEN]) ? 0.0 : r->part[PS_T_GEN]) + wait_now() - t0;  /* all rounds */
+  r->part[PS_GEN_TOK] += (double)sample_batch_resp_tokens(&out);
+  /* The trainer measures logprob_diff_max on its old-logprob pass; with old_logprobs =
+   * rollout it has none, so the rollout rank measures it (a model_forward over the batch).
+   * Only meaningful at temperature 1: the recorded logprob is of the tempered distribution. */
+  if (r->cfg->rollout.temperature == 1.0 && r->cfg->algo.old_logprobs == OLDLP_ROLLOUT)
+    r->part[PS_LPDIFF_ROLLOUT] = rollout_logprob_diff_max(r->rmodel, &out);
+  run_send(r, &out, r->reward_world[run_instance_reward(r, i)], BOX_SAMPLES, XFER_TAG_SAMPLES);
+  free(rp);
+  sample_batch_free(&prompts);
+  sample_batch_free(&out);
+}
+
+/* ---- reward ------------------------------------------------------------------ */
+
+/* Score b in place (reward, parts) and add the statistics to the partial. */
+static void reward_score(struct run *r, struct sample_batch *b) {
+  int n = b->n;
+  long P = r->cfg->algo.prompts_per_step;
+  struct reward_item *items = calloc((size_t)n + 1, sizeof *items);
+  struct task_prompt *tp = calloc((size_t)n + 1, sizeof *tp);
+  double *rew = calloc((size_t)n + 1, sizeof *rew);
+  double (*parts)[REWARD_NPARTS] = calloc((size_t)n + 1, sizeof *parts);
+  int *local = malloc(sizeof(int) * (size_t)P);
+  if (!items || !tp || !rew || !parts || !local) die_local("out of memory scoring %d samples", n);
+  for (long g = 0; g < P; g++) local[g] = -1;
+  int n_groups = 0;
+  for (int k = 0; k < n; k++) {
+    struct sample *s = &b->s[k];
+    if (s->group < 0 || s->group >= P) die_local("sample with group %d outside 0..%ld", s->group, P - 1);
+    if (local[s->group] < 0) local[s->group] = n_groups++;
+    if (task_prompt(&r->task, (uint64_t)s->prompt_id, TASK_TRAIN, &tp[k]) != 0)
+      die_local("task: prompt %lld has no train problem", (long long)s->prompt_id);
+    size_t len = 0;
+    char *text = NULL;
+    int rc = tokenizer_decode_generated(&r->tok, (const int *)s->resp, (size_t)s->n_resp, &text, &len);
+    if (rc == TOK_ERR_NOMEM) die_local("out of memory scoring %d samples", n);
+    if (rc != TOK_OK) die_local("response of prompt %lld does not decode", (long long)s->prompt_id);
+    items[k] = (struct reward_item){ .prompt = &tp[k], .text = text, .len = len,
+                                     .n_tokens = s->n_resp, .group = local[s->group] };
+  }
+  struct reward_stats st;
+  double *rm = run_reward_model_scores(r, b);  /* NULL without [reward] rm_path */
+  if (reward_score_batch_rm(&r->rcfg, &r->task, items, rm, n, n_groups, rew, parts, &st) != 0)
+    die_local("reward scoring of %d samples failed", n);
+  free(rm);
+  double *q = r->part;
+  for (int k = 0; k < n; k++) {
+    struct sample *s = &b->s[k];
+    s->reward = rew[k];
+    for (int c = 0; c < REWARD_NPARTS; c++)
+      if ((c != REWARD_RM || r->rcfg.has_rm) && sample_set_part(s, reward_part_name(c), parts[k][c]) != 0)
+        die_local("out of memory");
+    q[PS_R_SUM] += rew[k];
+    q[PS_R2_SUM] += rew[k] * rew[k];
+    q[PS_LEN_SUM] += s->n_resp;
+    q[PS_TRUNC] += s->finish == FINISH_LENGTH;
+    q[PS_LEN_MAX] = fmax(q[PS_LEN_MAX], s->n_resp);
+  }
+  q[PS_N] += n;
+  q[PS_CORRECT] += st.acc * n;
+  q[PS_NONFINITE] += (double)st.nonfinite;
+  q[PS_GROUPS] += n_groups;
+  for (int c = 0; c < REWARD_NPARTS; c++) {
+    q[PS_PART_SUM + c] += st.part_mean[c] * n;
+    q[PS_PART_CONST + c] += st.part_const_frac[c] * n_groups;
+  }
+  for (int k = 0; k < n; k++) free((char *)items[k].text);
+  free(items);
+  free(tp);
+  free(rew);
+  free(parts);
+  free(local);
+}
+
+/* One round: score the samples of this rank's rollout instances, move the groups the round
+ * keeps into *held and their numbers into groups[] (room for P). Returns how many it
+ * kept, or -1 when this rank scored nothing this round. */
+static int reward_round(struct run *r, const struct dynsamp *ds, struct sample_batch *held, int32_t *groups) {
+  long P = r->cfg->algo.prompts_per_step;
+  int R = r->comms.counts.rollout_instances, j = r->comms.place.role_rank[ROLE_REWARD];
+  struct sample_batch b;
+  sample_batch_init(&b);
+  for (int i = 0; i < R; i++)
+    if (run_instance_reward(r, i) == j && run_slice_lo(P, R, i) < run_slice_lo(P, R, i + 1))
+      run_recv(r, &b, r->rollout_world[i], BOX_SAMPLES, XFER_TAG_SAMPLES);
+  if (b.n == 0) return -1;
+  double t0 = wait_now();
+  reward_score(r, &b);
+  int n = dynsamp_round_groups(ds, &b, groups);
+  if (n < 0) die_local("out of memory filtering %d samples", b.n);
+  r->part[PS_T_REWARD] = (isnan(r->part[PS_T_REWARD]) ? 0.0 : r->part[PS_T_REWARD]) + wait_now() - t0;
+  for (int k = 0; k < b.n; k++)
+    if (dynsamp_has_group(groups, n, b.s[k].group) && sample_batch_push(held, &b.s[k]) != 0)
+      die_local("out of memory");
+  sample_batch_free(&b);
+  return n;
+}
+
+/* Every rank: the round's kept groups into ds. Without dynamic sampling every group is
+ * kept and nothing moves; with it the reward ranks that scored send theirs (mine, n_mine)
+ * to the controller, which broadcasts them all. */
+static void round_agree(struct run *r, struct dynsamp *ds, long step, const int32_t *mine, int n_mine) {
+  long P = ds->P;
+  int32_t *all = malloc(sizeof(int32_t) * (size_t)(P + 1));
+  if (!all) die_local("out of memory");
+  all[0] = (int32_t)P;
+  for (long g = 0; g < P; g++) all[1 + g] = (int32_t)g;
+  if (ds->on) {
+    if (n_mine >= 0 && r->comms.world_rank != 0) {
+      int rc = xfer_send_bytes(mine, sizeof(int32_t) * (size_t)n_mine, 0, XFER_TAG_REWARDS, r->comms.world);
+      if (rc != XFER_OK) die_local("sending the kept groups to the controller failed: %s", xfer_strerror(rc));
+    }
+    if (r->is_ctl) controller_gather_kept(r, step, mine, n_mine > 0 ? n_mine : 0, all);
+    wait_bcast(all, (int)(P + 1), MPI_INT32_T, 0, r->comms.world);
+  }
+  dynsamp_add_round(ds, all + 1, all[0]);
+  free(all);
+}
+
+/* Reward rank: the held samples of the trained groups of DP rank d, renumbered to their
+ * slots, into out (a pushed sample is left zeroed: n_prompt 0 marks it taken). */
+static void reward_take_dp(struct run *r, const struct dynsamp *ds, struct sample_batch *held, int d,
+                           struct sample_batch *out) {
+  long n_sel = dynsamp_selected(ds);
+  for (int round = 0; round < ds->rounds; round++)
+    for (int k = 0; k < held[round].n; k++) {
+      struct sample *s = &held[round].s[k];
+      long slot = s->n_prompt ? dynsamp_slot(ds, round, s->group) : -1;
+      if (slot < 0 || run_slot_dp(r, n_sel, slot) != d) continue;
+      s->group = (int32_t)slot;
+      if (sample_batch_push(out, s) != 0) die_local("out of memory");
+    }
+}
+
+/* After the last round, reward -> train: the trained groups (the first min(P, kept)), each
+ * whole to the DP rank of its slot; a train rank's batch into *in. Every (DP rank d, reward
+ * rank j) pair moves at most one batch, and every rank takes its pairs in (d, j) order:
+ * with kept groups at shifted slots a rank that is both (colocated layout) may send to a
+ * rank that sends to it, and this order never leaves both waiting on their sends. */
+static void run_to_train(struct run *r, const struct dynsamp *ds, struct sample_batch *held,
+                         struct sample_batch *in) {
+  long n_sel = dynsamp_selected(ds);
+  int D = r->comms.counts.train_dp, W = r->comms.counts.reward;
+  int me = r->is_reward ? r->comms.place.role_rank[ROLE_REWARD] : -1, dp = r->is_train ? r->comms.place.dp : -1;
+  char *from = calloc((size_t)W, 1);  /* the reward ranks that send to this train rank */
+  struct sample_batch out;
+  sample_batch_init(&out);
+  if (!from) die_local("out of memory");
+  for (long j = run_slice_lo(n_sel, D, dp); dp >= 0 && j < run_slice_lo(n_sel, D, dp + 1); j++)
+    from[run_instance_reward(r, run_group_instance(r, ds->kept[j] % ds->P))] = 1;
+  for (int d = 0; d < D; d++) {
+    if (me >= 0) reward_take_dp(r, ds, held, d, &out);
+    for (int j = 0; j < W; j++) {
+      if (j == me && out.n) run_send(r, &out, r->train_world[d], BOX_REWARDS, XFER_TAG_REWARDS);
+      if (d == dp && from[j]) run_recv(r, in, r->reward_world[j], BOX_REWARDS, XFER_TAG_REWARDS);
+    }
+  }
+  for (int round = 0; held && round < ds->rounds; round++) sample_batch_free(&held[round]);
+  sample_batch_free(&out);
+  free(from);
+}
+
+/* ---- train ------------------------------------------------------------------- */
+
+static int cmp_sample(const void *a, const void *b) {
+  const struct sample *x = a, *y = b;
+  if (x->group != y->group) return x->group < y->group ? -1 : 1;
+  return (x->index > y->index) - (x->index < y->index);
+}
+
+/* The trainer's metrics into the partial's trainer block (train dp 0 only). */
+static void train_report_fields(struct run *r, struct step_metrics *m) {
+  if (r->comms.place.dp != 0) return;
+  for (int i = 0; i < metric_fields_len; i++) r->part[PS_TRAIN_BEGIN + i] = *metrics_field(m, i);
+  r->part[PS_TRAIN_BEGIN + run_metric_index("t_ckpt")] = r->t_ckpt_last;
+  r->t_ckpt_last = 0;
+  r->part[PS_HAS_TRAIN] = 1;
+}
+
+/* Train the batch b (this DP rank's share of the step's trained groups; emptied). */
+static void train_part(struct run *r, const struct dynsamp *ds, struct sample_batch *b_in) {
+  long n_sel = dynsamp_selected(ds);
+  struct sample_batch b = *b_in;
+  sample_batch_init(b_in);
+  qsort(b.s, (size_t)b.n, sizeof *b.s, cmp_sample);
+  int64_t v = r->trainer->weight_version;
+  for (int k = 0; k < b.n; k++) {
+    double lag = (double)(v - b.s[k].weight_version);
+    r->part[PS_LAG_SUM] += lag;
+    r->part[PS_LAG_MAX] = fmax(r->part[PS_LAG_MAX], lag);
+  }
+  r->part[PS_TRAINED] += b.n;
+  struct step_metrics m;
+  metrics_init(&m);
+  /* no group kept on any rank (every train rank knows n_sel): no update, the trainer's
+   * metrics stay null; the step still takes its place in the LR schedule (indexed by RL
+   * step, as veRL's per-step scheduler), so the schedule ends at [run] steps */
+  if (n_sel > 0 && trainer_rl_step(r->trainer, &b, &m) != 0) die_local("the RL train step failed");
+  if (n_sel == 0) r->trainer->step++;
+  if (b.n > 0) samples_log_write(r, &b, (long)b.s[0].step);
+  train_report_fields(r, &m);
+  metrics_free(&m);
+  sample_batch_free(&b);
+}
+
+/* ---- the step (the weight sync: run/weight_sync.c) ----------------------------------------- */
+
+/* 1 for every rank that reports in an RL step (every rank with a worker role). */
+static void rl_expect(const struct run *r, char *expect) {
+  for (int w = 0; w < r->comms.world_size; w++) {
+    struct rank_place p;
+    roles_place(&r->comms.counts, w, &p);
+    expect[w] = (p.roles & ~ROLE_BIT(ROLE_CONTROLLER)) != 0;
+  }
+}
+
+/* Controller: say once per run that dynamic sampling fell short of a full batch. */
+static void warn_short(struct run *r, const struct dynsamp *ds, long step) {
+  if (!ds->on || ds->n_kept >= ds->P || r->ds_warned) return;
+  r->ds_warned = 1;
+  printf("rlpt: WARNING: step %ld: dynamic sampling kept %ld of %ld groups after %d generation rounds "
+         "([algo] max_resample_rounds = %ld); %s (said once; groups_trained and gen_rounds in the "
+         "metrics show each step)\n", step, ds->n_kept, ds->P, ds->rounds, r->cfg->algo.max_resample_rounds,
+         ds->n_kept ? "training on those" : "no update this step");
+  fflush(stdout);
+}
+
+/* The generation rounds of a step (one without dynamic sampling), then the trained groups
+ * to the train ranks (into *in); returns with ds holding what every rank agreed. */
+static void run_rounds(struct run *r, long step, struct dynsamp *ds, struct sample_batch *in) {
+  struct sample_batch *held = NULL;  /* [round]: the kept groups this reward rank holds */
+  int32_t *mine = malloc(sizeof(int32_t) * (size_t)(ds->P + 1));
+  if (!mine) die_local("out of memory");
+  while (!dynsamp_done(ds)) {
+    int n_mine = -1;
+    held = realloc(held, sizeof *held * (size_t)(ds->rounds + 1));
+    if (!held) die_local("out of memory");
+    sample_batch_init(&held[ds->rounds]);
+    if (r->is_ctl) controller_send_prompts(r, step, ds->rounds);
+    if (r->is_rollout) rollout_part(r, step);
+    if (r->is_reward) n_mine = reward_round(r, ds, &held[ds->rounds], mine);
+    round_agree(r, ds, step, mine, n_mine);
+  }
+  if (r->is_reward || r->is_train) run_to_train(r, ds, held, in);
+  free(held);
+  free(mine);
+}
+
+void run_rl_step(struct run *r, long step) {
+  double t0 = wait_now();
+  run_part_reset(r, step, PK_RL);
+  struct dynsamp ds;
+  if (dynsamp_init(&ds, r->cfg->algo.prompts_per_step, r->cfg->algo.dynamic_sampling,
+                   r->cfg->algo.max_resample_rounds) != 0)
+    die_local("out of memory");
+  struct sample_batch in;
+  sample_batch_init(&in);
+  run_rounds(r, step, &ds, &in);
+  if (r->is_train) train_part(r, &ds, &in);
+  sample_batch_free(&in);
+  int worker = r->is_rollout || r->is_reward || r->is_train;
+  if (worker && !r->is_train) run_part_report(r);
+  run_sync_weights(r);
+  if (r->is_train) run_part_report(r);
+  if (r->is_ctl) {
+    char *expect = malloc((size_t)r->comms.world_size);
+    double *q = malloc(sizeof(double) * (size_t)r->part_len);
+    if (!expect || !q) die_local("out of memory");
+    rl_expect(r, expect);
+    controller_collect(r, expect, "rl", step, q);
+    q[PS_ROUNDS] = ds.rounds;
+    q[PS_FILTERED] = (double)ds.n_filtered;
+    q[PS_SELECTED] = (double)dynsamp_selected(&ds);
+    warn_short(r, &ds, step);
+    controller_log_step(r, q, PHASE_RL, step, wait_now() - t0);
+    free(expect);
+    free(q);
+  }
+  dynsamp_free(&ds);
+}

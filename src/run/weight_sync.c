@@ -1,0 +1,159 @@
+/* run/weight_sync.c: the weight broadcast after an update (run/run.h: run_sync_weights), from
+ * train dp 0 (weight_comm rank 0, the root) to every rollout rank, on one of two paths
+ * chosen once per run:
+ *   NCCL  every rank of weight_comm runs its model on a GPU of its own: the root
+ *         broadcasts its device fp32 weights (the trainer's device master) straight into
+ *         each rollout model's device buffer, which becomes the truth (bf16 working copy
+ *         remade; rollout_weights_on_device). A rank that is both (colocated layout)
+ *         gets them device to device (the broadcast's out-of-place copy). The rollout
+ *         ranks' host params go stale: nothing in a run reads them (generation, eval and
+ *         the logprob check run on the device; the train ranks write the checkpoints
+ *         from their own copy), and a reader would call model_params_to_host first.
+ *   MPI   the root's params come to the host (trainer_sync_host), xfer_bcast_weights
+ *         moves them, and each rollout rank uploads them at its next forward: CPU runs,
+ *         [run] weight_sync = mpi, and device runs NCCL cannot serve (a member on the
+ *         CPU, two members of a node on one GPU).
+ * The metrics are the root's: t_sync from entering the sync (the wait for the peers
+ * included) to the end of the copy, the MPI path's download included; sync_gbps the
+ * parameter bytes over the time after the wait. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model.h"
+#include "mpi/nccl_comm.h"
+#include "mpi/wait.h"
+#include "mpi/xfer.h"
+#include "rollout/engine.h"
+#include "run/run.h"
+#include "train/device_update.h"
+#include "train/trainer.h"
+#include "util/error.h"
+
+struct weight_sync {
+  int nccl;              /* 1: the NCCL path (the same on every rank of weight_comm) */
+#ifdef RLPT_HAVE_CUDA
+  struct nccl_comm nc;   /* mirrors weight_comm (nccl == 1) */
+#endif
+};
+
+/* The model whose weights this rank sends or receives (the root's: the policy). */
+static struct model *sync_model(struct run *r) {
+  return r->is_train ? &r->trainer->policy : r->rmodel;
+}
+
+#ifdef RLPT_HAVE_CUDA
+/* 1 when this member can take part in a device broadcast: the root's policy and a
+ * receiver's rollout model on the device (a member that is neither cannot occur with
+ * train_tp = train_pp = 1, and takes the MPI path if it did). */
+static int member_on_device(const struct run *r, int root) {
+  if (!root && !r->is_rollout) return 0;
+  if (root && !r->trainer->policy.on_device) return 0;
+  return !r->is_rollout || r->rmodel->on_device;
+}
+
+/* Collective over wc, once: the path every member agrees on. The communicator is made
+ * over weight_comm itself (one unique id broadcast inside it) rather than split from a
+ * world NCCL communicator: on a cluster only the members then need distinct GPUs and take
+ * part in the bootstrap (a world communicator would pull in the controller and reward
+ * ranks, which may share a GPU with a member or have none), and no NCCL state is held
+ * for ranks that never broadcast. */
+static void choose_path(struct run *r, struct weight_sync *ws, MPI_Comm wc, int root) {
+  if (r->cfg->run.weight_sync == WSYNC_MPI) {
+    if (root) printf("weight sync: MPI through host memory ([run] weight_sync = mpi)\n");
+    fflush(stdout);
+    return;
+  }
+  int on_dev = member_on_device(r, root);
+  int unshared = nccl_device_unshared(wc);  /* collective: every member calls it */
+  long long n = (long long)sync_model(r)->table.total;
+  /* min of (on device, unshared, on device, n, -n): all members' verdicts and one table size */
+  long long mine[5] = {on_dev && unshared, on_dev, -(long long)on_dev, n, -n}, all[5];
+  MPI_CHECK(MPI_Allreduce(mine, all, 5, MPI_LONG_LONG, MPI_MIN, wc));
+  ws->nccl = all[0] == 1 && all[3] == -all[4];
+  int size = 0;
+  MPI_CHECK(MPI_Comm_size(wc, &size));
+  if (ws->nccl) nccl_comm_init(&ws->nc, wc);
+  if (root && ws->nccl)
+    printf("weight sync: NCCL, device to device (weight_comm: %d rank%s)\n", size,
+           size > 1 ? "s" : "");
+  else if (root && -all[2] == 1)  /* some member is on a device: say why not NCCL */
+    printf("weight sync: MPI through host memory (%s)\n",
+           all[1] == 0 ? "a rank of weight_comm runs on the CPU"
+                       : "two ranks of weight_comm share a GPU; NCCL needs one GPU per rank");
+  fflush(stdout);
+}
+
+/* The root's weights in device memory: the device master, or (the host params are the
+ * truth: before the first update, after a restart) the host params uploaded into the
+ * policy's device buffer, which its next forward uploads again anyway. */
+static const float *root_weights(struct trainer *t) {
+  struct model *m = &t->policy;
+  if (!m->dev_update)
+    m->ops->upload(model_params_dev(m), m->params, sizeof(float) * m->table.total);
+  return model_params_dev(m);
+}
+
+static void sync_nccl(struct run *r, struct weight_sync *ws, int root, int64_t v,
+                      struct xfer_stats *st) {
+  size_t n = sync_model(r)->table.total;
+  double t0 = wait_now();
+  wait_barrier(r->comms.weight_comm);  /* politely: the NCCL wait would otherwise hold the peers */
+  double t1 = wait_now();
+  float *recv = r->is_rollout ? model_params_dev(r->rmodel) : NULL;
+  const float *send = root ? root_weights(r->trainer) : recv;
+  nccl_broadcast_to(&ws->nc, send, recv ? recv : (float *)send, n, 0);
+  if (r->is_rollout) rollout_weights_on_device(r->engine, v);
+  double t2 = wait_now();
+  *st = (struct xfer_stats){ .t_sync = t2 - t0, .t_wait = t1 - t0,
+                             .bytes = (double)n * sizeof(float), .chunks = 1 };
+  st->sync_gbps = t2 > t1 ? st->bytes / (t2 - t1) / 1e9 : 0.0;
+}
+#endif
+
+static void sync_mpi(struct run *r, int64_t v, struct xfer_stats *st) {
+  struct model *m = sync_model(r);
+  double t0 = wait_now();  /* params trained on the device come down first: in t_sync */
+  if (r->is_train) trainer_sync_host(r->trainer, 0);
+  double t_down = wait_now() - t0;
+  int rc = xfer_bcast_weights(m->params, &m->table, 0, r->comms.weight_comm, st);
+  if (rc != XFER_OK) die_local("weight broadcast failed: %s", xfer_strerror(rc));
+  if (r->is_rollout && r->is_train)
+    memcpy(r->rmodel->params, m->params, sizeof(float) * m->table.total);
+  if (r->is_rollout) rollout_weights_changed(r->engine, v);
+  st->t_sync += t_down;
+}
+
+void run_sync_weights(struct run *r) {
+  MPI_Comm wc = r->comms.weight_comm;
+  if (wc == MPI_COMM_NULL) return;
+  int root = r->comms.place.weight_rank == 0;
+  if (!r->wsync) {
+    if (!(r->wsync = calloc(1, sizeof *r->wsync))) die_local("out of memory");
+#ifdef RLPT_HAVE_CUDA
+    choose_path(r, r->wsync, wc, root);
+#endif
+  }
+  int64_t v = root ? r->trainer->weight_version : 0;
+  wait_bcast(&v, 1, MPI_INT64_T, 0, wc);
+  struct xfer_stats st;
+#ifdef RLPT_HAVE_CUDA
+  if (r->wsync->nccl) sync_nccl(r, r->wsync, root, v, &st);
+  else
+#endif
+    sync_mpi(r, v, &st);
+  r->weight_version = v;
+  if (root) {
+    r->part[PS_TRAIN_BEGIN + run_metric_index("t_sync")] = st.t_sync;
+    r->part[PS_TRAIN_BEGIN + run_metric_index("sync_gbps")] = st.sync_gbps;
+    r->part[PS_VERSION] = (double)v;
+  }
+}
+
+void run_sync_free(struct run *r) {
+#ifdef RLPT_HAVE_CUDA
+  if (r->wsync && r->wsync->nccl) nccl_comm_free(&r->wsync->nc);
+#endif
+  free(r->wsync);
+  r->wsync = NULL;
+}

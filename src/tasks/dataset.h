@@ -1,0 +1,86 @@
+/* tasks/dataset.h: JSONL datasets as an RL / SFT task ([task] name = jsonl, [data] keys).
+ *
+ * A row is one JSON object per line of [data] train_path / eval_path:
+ *   {"prompt": "...", "answer": "..."}       keys named by prompt_key / answer_key;
+ *                                             the answer may be a JSON number
+ *   {"messages": [{"role": "user", "content": "..."}, ...]}
+ *       the last user turn is the prompt; an assistant turn after it, if last, is
+ *       the answer (the SFT completion) unless the row also has answer_key.
+ *   countdown rows also carry "nums": [ints] (2..6) and "target": int.
+ * The prompt the model sees is prompt_template with {prompt} replaced by the row's
+ * prompt, then, with [data] chat_template set, the conversation rendered by tasks/chat.h
+ * (turns up to the last user turn, with a generation prompt).
+ *
+ * Checked at load, each failure naming FILE:LINE (io/jsonl.h policy on_bad_line:
+ * error = exit 2, skip = counted and reported once): JSON and UTF-8, keys present
+ * with the right types, prompt and answer under TASK_TEXT_MAX bytes. Whether a row's
+ * prompt fits [model] max_seq - [rollout] max_new_tokens is counted in tokens once the
+ * tokenizer is known (task_check_fit, FILE:LINE in its message).
+ *
+ * Splits: with eval_path empty, exactly round(eval_frac * n) rows (at least 1, at
+ * most n - 1) are held out: those whose keyed hash of their line number
+ * (RNG_STREAM_TASK_SPLIT, [run] seed) is smallest. Both splits keep file order.
+ *
+ * Order: train prompt `index` is row perm_epoch(index mod n) of epoch index / n,
+ * where perm_epoch is a keyed permutation of 0..n-1 (a 4-round Feistel network on
+ * the next even power of two with cycle-walking, RNG_STREAM_SHUFFLE, key (seed,
+ * epoch)); identity with shuffle = false. So the cursor (index) alone decides the
+ * next prompt, on every rank and across restarts. Eval prompt i is eval row i mod n.
+ *
+ * Verifiers ([data] verifier, tasks/verify.h): math against the row's final answer
+ * (the inside of the last \boxed{} or the text after "####" when the answer has
+ * one, else the whole answer), arith (exact integer), countdown (nums, target),
+ * exact (trimmed text equality). */
+#ifndef RLPT_DATASET_H
+#define RLPT_DATASET_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "deck/config.h"
+#include "tasks/tasks.h"
+
+struct data_row {
+  char *prompt;     /* after template / chat rendering */
+  char *answer;     /* the reference completion */
+  char *ref;        /* what the verifier compares with (math: the final answer) */
+  long line;        /* line in its file */
+  int n_nums;       /* countdown */
+  long nums[TASK_MAX_NUMS];
+  long target;
+};
+
+struct dataset {
+  struct data_row *rows[2];  /* by enum task_split */
+  long n[2];
+  char path[2][CFG_STR_MAX]; /* the file each split came from */
+  uint64_t seed;
+  int shuffle;
+  enum data_verifier verifier;
+};
+
+/* Read and check the [data] files; chat is the [data] chat_template task_init looked up
+ * (NULL: none). Returns 0; 2 with "FILE:LINE: ..." in err for bad input (on_bad_line =
+ * error, or no usable rows); 1 out of memory. Skipped lines are summarised on log (may
+ * be NULL). */
+int dataset_load(struct dataset *ds, const struct config *cfg, const struct chat_template *chat, FILE *log,
+                 char *err, size_t errlen);
+void dataset_free(struct dataset *ds);
+
+/* Keyed permutation of 0..n-1 for (seed, epoch): the row visited at position pos. */
+uint64_t dataset_perm(uint64_t seed, uint64_t epoch, uint64_t n, uint64_t pos);
+/* The row served as prompt `index` of split (NULL when the split is empty). */
+const struct data_row *dataset_row(const struct dataset *ds, enum task_split split, uint64_t index);
+/* Fill p (text, answer, countdown numbers) for prompt `index` of split; 0, or 1
+ * when the split is empty or a field does not fit. */
+int dataset_prompt(const struct dataset *ds, uint64_t index, enum task_split split, struct task_prompt *p);
+/* The configured verifier on a response to prompt p: 1.0 or 0.0. */
+double dataset_verify(const struct dataset *ds, const struct task_prompt *p, const char *resp, size_t len);
+
+/* prompt_template with "\n", "\t", "\\" escapes turned into bytes; 2 with a message
+ * when it lacks {prompt}. out has outlen bytes. */
+int dataset_template_unescape(const char *tmpl, char *out, size_t outlen, char *err, size_t errlen);
+/* tmpl with every {prompt} replaced by prompt (malloc'd; NULL out of memory). */
+char *dataset_apply_template(const char *tmpl, const char *prompt);
+
+#endif

