@@ -4,13 +4,8 @@
 
 #include <time.h>
 
+#include "util/clock.h"
 #include "util/error.h"
-
-double wait_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* The backoff state of one wait. */
 struct backoff {
@@ -19,7 +14,7 @@ struct backoff {
 
 static void backoff_init(struct backoff *b, double timeout_s) {
   b->sleep_s = WAIT_SLEEP_MIN_S;
-  b->deadline = timeout_s > 0 ? wait_now() + timeout_s : 0;
+  b->deadline = timeout_s > 0 ? clock_seconds() + timeout_s : 0;
 }
 
 /* Called after a poll that found nothing: WAIT_TIMEOUT when the deadline has
@@ -28,7 +23,7 @@ static void backoff_init(struct backoff *b, double timeout_s) {
 static int backoff_sleep(struct backoff *b) {
   double dt = b->sleep_s;
   if (b->deadline > 0) {
-    double left = b->deadline - wait_now();
+    double left = b->deadline - clock_seconds();
     if (left <= 0) return WAIT_TIMEOUT;
     if (dt > left) dt = left;
   }

@@ -31,9 +31,6 @@
 #define WAIT_SLEEP_MIN_S 50e-6
 #define WAIT_SLEEP_MAX_S 2e-3
 
-/* Monotonic wall clock in seconds. */
-double wait_now(void);
-
 /* MPI_Wait, politely. st may be MPI_STATUS_IGNORE. */
 int wait_request(MPI_Request *req, MPI_Status *st);
 int wait_request_until(MPI_Request *req, MPI_Status *st, double timeout_s);

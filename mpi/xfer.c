@@ -9,6 +9,7 @@
 
 #include "model/params.h"
 #include "mpi/wait.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 #define HEADER_BYTES 24
@@ -368,9 +369,9 @@ static void bcast_floats(float *p, size_t n, int root, MPI_Comm comm, int *calls
 
 int xfer_bcast_weights(float *params, const struct param_table *t, int root, MPI_Comm comm,
                        struct xfer_stats *st) {
-  double t0 = wait_now();
+  double t0 = clock_seconds();
   wait_barrier(comm);
-  double t1 = wait_now();
+  double t1 = clock_seconds();
   /* max of (total, -total, n, -n): equal on all ranks iff every rank has the same table */
   long long mine[4] = {(long long)t->total, -(long long)t->total, t->n, -(long long)t->n}, all[4];
   MPI_CHECK(MPI_Allreduce(mine, all, 4, MPI_LONG_LONG, MPI_MAX, comm));
@@ -382,7 +383,7 @@ int xfer_bcast_weights(float *params, const struct param_table *t, int root, MPI
     bcast_floats(params + off, n, root, comm, &calls);
     i = j;
   }
-  double t2 = wait_now();
+  double t2 = clock_seconds();
   if (st) {
     st->t_sync = t2 - t0;
     st->t_wait = t1 - t0;

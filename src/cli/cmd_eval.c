@@ -37,6 +37,7 @@
 #include "rollout/engine.h"
 #include "run/eval.h"
 #include "run/run.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 struct eval_args {
@@ -188,7 +189,7 @@ static int setup_engine(struct run *r, struct eval_model *em) {
  * rank 0 into m. */
 static void eval_once(struct run *r, enum metrics_phase phase, long step, FILE *con, struct step_metrics *m) {
   const struct config *cfg = r->cfg;
-  double t0 = wait_now();
+  double t0 = clock_seconds();
   int W = r->comms.world_size;
   run_part_reset(r, step, PK_EVAL);
   if (r->is_ctl)
@@ -197,13 +198,13 @@ static void eval_once(struct run *r, enum metrics_phase phase, long step, FILE *
   evaluate_greedy_share(r, phase, step);
   if (r->is_ctl)
     fprintf(con, "eval: greedy pass done (%.1f s); sampled pass, %ld x %ld samples at T = %g...\n",
-            wait_now() - t0, cfg->eval.prompts, cfg->eval.samples, cfg->rollout.temperature);
+            clock_seconds() - t0, cfg->eval.prompts, cfg->eval.samples, cfg->rollout.temperature);
   fflush(con);
   evaluate_sampled_share(r, step);
   run_part_report(r);
   if (!r->is_ctl) return;
   double *q = evaluate_collect(r, step);
-  evaluate_metrics(r, q, phase, step, wait_now() - t0, m);
+  evaluate_metrics(r, q, phase, step, clock_seconds() - t0, m);
   fprintf(con, "eval: %s: greedy pass@1 %.3f (%.0f of %.0f held-out prompts); sampled pass@1 %.3f, pass@%ld "
           "%.3f (n = %ld, T = %g); phase %s, step %ld; %.1f s on %d rank(s)\n", r->deck_path, m->eval_pass1,
           q[PS_EV_GREEDY_OK], q[PS_EV_GREEDY_N], m->acc, cfg->eval.k, m->eval_passk, cfg->eval.samples,

@@ -23,7 +23,7 @@
 
 enum { KIND_REF, KIND_OFF_BY_ONE, KIND_EMPTY, KIND_GARBAGE, NKINDS };
 static const char *const kind_names[NKINDS] = {"reference", "off_by_one", "empty", "garbage"};
-#define NCOLS (REWARD_NPARTS + 1) /* total, then the parts */
+#define NCOLS (REWARD_NCOMPONENTS + 1) /* total, then the parts */
 #define ANSWER_MAX (TASK_TEXT_MAX + 8 + 2 * REWARD_TAG_MAX)
 
 struct dist {
@@ -127,12 +127,12 @@ static int score_prompts(const struct task *t, const struct reward_cfg *rc, cons
       }
       items[k] = (struct reward_item){&p, text[k], len, (long)n_ids + 1 /* EOS */, 0};
     }
-    double rewards[NKINDS], parts[NKINDS][REWARD_NPARTS], rms[NKINDS];
+    double rewards[NKINDS], parts[NKINDS][REWARD_NCOMPONENTS], rms[NKINDS];
     struct reward_stats st;
     if (rm && rm_answer_scores(rm, tok, &p, text, rc->max_new_tokens, rms)) return 2;
     if (reward_score_batch_rm(rc, t, items, rm ? rms : NULL, NKINDS, 1, rewards, parts, &st)) return 1;
     for (int k = 0; k < NKINDS; k++) dist_add(&d[k], rewards[k], parts[k]);
-    for (int c = 0; c < REWARD_NPARTS; c++) const_frac[c] += st.part_const_frac[c] / (double)n_prompts;
+    for (int c = 0; c < REWARD_NCOMPONENTS; c++) const_frac[c] += st.part_const_frac[c] / (double)n_prompts;
     *nonfinite += st.nonfinite;
   }
   return 0;
@@ -143,7 +143,7 @@ static void print_table(const struct dist *d, int has_rm) {
   for (int k = 0; k < NKINDS; k++)
     for (int c = 0; c < NCOLS; c++)
       if (c - 1 != REWARD_RM || has_rm)
-        printf("%-11s %-9s %9.4f %9.4f %9.4f %7.3f\n", kind_names[k], c == 0 ? "total" : reward_part_name(c - 1),
+        printf("%-11s %-9s %9.4f %9.4f %9.4f %7.3f\n", kind_names[k], c == 0 ? "total" : reward_component_name(c - 1),
                d[k].sum[c] / (double)d[k].n, d[k].lo[c], d[k].hi[c], (double)d[k].pos[c] / (double)d[k].n);
 }
 
@@ -265,7 +265,7 @@ int cmd_reward_check(int argc, char **argv) {
          task_name(t.kind), n_prompts, split == TASK_EVAL ? "held-out" : "train", rcfg.weight[REWARD_CORRECT],
          rcfg.weight[REWARD_FORMAT], rcfg.weight[REWARD_LENGTH], rcfg.overlong_buffer > 0 ? "on" : "off",
          rcfg.open_tag[0] ? rcfg.open_tag : "(none)", rcfg.open_tag[0] ? "..." : "", rcfg.close_tag);
-  double const_frac[REWARD_NPARTS] = {0};
+  double const_frac[REWARD_NCOMPONENTS] = {0};
   long nonfinite = 0;
   rc = score_prompts(&t, &rcfg, &tok, rm, n_prompts, split, d, const_frac, &nonfinite);
   if (rm) reward_model_free(rm);
@@ -275,8 +275,8 @@ int cmd_reward_check(int argc, char **argv) {
   if (rc) goto done;
   print_table(d, rcfg.has_rm);
   printf("reward_parts_const_frac (share of prompts whose 4 answers agree):");
-  for (int c = 0; c < REWARD_NPARTS; c++)
-    if (c != REWARD_RM || rcfg.has_rm) printf(" %s %.3f", reward_part_name(c), const_frac[c]);
+  for (int c = 0; c < REWARD_NCOMPONENTS; c++)
+    if (c != REWARD_RM || rcfg.has_rm) printf(" %s %.3f", reward_component_name(c), const_frac[c]);
   printf("\nreward_nonfinite: %ld\n", nonfinite);
   rc = judge(d);
   if (!rc) printf("reward-check: ok\n");

@@ -16,12 +16,14 @@
 #include "model/model.h"
 #include "mpi/wait.h"
 #include "rl/reward_model.h"
+#include "run/reward_service.h"
 #include "rollout/engine.h"
 #include "run/eval.h"
 #include "run/restart.h"
 #include "run/run.h"
 #include "run/signals.h"
 #include "train/trainer.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 /* What this build's `run` supports; the same verdict on every rank (pure in cfg). */
@@ -77,7 +79,7 @@ static int setup_common(struct run *r, char *err, size_t len) {
   else tokenizer_init_char(&r->tok);
   if (!rc) rc = task_init(&r->task, r->cfg, err, len);
   if (!rc) rc = reward_init(&r->rcfg, r->cfg, err, len);
-  if (!rc) rc = run_reward_model_check(r, err, len);  /* rank 0: [reward] rm_path fits the policy */
+  if (!rc) rc = reward_service_check(r, err, len);  /* rank 0: [reward] rm_path fits the policy */
   if (!rc) rc = check_lengths(r, err, len);
   if (!rc && build_maps(r) != 0) {
     snprintf(err, len, "out of memory");
@@ -124,7 +126,7 @@ static int setup_roles(struct run *r) {
       rc = rollout_create(&r->engine, r->rmodel, r->cfg, &r->tok, err, sizeof err);
     }
   }
-  if (!rc) rc = run_reward_model_setup(r, err, sizeof err);  /* reward ranks, [reward] rm_path */
+  if (!rc) rc = reward_service_setup(r, err, sizeof err);  /* reward ranks, [reward] rm_path */
   if (!rc && r->is_ctl &&
       metrics_log_open(&r->mlog, r->cfg->log.metrics_path, NULL, r->cfg->run.steps,
                        r->cfg->run.restart[0] != 0, err, sizeof err) != 0)
@@ -221,7 +223,7 @@ int run_loop(struct run *r) {
   struct restart_point rp;
   int rc = restart_load(r, &rp);
   if (rc) return rc;
-  r->t_start = wait_now();
+  r->t_start = clock_seconds();
   r->sft_pass1 = r->rl_pass1 = NAN;
   long S = r->cfg->run.steps, every = r->cfg->eval.every;
   if (rp.active) {

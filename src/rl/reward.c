@@ -9,9 +9,9 @@
 
 #include "tasks/verify.h"
 
-const char *reward_part_name(int part) {
-  static const char *const names[REWARD_NPARTS] = {"correct", "format", "length", "overlong", "rm"};
-  return part >= 0 && part < REWARD_NPARTS ? names[part] : "?";
+const char *reward_component_name(enum reward_component c) {
+  static const char *const names[REWARD_NCOMPONENTS] = {"correct", "format", "length", "overlong", "rm"};
+  return c >= 0 && c < REWARD_NCOMPONENTS ? names[c] : "?";
 }
 
 /* "OPEN,CLOSE" -> the two tags; empty text -> no tags. */
@@ -76,21 +76,21 @@ static double finite_or_zero(double x, int *bad) {
   return 0.0;
 }
 
-double reward_combine(const struct reward_cfg *rc, const double parts[REWARD_NPARTS]) {
+double reward_combine(const struct reward_cfg *rc, const double parts[REWARD_NCOMPONENTS]) {
   double rule = 0.0;
-  for (int k = 0; k < REWARD_NPARTS; k++)
+  for (int k = 0; k < REWARD_NCOMPONENTS; k++)
     if (k != REWARD_RM && rc->weight[k] != 0.0) rule += rc->weight[k] * parts[k];
   if (!rc->has_rm) return rule;
   return rc->rm_alpha * rule + (1.0 - rc->rm_alpha) * parts[REWARD_RM];
 }
 
 double reward_score_one(const struct reward_cfg *rc, const struct task *t, const struct reward_item *it,
-                        double parts[REWARD_NPARTS], int *nonfinite) {
+                        double parts[REWARD_NCOMPONENTS], int *nonfinite) {
   return reward_score_one_rm(rc, t, it, 0.0, parts, nonfinite);
 }
 
 double reward_score_one_rm(const struct reward_cfg *rc, const struct task *t, const struct reward_item *it,
-                           double rm, double parts[REWARD_NPARTS], int *nonfinite) {
+                           double rm, double parts[REWARD_NCOMPONENTS], int *nonfinite) {
   const char *text = it->text ? it->text : "";
   size_t len = it->text ? it->len : 0, off = 0, inner = len;
   int bad = 0;
@@ -102,7 +102,7 @@ double reward_score_one_rm(const struct reward_cfg *rc, const struct task *t, co
   parts[REWARD_LENGTH] = rc->max_new_tokens > 0 ? -(double)it->n_tokens / (double)rc->max_new_tokens : 0.0;
   parts[REWARD_OVERLONG] = reward_overlong(it->n_tokens, rc->max_new_tokens, rc->overlong_buffer, rc->overlong_penalty);
   parts[REWARD_RM] = rc->has_rm ? rm : 0.0;
-  for (int k = 0; k < REWARD_NPARTS; k++) parts[k] = finite_or_zero(parts[k], &bad);
+  for (int k = 0; k < REWARD_NCOMPONENTS; k++) parts[k] = finite_or_zero(parts[k], &bad);
   double total = finite_or_zero(reward_combine(rc, parts), &bad);
   if (nonfinite) *nonfinite = bad;
   return total;
@@ -129,12 +129,12 @@ static double const_frac(const double *v, size_t stride, const struct reward_ite
 }
 
 int reward_score_batch(const struct reward_cfg *rc, const struct task *t, const struct reward_item *items, int n,
-                       int n_groups, double *rewards, double (*parts)[REWARD_NPARTS], struct reward_stats *st) {
+                       int n_groups, double *rewards, double (*parts)[REWARD_NCOMPONENTS], struct reward_stats *st) {
   return reward_score_batch_rm(rc, t, items, NULL, n, n_groups, rewards, parts, st);
 }
 
 int reward_score_batch_rm(const struct reward_cfg *rc, const struct task *t, const struct reward_item *items,
-                          const double *rm, int n, int n_groups, double *rewards, double (*parts)[REWARD_NPARTS],
+                          const double *rm, int n, int n_groups, double *rewards, double (*parts)[REWARD_NCOMPONENTS],
                           struct reward_stats *st) {
   memset(st, 0, sizeof *st);
   st->n = n;
@@ -149,20 +149,20 @@ int reward_score_batch_rm(const struct reward_cfg *rc, const struct task *t, con
     sum += rewards[i];
     sum2 += rewards[i] * rewards[i];
     st->acc += parts[i][REWARD_CORRECT] == 1.0;
-    for (int k = 0; k < REWARD_NPARTS; k++) st->part_mean[k] += parts[i][k];
+    for (int k = 0; k < REWARD_NCOMPONENTS; k++) st->part_mean[k] += parts[i][k];
   }
   if (n > 0) {
     st->mean = sum / n;
     st->std = sqrt(fmax(sum2 / n - st->mean * st->mean, 0.0));
     st->acc /= n;
-    for (int k = 0; k < REWARD_NPARTS; k++) st->part_mean[k] /= n;
+    for (int k = 0; k < REWARD_NCOMPONENTS; k++) st->part_mean[k] /= n;
   }
   if (n_groups <= 0) return 0;
   double *lo = malloc(sizeof(double) * (size_t)n_groups * 2);
   int *cnt = malloc(sizeof(int) * (size_t)n_groups);
   if (!lo || !cnt) { free(lo); free(cnt); return 1; }
-  for (int k = 0; k < REWARD_NPARTS; k++)
-    st->part_const_frac[k] = n ? const_frac(&parts[0][k], REWARD_NPARTS, items, n, n_groups, lo, lo + n_groups, cnt) : 0.0;
+  for (int k = 0; k < REWARD_NCOMPONENTS; k++)
+    st->part_const_frac[k] = n ? const_frac(&parts[0][k], REWARD_NCOMPONENTS, items, n, n_groups, lo, lo + n_groups, cnt) : 0.0;
   st->reward_const_frac = const_frac(rewards, 1, items, n, n_groups, lo, lo + n_groups, cnt);
   free(lo);
   free(cnt);

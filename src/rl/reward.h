@@ -28,12 +28,12 @@
 #include "deck/config.h"
 #include "tasks/tasks.h"
 
-enum reward_part { REWARD_CORRECT = 0, REWARD_FORMAT, REWARD_LENGTH, REWARD_OVERLONG, REWARD_RM, REWARD_NPARTS };
+enum reward_component { REWARD_CORRECT = 0, REWARD_FORMAT, REWARD_LENGTH, REWARD_OVERLONG, REWARD_RM, REWARD_NCOMPONENTS };
 
 #define REWARD_TAG_MAX 128
 
 struct reward_cfg {
-  double weight[REWARD_NPARTS];
+  double weight[REWARD_NCOMPONENTS];
   char open_tag[REWARD_TAG_MAX], close_tag[REWARD_TAG_MAX];  /* both empty = no tags */
   long max_new_tokens, overlong_buffer;
   double overlong_penalty;
@@ -54,35 +54,36 @@ struct reward_stats {
   int n, n_groups;
   double mean, std;                          /* reward_mean, reward_std (population) */
   double acc;                                /* fraction with correct == 1 */
-  double part_mean[REWARD_NPARTS];           /* reward_parts.<name> */
-  double part_const_frac[REWARD_NPARTS];     /* reward_parts_const_frac.<name>: share of groups
+  double part_mean[REWARD_NCOMPONENTS];           /* reward_parts.<name> */
+  double part_const_frac[REWARD_NCOMPONENTS];     /* reward_parts_const_frac.<name>: share of groups
                                                 in which the component is constant */
   double reward_const_frac;                  /* share of groups whose total reward is constant */
   long nonfinite;                            /* reward_nonfinite: samples with a non-finite value */
 };
 
-const char *reward_part_name(int part);
+/* The metric name of a component: reward_parts.<name> in the metrics. */
+const char *reward_component_name(enum reward_component c);
 /* From [reward], [algo] overlong_* and [rollout] max_new_tokens. 0, or 2 with a message. */
 int reward_init(struct reward_cfg *rc, const struct config *cfg, char *err, size_t errlen);
 /* DAPO R_len(len) * penalty; 0 when buffer <= 0. */
 double reward_overlong(long len, long max_new_tokens, long buffer, double penalty);
-/* Components of one response into parts[REWARD_NPARTS]; returns the total. *nonfinite
+/* Components of one response into parts[REWARD_NCOMPONENTS]; returns the total. *nonfinite
  * is set to 1 when something was non-finite (and zeroed). The _rm form takes the reward
  * model's score of the response (ignored without a reward model); the plain one scores 0. */
 double reward_score_one(const struct reward_cfg *rc, const struct task *t, const struct reward_item *it,
-                        double parts[REWARD_NPARTS], int *nonfinite);
+                        double parts[REWARD_NCOMPONENTS], int *nonfinite);
 double reward_score_one_rm(const struct reward_cfg *rc, const struct task *t, const struct reward_item *it,
-                           double rm, double parts[REWARD_NPARTS], int *nonfinite);
+                           double rm, double parts[REWARD_NCOMPONENTS], int *nonfinite);
 /* The total from the components: rule, or the rm_alpha mix when rc has a reward model
  * (see above). parts[REWARD_RM] must be finite. */
-double reward_combine(const struct reward_cfg *rc, const double parts[REWARD_NPARTS]);
-/* Score n items: rewards[n], parts[n][REWARD_NPARTS], and the batch statistics over
+double reward_combine(const struct reward_cfg *rc, const double parts[REWARD_NCOMPONENTS]);
+/* Score n items: rewards[n], parts[n][REWARD_NCOMPONENTS], and the batch statistics over
  * n_groups groups. rm (may be NULL: all 0) holds the reward model's score of each item.
  * Returns 0, or 1 when a group id is out of range or memory runs out. */
 int reward_score_batch(const struct reward_cfg *rc, const struct task *t, const struct reward_item *items, int n,
-                       int n_groups, double *rewards, double (*parts)[REWARD_NPARTS], struct reward_stats *st);
+                       int n_groups, double *rewards, double (*parts)[REWARD_NCOMPONENTS], struct reward_stats *st);
 int reward_score_batch_rm(const struct reward_cfg *rc, const struct task *t, const struct reward_item *items,
-                          const double *rm, int n, int n_groups, double *rewards, double (*parts)[REWARD_NPARTS],
+                          const double *rm, int n, int n_groups, double *rewards, double (*parts)[REWARD_NCOMPONENTS],
                           struct reward_stats *st);
 
 #endif

@@ -10,8 +10,7 @@
 
 #include "io/ckpt.h"
 #include "io/model_h5.h"
-#include "model/device.h"
-#include "run/run.h"
+#include "rl/experience.h"
 #include "util/error.h"
 
 /* A PPO checkpoint's /critic config (attribute model_config of /critic); 0 when it has one. */
@@ -119,9 +118,8 @@ int reward_model_check(const char *path, int vocab, int need_seq, struct model_c
   return rc;
 }
 
-/* reward_model_load on the backend ops (rlpt run: the [run] device's). */
-static int rm_load(struct reward_model *rm, const struct backend_ops *ops, const char *path, int vocab,
-                   int need_seq, int budget, char *err, size_t errlen) {
+int reward_model_load_on(struct reward_model *rm, const struct backend_ops *ops, const char *path,
+                         int vocab, int need_seq, int budget, char *err, size_t errlen) {
   memset(rm, 0, sizeof *rm);
   hid_t f;
   struct model_config mc;
@@ -149,7 +147,7 @@ static int rm_load(struct reward_model *rm, const struct backend_ops *ops, const
 
 int reward_model_load(struct reward_model *rm, const char *path, int vocab, int need_seq, int budget,
                       char *err, size_t errlen) {
-  return rm_load(rm, &cpu_backend, path, vocab, need_seq, budget, err, errlen);
+  return reward_model_load_on(rm, &cpu_backend, path, vocab, need_seq, budget, err, errlen);
 }
 
 void reward_model_free(struct reward_model *rm) {
@@ -202,51 +200,26 @@ int reward_model_score(struct reward_model *rm, const struct rm_seq *seqs, int n
   return 0;
 }
 
-/* ---- rlpt run ------------------------------------------------------------------------ */
-
-int run_reward_model_check(const struct run *r, char *err, size_t errlen) {
-  if (r->comms.world_rank != 0 || !r->cfg->reward.rm_path[0]) return 0;
-  return reward_model_check(r->cfg->reward.rm_path, r->mc.vocab_size, r->mc.max_seq, NULL, err,
-                            errlen);
-}
-
-int run_reward_model_setup(struct run *r, char *err, size_t errlen) {
-  r->rm = NULL;
-  if (!r->is_reward || !r->cfg->reward.rm_path[0]) return 0;
-  struct reward_model *rm = calloc(1, sizeof *rm);
-  if (!rm) {
-    snprintf(err, errlen, "out of memory for the reward model");
-    return 1;
-  }
-  const struct backend_ops *ops = device_backend(r->cfg->run.device, r->cfg->model.dtype, err, errlen);
-  int rc = !ops ? 2 : rm_load(rm, ops, r->cfg->reward.rm_path, r->mc.vocab_size, r->mc.max_seq,
-                              (int)r->cfg->reward.rm_batch_tokens, err, errlen);
-  if (rc) {
-    free(rm);
-    return rc;
-  }
-  r->rm = rm;
-  if (r->comms.place.role_rank[ROLE_REWARD] == 0) {
-    printf("reward model: %s (/%s, %zu parameters) on %d reward rank(s); reward = %g * rule + %g * rm\n",
-           rm->path, rm->group, rm->m.table.total, r->comms.counts.reward, r->cfg->reward.rm_alpha,
-           1.0 - r->cfg->reward.rm_alpha);
-    fflush(stdout);
-  }
-  return 0;
-}
-
-double *run_reward_model_scores(struct run *r, const struct sample_batch *b) {
-  if (!r->rm) return NULL;
+double *reward_model_score_samples(struct reward_model *rm, const struct sample_batch *b, char *err,
+                                   size_t errlen) {
   double *out = calloc((size_t)b->n + 1, sizeof *out);
   struct rm_seq *seqs = calloc((size_t)b->n + 1, sizeof *seqs);
-  if (!out || !seqs) die_local("out of memory scoring %d samples with the reward model", b->n);
+  if (!out || !seqs) {
+    snprintf(err, errlen, "out of memory scoring %d samples with the reward model", b->n);
+    free(out);
+    free(seqs);
+    return NULL;
+  }
   for (int k = 0; k < b->n; k++) {
     const struct sample *s = &b->s[k];
     seqs[k] = (struct rm_seq){.a = (const int *)s->prompt, .na = s->n_prompt,
                               .b = (const int *)s->resp, .nb = s->n_resp};
   }
-  char err[512];
-  if (reward_model_score(r->rm, seqs, b->n, out, err, sizeof err) != 0) die_local("%s", err);
+  int rc = reward_model_score(rm, seqs, b->n, out, err, errlen);
   free(seqs);
+  if (rc) {
+    free(out);
+    return NULL;
+  }
   return out;
 }

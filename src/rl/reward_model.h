@@ -13,8 +13,8 @@
  *
  * Scoring packs whole sequences into forwards of at most `budget` tokens (no padding,
  * the value-only path: no vocabulary GEMM); packing does not change a score beyond fp32
- * summation order. Only the reward ranks load it (cli/cmd_run.c), on the [run] device's
- * backend; reward_model_load itself (rlpt reward-check, tests) uses the CPU backend. */
+ * summation order. In a run the reward ranks load it on the [run] device's backend
+ * (run/reward_service.h); reward_model_load itself (rlpt reward-check, tests) uses the CPU backend. */
 #ifndef RLPT_REWARD_MODEL_H
 #define RLPT_REWARD_MODEL_H
 
@@ -44,6 +44,9 @@ struct rm_seq {
  * or 1 (out of memory). On error rm holds nothing to free. */
 int reward_model_load(struct reward_model *rm, const char *path, int vocab, int need_seq, int budget,
                       char *err, size_t errlen);
+/* The same on the backend ops (rlpt run: the [run] device's). */
+int reward_model_load_on(struct reward_model *rm, const struct backend_ops *ops, const char *path,
+                         int vocab, int need_seq, int budget, char *err, size_t errlen);
 void reward_model_free(struct reward_model *rm);
 /* The same checks without the weights (only the file's metadata is read): 0 or 2.
  * mc (may be NULL) gets the reward model's config. */
@@ -56,18 +59,10 @@ int reward_model_check(const char *path, int vocab, int need_seq, struct model_c
  * one longer than the budget or max_seq, a token out of range). */
 int reward_model_score(struct reward_model *rm, const struct rm_seq *seqs, int n, double *out, char *err,
                        size_t errlen);
-
-/* ---- rlpt run --------------------------------------------------------------------- */
-struct run;
+/* The scores of b's samples (prompt + response) as a malloc'd array of b->n, or NULL with a
+ * message in err. */
 struct sample_batch;
-/* World rank 0 checks [reward] rm_path against the policy (r->mc) at setup, so a bad reward
- * model is one message from rank 0 before anything runs: 0 or 2 (every other rank: 0). */
-int run_reward_model_check(const struct run *r, char *err, size_t errlen);
-/* r->rm from [reward] rm_path on a reward rank (NULL when unset or not a reward rank).
- * 0, or 2/1 with a message in err. */
-int run_reward_model_setup(struct run *r, char *err, size_t errlen);
-/* The scores of b's samples (prompt + response) as a malloc'd array of b->n, or NULL
- * without a reward model. A failure is fatal (die_local). Adds nothing to the partial. */
-double *run_reward_model_scores(struct run *r, const struct sample_batch *b);
+double *reward_model_score_samples(struct reward_model *rm, const struct sample_batch *b, char *err,
+                                   size_t errlen);
 
 #endif

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mpi/wait.h"
 #include "mpi/xfer.h"
 #include "run/eval.h"
 #include "run/run.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 int run_prompt_tokens(const struct run *r, const struct task_prompt *p, struct sample *s) {
@@ -102,9 +102,9 @@ void controller_collect(struct run *r, const char *expect, const char *phase, lo
     got[0] = 1;
     left--;
   }
-  double deadline = wait_now() + r->cfg->run.phase_timeout_s;
+  double deadline = clock_seconds() + r->cfg->run.phase_timeout_s;
   while (left > 0) {
-    double remain = deadline - wait_now();
+    double remain = deadline - clock_seconds();
     unsigned char *buf = NULL;
     size_t len = 0;
     int from = -1;
@@ -147,12 +147,12 @@ void controller_gather_kept(struct run *r, long step, const int32_t *mine, int n
     if (run_slice_lo(P, R, i) < run_slice_lo(P, R, i + 1)) expect[r->reward_world[run_instance_reward(r, i)]] = 1;
   out[0] = 0;
   if (expect[0]) kept_append(P, mine, sizeof(int32_t) * (size_t)n_mine, 0, out);
-  double deadline = wait_now() + r->cfg->run.phase_timeout_s;
+  double deadline = clock_seconds() + r->cfg->run.phase_timeout_s;
   for (int w = 1; w < W; w++) {
     if (!expect[w]) continue;
     unsigned char *buf = NULL;
     size_t len = 0;
-    double remain = deadline - wait_now();
+    double remain = deadline - clock_seconds();
     int rc = remain > 0 ? xfer_recv_bytes(&buf, &len, w, XFER_TAG_REWARDS, r->comms.world, remain, NULL)
                         : XFER_TIMEOUT;
     if (rc == XFER_TIMEOUT) watchdog_fire(r, expect, got, "rl", step);
@@ -179,10 +179,10 @@ static void log_rewards(const struct run *r, const double *q, struct step_metric
   m->reward_nonfinite = q[PS_NONFINITE];
   double cfrac = 0;
   int active = 0;
-  for (int k = 0; k < REWARD_NPARTS; k++) {
+  for (int k = 0; k < REWARD_NCOMPONENTS; k++) {
     if (r->rcfg.weight[k] == 0 && k != REWARD_CORRECT) continue;
     if (k == REWARD_OVERLONG && r->rcfg.overlong_buffer <= 0) continue;
-    metrics_set_part(m, reward_part_name(k), q[PS_PART_SUM + k] / n);
+    metrics_set_part(m, reward_component_name(k), q[PS_PART_SUM + k] / n);
     cfrac += q[PS_GROUPS] > 0 ? q[PS_PART_CONST + k] / q[PS_GROUPS] : 0;
     active++;
   }
@@ -251,7 +251,7 @@ void controller_band_check(const struct run *r, const double *q) {
 }
 
 void controller_summary(const struct run *r) {
-  double t = wait_now() - r->t_start;
+  double t = clock_seconds() - r->t_start;
   if (isfinite(r->sft_pass1) && isfinite(r->rl_pass1))
     printf("summary: greedy pass@1 post-SFT %.3f -> post-RL %.3f (gain %+.1f points) after %ld RL "
            "steps; %.1f s wall\n", r->sft_pass1, r->rl_pass1, 100 * (r->rl_pass1 - r->sft_pass1),

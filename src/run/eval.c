@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mpi/wait.h"
 #include "rl/algo.h"
 #include "rollout/engine.h"
 #include "run/run.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 /* 1 when the reward's `correct` component accepts sample s of held-out prompt tp. */
@@ -21,7 +21,7 @@ static int eval_correct(const struct run *r, const struct task_prompt *tp, const
   if (rc == TOK_ERR_NOMEM) die_local("out of memory");
   if (rc != TOK_OK) die_local("eval: a response does not decode (token %zu)", len);
   struct reward_item it = { .prompt = tp, .text = text, .len = len, .n_tokens = s->n_resp, .group = 0 };
-  double parts[REWARD_NPARTS];
+  double parts[REWARD_NCOMPONENTS];
   int bad = 0;
   reward_score_one(&r->rcfg, &r->task, &it, parts, &bad);
   free(text);
@@ -46,11 +46,11 @@ static void eval_generate(struct run *r, long lo, long hi, int group, long step,
                                      .tokens = (const int *)s->prompt, .n_tokens = s->n_prompt };
   }
   char err[512];
-  double t0 = wait_now();
+  double t0 = clock_seconds();
   if (rollout_generate(r->engine, rp, (int)n, group, EVAL_STEP_KEY(step), r->weight_version, out, NULL,
                        err, sizeof err) != 0)
     die_local("eval generation failed: %s", err);
-  r->part[PS_T_GEN] = (isfinite(r->part[PS_T_GEN]) ? r->part[PS_T_GEN] : 0) + wait_now() - t0;
+  r->part[PS_T_GEN] = (isfinite(r->part[PS_T_GEN]) ? r->part[PS_T_GEN] : 0) + clock_seconds() - t0;
   r->part[PS_GEN_TOK] += (double)sample_batch_resp_tokens(out);
   free(rp);
   sample_batch_free(&pb);
@@ -131,7 +131,7 @@ double *evaluate_collect(struct run *r, long step) {
 }
 
 double run_eval(struct run *r, enum metrics_phase phase, long step) {
-  double t0 = wait_now(), pass1 = NAN;
+  double t0 = clock_seconds(), pass1 = NAN;
   run_part_reset(r, step, PK_EVAL);
   if (r->is_rollout) {
     evaluate_share(r, phase, step);
@@ -139,7 +139,7 @@ double run_eval(struct run *r, enum metrics_phase phase, long step) {
   }
   if (r->is_ctl) {
     double *q = evaluate_collect(r, step);
-    pass1 = controller_log_eval(r, q, phase, step, wait_now() - t0);
+    pass1 = controller_log_eval(r, q, phase, step, clock_seconds() - t0);
     if (phase == PHASE_SFT) controller_band_check(r, q);
     free(q);
   }

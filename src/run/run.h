@@ -46,13 +46,8 @@
 #include "mpi/comm.h"
 #include "rl/dynsamp.h"
 #include "rl/experience.h"
-#include "run/metrics.h"
-/* rl/reward.h's `enum reward_part` and rl/experience.h's `struct reward_part` share C's tag
- * namespace, so no file could include both; here the enum's tag is renamed (its
- * constants and functions are unaffected). */
-#define reward_part reward_part_kind
 #include "rl/reward.h"
-#undef reward_part
+#include "run/metrics.h"
 #include "run/threads.h"
 #include "tasks/tasks.h"
 #include "tokenizer/tokenizer.h"
@@ -72,7 +67,7 @@ enum part_slot {
   PS_STEP, PS_RANK, PS_KIND,   /* header (not merged) */
   PS_ROUNDS, PS_FILTERED, PS_SELECTED,  /* dynamic sampling: set by the controller on the merged partial */
   PS_N, PS_R_SUM, PS_R2_SUM, PS_CORRECT, PS_LEN_SUM, PS_TRUNC, PS_NONFINITE,
-  PS_PART_SUM, PS_PART_CONST = PS_PART_SUM + REWARD_NPARTS, PS_GROUPS = PS_PART_CONST + REWARD_NPARTS,
+  PS_PART_SUM, PS_PART_CONST = PS_PART_SUM + REWARD_NCOMPONENTS, PS_GROUPS = PS_PART_CONST + REWARD_NCOMPONENTS,
   PS_GEN_TOK, PS_LAG_SUM, PS_TRAINED,
   /* eval */
   PS_EV_GREEDY_N, PS_EV_GREEDY_OK, PS_EV_BAND_N, PS_EV_BAND_OK, PS_EV_N, PS_EV_PASS1, PS_EV_PASSK,

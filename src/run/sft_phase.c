@@ -7,9 +7,9 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "mpi/wait.h"
 #include "run/run.h"
 #include "train/trainer.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 static void sft_train_step(struct run *r, struct sft_batch *b, long step) {
@@ -48,7 +48,7 @@ int run_sft(struct run *r) {
     fflush(stdout);
   }
   for (long s = 1; s <= S; s++) {
-    double t0 = wait_now();
+    double t0 = clock_seconds();
     run_part_reset(r, s, PK_SFT);
     if (r->is_train) {
       /* trainer_sft_example keys examples by the 0-based step */
@@ -57,7 +57,7 @@ int run_sft(struct run *r) {
     }
     if (r->is_ctl) {
       controller_collect(r, expect, "sft", s, q);
-      controller_log_step(r, q, PHASE_SFT, s, wait_now() - t0);
+      controller_log_step(r, q, PHASE_SFT, s, clock_seconds() - t0);
     }
     if (!r->is_train && !r->is_ctl) break;  /* rollout / reward ranks: nothing to do */
   }

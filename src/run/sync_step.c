@@ -12,10 +12,11 @@
 #include "model/model.h"
 #include "mpi/wait.h"
 #include "mpi/xfer.h"
-#include "rl/reward_model.h"
+#include "run/reward_service.h"
 #include "rollout/engine.h"
 #include "run/run.h"
 #include "train/trainer.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 /* ---- rollout ----------------------------------------------------------------- */
@@ -35,11 +36,11 @@ static void rollout_part(struct run *r, long step) {
                                      .tokens = (const int *)prompts.s[k].prompt,
                                      .n_tokens = prompts.s[k].n_prompt };
   char err[512];
-  double t0 = wait_now();
+  double t0 = clock_seconds();
   int rc = rollout_generate(r->engine, rp, prompts.n, (int)r->cfg->algo.group_size, step, r->weight_version,
                             &out, NULL, err, sizeof err);
   if (rc) die_local("step %ld: generation failed: %s", step, err);
-  r->part[PS_T_GEN] = (isnan(r->part[PS_T_GEN]) ? 0.0 : r->part[PS_T_GEN]) + wait_now() - t0;  /* all rounds */
+  r->part[PS_T_GEN] = (isnan(r->part[PS_T_GEN]) ? 0.0 : r->part[PS_T_GEN]) + clock_seconds() - t0;  /* all rounds */
   r->part[PS_GEN_TOK] += (double)sample_batch_resp_tokens(&out);
   /* The trainer measures logprob_diff_max on its old-logprob pass; with old_logprobs =
    * rollout it has none, so the rollout rank measures it (a model_forward over the batch).
@@ -61,7 +62,7 @@ static void reward_score(struct run *r, struct sample_batch *b) {
   struct reward_item *items = calloc((size_t)n + 1, sizeof *items);
   struct task_prompt *tp = calloc((size_t)n + 1, sizeof *tp);
   double *rew = calloc((size_t)n + 1, sizeof *rew);
-  double (*parts)[REWARD_NPARTS] = calloc((size_t)n + 1, sizeof *parts);
+  double (*parts)[REWARD_NCOMPONENTS] = calloc((size_t)n + 1, sizeof *parts);
   int *local = malloc(sizeof(int) * (size_t)P);
   if (!items || !tp || !rew || !parts || !local) die_local("out of memory scoring %d samples", n);
   for (long g = 0; g < P; g++) local[g] = -1;
@@ -81,7 +82,7 @@ static void reward_score(struct run *r, struct sample_batch *b) {
                                      .n_tokens = s->n_resp, .group = local[s->group] };
   }
   struct reward_stats st;
-  double *rm = run_reward_model_scores(r, b);  /* NULL without [reward] rm_path */
+  double *rm = reward_service_scores(r, b);  /* NULL without [reward] rm_path */
   if (reward_score_batch_rm(&r->rcfg, &r->task, items, rm, n, n_groups, rew, parts, &st) != 0)
     die_local("reward scoring of %d samples failed", n);
   free(rm);
@@ -89,8 +90,8 @@ static void reward_score(struct run *r, struct sample_batch *b) {
   for (int k = 0; k < n; k++) {
     struct sample *s = &b->s[k];
     s->reward = rew[k];
-    for (int c = 0; c < REWARD_NPARTS; c++)
-      if ((c != REWARD_RM || r->rcfg.has_rm) && sample_set_part(s, reward_part_name(c), parts[k][c]) != 0)
+    for (int c = 0; c < REWARD_NCOMPONENTS; c++)
+      if ((c != REWARD_RM || r->rcfg.has_rm) && sample_set_part(s, reward_component_name(c), parts[k][c]) != 0)
         die_local("out of memory");
     q[PS_R_SUM] += rew[k];
     q[PS_R2_SUM] += rew[k] * rew[k];
@@ -102,7 +103,7 @@ static void reward_score(struct run *r, struct sample_batch *b) {
   q[PS_CORRECT] += st.acc * n;
   q[PS_NONFINITE] += (double)st.nonfinite;
   q[PS_GROUPS] += n_groups;
-  for (int c = 0; c < REWARD_NPARTS; c++) {
+  for (int c = 0; c < REWARD_NCOMPONENTS; c++) {
     q[PS_PART_SUM + c] += st.part_mean[c] * n;
     q[PS_PART_CONST + c] += st.part_const_frac[c] * n_groups;
   }
@@ -126,11 +127,11 @@ static int reward_round(struct run *r, const struct dynsamp *ds, struct sample_b
     if (run_instance_reward(r, i) == j && run_slice_lo(P, R, i) < run_slice_lo(P, R, i + 1))
       run_recv(r, &b, r->rollout_world[i], BOX_SAMPLES, XFER_TAG_SAMPLES);
   if (b.n == 0) return -1;
-  double t0 = wait_now();
+  double t0 = clock_seconds();
   reward_score(r, &b);
   int n = dynsamp_round_groups(ds, &b, groups);
   if (n < 0) die_local("out of memory filtering %d samples", b.n);
-  r->part[PS_T_REWARD] = (isnan(r->part[PS_T_REWARD]) ? 0.0 : r->part[PS_T_REWARD]) + wait_now() - t0;
+  r->part[PS_T_REWARD] = (isnan(r->part[PS_T_REWARD]) ? 0.0 : r->part[PS_T_REWARD]) + clock_seconds() - t0;
   for (int k = 0; k < b.n; k++)
     if (dynsamp_has_group(groups, n, b.s[k].group) && sample_batch_push(held, &b.s[k]) != 0)
       die_local("out of memory");
@@ -289,7 +290,7 @@ static void run_rounds(struct run *r, long step, struct dynsamp *ds, struct samp
 }
 
 void run_rl_step(struct run *r, long step) {
-  double t0 = wait_now();
+  double t0 = clock_seconds();
   run_part_reset(r, step, PK_RL);
   struct dynsamp ds;
   if (dynsamp_init(&ds, r->cfg->algo.prompts_per_step, r->cfg->algo.dynamic_sampling,
@@ -314,7 +315,7 @@ void run_rl_step(struct run *r, long step) {
     q[PS_FILTERED] = (double)ds.n_filtered;
     q[PS_SELECTED] = (double)dynsamp_selected(&ds);
     warn_short(r, &ds, step);
-    controller_log_step(r, q, PHASE_RL, step, wait_now() - t0);
+    controller_log_step(r, q, PHASE_RL, step, clock_seconds() - t0);
     free(expect);
     free(q);
   }

@@ -28,6 +28,7 @@
 #include "run/run.h"
 #include "train/device_update.h"
 #include "train/trainer.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 struct weight_sync {
@@ -97,14 +98,14 @@ static const float *root_weights(struct trainer *t) {
 static void sync_nccl(struct run *r, struct weight_sync *ws, int root, int64_t v,
                       struct xfer_stats *st) {
   size_t n = sync_model(r)->table.total;
-  double t0 = wait_now();
+  double t0 = clock_seconds();
   wait_barrier(r->comms.weight_comm);  /* politely: the NCCL wait would otherwise hold the peers */
-  double t1 = wait_now();
+  double t1 = clock_seconds();
   float *recv = r->is_rollout ? model_params_dev(r->rmodel) : NULL;
   const float *send = root ? root_weights(r->trainer) : recv;
   nccl_broadcast_to(&ws->nc, send, recv ? recv : (float *)send, n, 0);
   if (r->is_rollout) rollout_weights_on_device(r->engine, v);
-  double t2 = wait_now();
+  double t2 = clock_seconds();
   *st = (struct xfer_stats){ .t_sync = t2 - t0, .t_wait = t1 - t0,
                              .bytes = (double)n * sizeof(float), .chunks = 1 };
   st->sync_gbps = t2 > t1 ? st->bytes / (t2 - t1) / 1e9 : 0.0;
@@ -113,9 +114,9 @@ static void sync_nccl(struct run *r, struct weight_sync *ws, int root, int64_t v
 
 static void sync_mpi(struct run *r, int64_t v, struct xfer_stats *st) {
   struct model *m = sync_model(r);
-  double t0 = wait_now();  /* params trained on the device come down first: in t_sync */
+  double t0 = clock_seconds();  /* params trained on the device come down first: in t_sync */
   if (r->is_train) trainer_sync_host(r->trainer, 0);
-  double t_down = wait_now() - t0;
+  double t_down = clock_seconds() - t0;
   int rc = xfer_bcast_weights(m->params, &m->table, 0, r->comms.weight_comm, st);
   if (rc != XFER_OK) die_local("weight broadcast failed: %s", xfer_strerror(rc));
   if (r->is_rollout && r->is_train)

@@ -11,8 +11,8 @@
 
 #include "deck/config.h"
 #include "mpi/allreduce.h"
-#include "mpi/wait.h"
 #include "rl/algo.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 /* This rank's samples packed as prompt ++ response, one sequence each. Token
@@ -333,18 +333,24 @@ static int critic_update(struct rl_ctx *x, int a, int e, const struct algo_count
   return 0;
 }
 
+/* What became of one update (the same on every DP rank). */
+enum rl_update_result {
+  UPDATE_APPLIED,
+  UPDATE_SKIPPED,  /* non-finite gradient norm: params and moments unchanged */
+  UPDATE_EMPTY,    /* the mini-batch is empty on every rank: no update */
+  UPDATE_FAILED    /* a forward failed on some rank (agreed) */
+};
+
 /* One update on sequences [a, e): global counts, micro-batches (forward, policy
- * loss, backward), then the DP sum, clip and AdamW. Returns 0 (applied), -1
- * (skipped: non-finite gradient), -2 (the mini-batch is empty on every rank:
- * no update), or 1 when a forward failed on some rank (agreed: every rank returns 1). */
-static int rl_update(struct rl_ctx *x, int a, int e) {
+ * loss, backward), then the DP sum, clip and AdamW. */
+static enum rl_update_result rl_update(struct rl_ctx *x, int a, int e) {
   struct trainer *t = x->t;
   struct rl_data *d = &x->d;
   struct algo_batch mb = {e - a, d->cu + a, d->mask, NULL, 0};
   struct algo_counts c;
   algo_counts_local(&mb, &c);
   allreduce_polite(&c, 3, MPI_DOUBLE, MPI_SUM, t->dp);
-  if (c.n_seq == 0.0) return -2;  /* no group of any rank fell in this mini-batch */
+  if (c.n_seq == 0.0) return UPDATE_EMPTY;  /* no group of any rank fell in this mini-batch */
   model_zero_grad(&t->policy);
   int rc = 0, use_ent = x->p.entropy_coef != 0.0;
   struct algo_tokens in = {d->lp, d->lp_old, x->use_ref ? d->lp_ref : NULL, d->adv,
@@ -366,10 +372,10 @@ static int rl_update(struct rl_ctx *x, int a, int e) {
     s0 = s1;
   }
   t->policy.exact = 1;
-  if (error_agree(t->dp, rc)) return 1;
+  if (error_agree(t->dp, rc)) return UPDATE_FAILED;
   int applied = trainer_apply_update(t, x->lr, &x->norm);
-  if (t->has_critic && critic_update(x, a, e, &c)) return 1;
-  return applied ? 0 : -1;
+  if (t->has_critic && critic_update(x, a, e, &c)) return UPDATE_FAILED;
+  return applied ? UPDATE_APPLIED : UPDATE_SKIPPED;
 }
 
 /* Valid tokens and the KL metric: the [algo] estimator at lp_old - lp_ref summed
@@ -386,31 +392,41 @@ static void rl_kl_sums(struct rl_ctx *x) {
     }
 }
 
+/* The step's sums over the DP ranks, named; all-reduced as one array of doubles. */
+struct rl_totals {
+  double pg_loss, entropy, n_tok, n_clip_low, n_clip_high, ratio_sum;  /* struct algo_stats' */
+  double tok_trained, kl_sum, n_valid, tis_clipped;                    /* struct rl_sums' */
+  double tis_ranks;  /* ranks with importance weights on */
+};
+
 static void rl_metrics(struct rl_ctx *x, double diff, int n_upd, long skipped, double t_ref,
                        double t_train, struct step_metrics *m) {
   struct trainer *t = x->t;
-  struct rl_sums *sum = &x->sum;
-  double v[] = {sum->st.pg_loss, sum->st.entropy, sum->st.n_tok, sum->st.n_clip_low,
-                sum->st.n_clip_high, sum->st.ratio_sum, sum->tok_trained, sum->kl_sum, sum->n_valid,
-                sum->tis_clipped, x->tis != TIS_OFF};
-  allreduce_polite(v, (int)(sizeof v / sizeof v[0]), MPI_DOUBLE, MPI_SUM, t->dp);
+  const struct rl_sums *sum = &x->sum;
+  struct rl_totals v = {.pg_loss = sum->st.pg_loss, .entropy = sum->st.entropy,
+                        .n_tok = sum->st.n_tok, .n_clip_low = sum->st.n_clip_low,
+                        .n_clip_high = sum->st.n_clip_high, .ratio_sum = sum->st.ratio_sum,
+                        .tok_trained = sum->tok_trained, .kl_sum = sum->kl_sum,
+                        .n_valid = sum->n_valid, .tis_clipped = sum->tis_clipped,
+                        .tis_ranks = x->tis != TIS_OFF};
+  allreduce_polite(&v, (int)(sizeof v / sizeof(double)), MPI_DOUBLE, MPI_SUM, t->dp);
   allreduce_polite(&diff, 1, MPI_DOUBLE, MPI_MAX, t->dp);
   double nu = n_upd > 0 ? n_upd : 1;
   m->phase = PHASE_RL;
-  m->pg_loss = v[0] / nu;
-  m->entropy = v[1] / nu;
-  m->pg_clipfrac_low = algo_frac(v[3], v[2]);
-  m->pg_clipfrac_high = algo_frac(v[4], v[2]);
-  m->ratio_mean = v[2] > 0.0 ? v[5] / v[2] : NAN;
-  m->kl = x->use_ref ? v[7] / (v[8] > 1.0 ? v[8] : 1.0) : NAN;
-  m->tis_clipfrac = v[10] > 0.0 ? algo_frac(v[9], v[8]) : NAN;
+  m->pg_loss = v.pg_loss / nu;
+  m->entropy = v.entropy / nu;
+  m->pg_clipfrac_low = algo_frac(v.n_clip_low, v.n_tok);
+  m->pg_clipfrac_high = algo_frac(v.n_clip_high, v.n_tok);
+  m->ratio_mean = v.n_tok > 0.0 ? v.ratio_sum / v.n_tok : NAN;
+  m->kl = x->use_ref ? v.kl_sum / (v.n_valid > 1.0 ? v.n_valid : 1.0) : NAN;
+  m->tis_clipfrac = v.tis_ranks > 0.0 ? algo_frac(v.tis_clipped, v.n_valid) : NAN;
   m->logprob_diff_max = diff >= 0.0 ? diff : NAN;
   m->grad_norm = x->norm;
   m->lr = x->lr;
   m->skipped_nonfinite = (double)(t->skipped_nonfinite - skipped);
   m->t_ref = t_ref;
   m->t_train = t_train;
-  m->train_tok_per_s = t_train > 0.0 ? v[6] / t_train : NAN;
+  m->train_tok_per_s = t_train > 0.0 ? v.tok_trained / t_train : NAN;
 }
 
 /* Importance weights ([algo] tis). With tis = off, samples the buffer kept past
@@ -475,7 +491,7 @@ int trainer_rl_step(struct trainer *t, struct sample_batch *b, struct step_metri
   x.norm = NAN;
   algo_params_from_config(cfg, &x.p);
   struct rl_data *d = &x.d;
-  double t0 = wait_now(), diff = -1.0;
+  double t0 = clock_seconds(), diff = -1.0;
   int E = (int)cfg->algo.ppo_epochs, M = (int)cfg->algo.mini_batches, applied = 0, n_upd = 0;
   int rc = rl_pack(d, b, M);
   if (!rc) rl_tis_mode(&x, b);
@@ -486,15 +502,15 @@ int trainer_rl_step(struct trainer *t, struct sample_batch *b, struct step_metri
     rl_data_free(d);
     return 1;
   }
-  double t1 = wait_now();
+  double t1 = clock_seconds();
   if (x.mode == OLD_RECOMPUTE) diff = rl_diff_max(t, d, b, d->lp_old, 0, d->n);
   long skipped = t->skipped_nonfinite;
   for (int ep = 0; ep < E && !rc; ep++)
     for (int j = 0; j < M && !rc; j++) {
-      int r = rl_update(&x, d->mb[j], d->mb[j + 1]);
-      rc = r > 0;
-      applied += r == 0;
-      n_upd += r == 0 || r == -1;
+      enum rl_update_result r = rl_update(&x, d->mb[j], d->mb[j + 1]);
+      rc = r == UPDATE_FAILED;
+      applied += r == UPDATE_APPLIED;
+      n_upd += r == UPDATE_APPLIED || r == UPDATE_SKIPPED;
       /* lp_old from the rollout: d->lp of the first mini-batch predates every update */
       if (!rc && x.mode == OLD_ROLLOUT && ep == 0 && j == 0)
         diff = rl_diff_max(t, d, b, d->lp, d->mb[0], d->mb[1]);
@@ -507,7 +523,7 @@ int trainer_rl_step(struct trainer *t, struct sample_batch *b, struct step_metri
   rl_kl_sums(&x);
   t->step++;
   if (applied) t->weight_version++;
-  double t2 = wait_now();
+  double t2 = clock_seconds();
   if (!rc) rl_metrics(&x, diff, n_upd, skipped, t1 - t0, t2 - t1, m);
   rl_data_free(d);
   return rc;

@@ -14,11 +14,11 @@
 #include "model/device.h"
 #include "model/import.h"
 #include "mpi/allreduce.h"
-#include "mpi/wait.h"
 #include "tasks/tasks.h"
 #include "tokenizer/tokenizer.h"
 #include "train/device_update.h"
 #include "train/zero.h"
+#include "util/clock.h"
 #include "util/error.h"
 #include "util/rng.h"
 
@@ -266,7 +266,7 @@ static int sft_micro(struct trainer *t, const int *tokens, const int *cu, const 
 
 int trainer_sft_step(struct trainer *t, const int *tokens, const int *cu_seqlens,
                      const float *loss_mask, int nseq, struct step_metrics *m) {
-  double t0 = wait_now();
+  double t0 = clock_seconds();
   double counts[2] = {0.0, nseq > 0 ? (double)cu_seqlens[nseq] : 0.0};
   for (int i = 0; nseq > 0 && i < cu_seqlens[nseq]; i++) counts[0] += loss_mask[i];
   allreduce_polite(counts, 2, MPI_DOUBLE, MPI_SUM, t->dp);
@@ -286,7 +286,7 @@ int trainer_sft_step(struct trainer *t, const int *tokens, const int *cu_seqlens
   long skipped = t->skipped_nonfinite;
   trainer_apply_update(t, lr, &norm);
   t->step++;
-  double dt = wait_now() - t0;
+  double dt = clock_seconds() - t0;
   m->phase = PHASE_SFT;
   m->pg_loss = sums[0];
   m->entropy = sums[1] / n_glob;

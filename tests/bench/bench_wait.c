@@ -15,6 +15,7 @@
 #include <stdlib.h>
 
 #include "mpi/wait.h"
+#include "util/clock.h"
 
 enum mode { BUSY, PROBE, REQUEST, NMODES };
 static const char *mode_name[NMODES] = {"MPI_Recv (busy poll)", "wait_probe + MPI_Recv",
@@ -41,11 +42,11 @@ static double round_trip(enum mode mode, long n, int rank, int size, double *lat
   double msg = 0, t_work = 0, my_lat = 0;
   wait_barrier(MPI_COMM_WORLD);
   if (rank == 0) {
-    double t0 = wait_now();
+    double t0 = clock_seconds();
     volatile double sink = work(n);
     (void)sink;
-    t_work = wait_now() - t0;
-    msg = wait_now();
+    t_work = clock_seconds() - t0;
+    msg = clock_seconds();
     for (int r = 1; r < size; r++) MPI_Send(&msg, 1, MPI_DOUBLE, r, tag, MPI_COMM_WORLD);
   } else {
     MPI_Request req;
@@ -58,7 +59,7 @@ static double round_trip(enum mode mode, long n, int rank, int size, double *lat
       MPI_Irecv(&msg, 1, MPI_DOUBLE, 0, tag, MPI_COMM_WORLD, &req);
       wait_request(&req, MPI_STATUS_IGNORE);
     }
-    my_lat = wait_now() - msg; /* CLOCK_MONOTONIC is shared by processes of one node */
+    my_lat = clock_seconds() - msg; /* CLOCK_MONOTONIC is shared by processes of one node */
   }
   MPI_Reduce(&my_lat, lat, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   return t_work;
@@ -74,10 +75,10 @@ int main(int argc, char **argv) {
   /* calibrate n on rank 0 while the others wait politely */
   long n = 1000000;
   if (rank == 0) {
-    double t0 = wait_now();
+    double t0 = clock_seconds();
     volatile double sink = work(n);
     (void)sink;
-    n = (long)((double)n * target / (wait_now() - t0));
+    n = (long)((double)n * target / (clock_seconds() - t0));
   }
   wait_bcast(&n, 1, MPI_LONG, 0, MPI_COMM_WORLD);
   /* REPS rounds of each mode, interleaved so load from elsewhere hits all alike */

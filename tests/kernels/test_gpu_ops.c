@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "model/backend.h"
+#include "gpu_main.h"
 #include "model/device.h"
 
 #ifdef RLPT_HAVE_CUDA
@@ -479,15 +480,4 @@ static int run_all(void) {
 }
 #endif
 
-int main(void) {
-#ifndef RLPT_HAVE_CUDA
-  printf("test_gpu_ops: CUDA backend not built: skipped\n");
-  return 77;
-#else
-  if (device_cuda_count() == 0) {
-    printf("test_gpu_ops: no CUDA device: skipped\n");
-    return 77;
-  }
-  return run_all();
-#endif
-}
+GPU_TEST_MAIN("test_gpu_ops", run_all)

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "model/backend.h"
+#include "gpu_main.h"
 #include "model/device.h"
 
 #ifdef RLPT_HAVE_CUDA
@@ -299,15 +300,4 @@ static int run_all(void) {
 }
 #endif
 
-int main(void) {
-#ifndef RLPT_HAVE_CUDA
-  printf("test_gpu_shapes: CUDA backend not built: skipped\n");
-  return 77;
-#else
-  if (device_cuda_count() == 0) {
-    printf("test_gpu_shapes: no CUDA device: skipped\n");
-    return 77;
-  }
-  return run_all();
-#endif
-}
+GPU_TEST_MAIN("test_gpu_shapes", run_all)

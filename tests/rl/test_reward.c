@@ -45,7 +45,7 @@ static void test_components(void) {
   struct task_prompt p = {0};
   snprintf(p.text, sizeof p.text, "12+34=");
   snprintf(p.answer, sizeof p.answer, "46");
-  double parts[REWARD_NPARTS];
+  double parts[REWARD_NCOMPONENTS];
   int bad = 7;
   /* right, in tags, 10 tokens: 1 + 0.5 - 0.1*0.5 + 0 */
   struct reward_item it = {&p, "x <a>46</a>", 11, 10, 0};
@@ -90,7 +90,7 @@ static void test_nonfinite(void) {
   CHECK(reward_init(&rc, &cfg, err, sizeof err) == 0 && task_init(&t, &cfg, err, sizeof err) == 0);
   struct task_prompt p = {0};
   snprintf(p.answer, sizeof p.answer, "5");
-  double parts[REWARD_NPARTS];
+  double parts[REWARD_NCOMPONENTS];
   int bad = 0;
   /* a NaN component (penalty NaN) is zeroed and counted */
   rc.overlong_buffer = 5;
@@ -107,7 +107,7 @@ static void test_nonfinite(void) {
   /* in a batch: counted in nonfinite, mean stays finite */
   struct reward_item items[2] = {it, it};
   items[1].group = 1;
-  double rewards[2], bparts[2][REWARD_NPARTS];
+  double rewards[2], bparts[2][REWARD_NCOMPONENTS];
   struct reward_stats st;
   CHECK(reward_score_batch(&rc, &t, items, 2, 2, rewards, bparts, &st) == 0);
   CHECK(st.nonfinite == 2 && isfinite(st.mean) && st.mean == 0.0);
@@ -132,7 +132,7 @@ static void test_batch_stats(void) {
     {&p1, "<a>7</a>", 8, 3, 1}, {&p1, "7", 1, 3, 1},
     {&p2, "<a>3</a>", 8, 3, 2}, {&p2, "<a>3</a>", 8, 3, 2},
   };
-  double rewards[6], parts[6][REWARD_NPARTS];
+  double rewards[6], parts[6][REWARD_NCOMPONENTS];
   struct reward_stats st;
   CHECK(reward_score_batch(&rc, &t, items, 6, 3, rewards, parts, &st) == 0);
   CHECK(st.n == 6 && st.n_groups == 3 && st.nonfinite == 0);
@@ -156,7 +156,7 @@ static void test_batch_stats(void) {
   CHECK(reward_score_batch(&rc, &t, items, 6, 3, rewards, parts, &st) == 1);
   /* empty batch */
   CHECK(reward_score_batch(&rc, &t, items, 0, 0, rewards, parts, &st) == 0 && st.mean == 0.0);
-  CHECK(strcmp(reward_part_name(REWARD_OVERLONG), "overlong") == 0 && strcmp(reward_part_name(9), "?") == 0);
+  CHECK(strcmp(reward_component_name(REWARD_OVERLONG), "overlong") == 0 && strcmp(reward_component_name(9), "?") == 0);
 }
 
 static void test_init_errors(void) {

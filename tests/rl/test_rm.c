@@ -226,11 +226,11 @@ static void test_mixing(void) {
   char err[256];
   struct config cfg = mix_config(0.25, 1);
   CHECK(reward_init(&rc, &cfg, err, sizeof err) == 0 && task_init(&t, &cfg, err, sizeof err) == 0);
-  CHECK(rc.has_rm && rc.weight[REWARD_RM] == 1.0 && strcmp(reward_part_name(REWARD_RM), "rm") == 0);
+  CHECK(rc.has_rm && rc.weight[REWARD_RM] == 1.0 && strcmp(reward_component_name(REWARD_RM), "rm") == 0);
   struct task_prompt p = {0};
   snprintf(p.answer, sizeof p.answer, "46");
   struct reward_item right = {.prompt = &p, .text = "<a>46</a>", .len = 9, .n_tokens = 5};
-  double parts[REWARD_NPARTS];
+  double parts[REWARD_NCOMPONENTS];
   int bad = 0;
   /* rule = 1 * 1 + 0.5 * 1 = 1.5; rm = -2: 0.25 * 1.5 + 0.75 * -2 = -1.125 */
   double r = reward_score_one_rm(&rc, &t, &right, -2.0, parts, &bad);
@@ -257,7 +257,7 @@ static void test_mixing(void) {
   struct reward_item wrong = {.prompt = &p, .text = "<a>47</a>", .len = 9, .n_tokens = 5};
   struct reward_item items[4] = {right, wrong, right, right};
   items[2].group = items[3].group = 1;
-  double rm[4] = {0.5, 0.5, INFINITY, 0.5}, rew[4], bparts[4][REWARD_NPARTS];
+  double rm[4] = {0.5, 0.5, INFINITY, 0.5}, rew[4], bparts[4][REWARD_NCOMPONENTS];
   struct reward_stats st;
   CHECK(reward_score_batch_rm(&rc, &t, items, rm, 4, 2, rew, bparts, &st) == 0);
   CHECK_NEAR(rew[0], 0.25 * 1.5 + 0.75 * 0.5, 1e-12);

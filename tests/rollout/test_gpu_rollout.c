@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "model/backend.h"
+#include "gpu_main.h"
 #include "model/device.h"
 
 #ifdef RLPT_HAVE_CUDA
@@ -282,15 +283,4 @@ static int run_all(void) {
 }
 #endif
 
-int main(void) {
-#ifndef RLPT_HAVE_CUDA
-  printf("test_gpu_rollout: CUDA backend not built: skipped\n");
-  return 77;
-#else
-  if (device_cuda_count() == 0) {
-    printf("test_gpu_rollout: no CUDA device: skipped\n");
-    return 77;
-  }
-  return run_all();
-#endif
-}
+GPU_TEST_MAIN("test_gpu_rollout", run_all)

@@ -23,12 +23,12 @@
 
 #include "deck/config.h"
 #include "io/model_h5.h"
-#include "mpi/wait.h"
 #include "rollout/engine.h"
 #include "tasks/tasks.h"
 #include "testutil.h"
 #include "tokenizer/tokenizer.h"
 #include "train/trainer.h"
+#include "util/clock.h"
 
 static const char *deck_tiny =
     "[run]\nseed = 7\nsteps = 5\n"
@@ -495,7 +495,7 @@ static int measure_sft(const char *deck, int n_over, char **over) {
   struct sft_batch b;
   sft_batch_init(&b);
   trainer_begin_sft(&f.t);
-  double t0 = wait_now(), t_eval = 0.0;
+  double t0 = clock_seconds(), t_eval = 0.0;
   int n_eval = (int)f.cfg.sft.eval_prompts;
   for (long s = 0; s < f.cfg.sft.steps; s++) {
     struct step_metrics m;
@@ -505,12 +505,12 @@ static int measure_sft(const char *deck, int n_over, char **over) {
         trainer_sft_step(&f.t, b.tokens, b.cu_seqlens, b.mask, b.nseq, &m))
       return 1;
     if ((s + 1) % 25 == 0 || s + 1 == f.cfg.sft.steps) {
-      double te = wait_now();
+      double te = clock_seconds();
       double em = heldout_em(&f, re, n_eval, s + 1);
-      t_eval += wait_now() - te;
+      t_eval += clock_seconds() - te;
       printf("sft step %4ld  loss %.4f  lr %.2e  grad_norm %.3f  tok/s %.0f  train_s %.1f  "
              "heldout_exact_match %.3f (%d prompts)\n", s + 1, m.pg_loss, m.lr, m.grad_norm,
-             m.train_tok_per_s, wait_now() - t0 - t_eval, em, n_eval);
+             m.train_tok_per_s, clock_seconds() - t0 - t_eval, em, n_eval);
       fflush(stdout);
     }
   }

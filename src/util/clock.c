@@ -1,0 +1,10 @@
+/* util/clock.c: the monotonic wall clock (util/clock.h). */
+#include "util/clock.h"
+
+#include <time.h>
+
+double clock_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
