@@ -1,4 +1,4 @@
-/* cuda_device.c: device discovery and the shared failure path of the check macros. */
+/* cuda_device.c: device discovery and choice, and the shared failure path of the check macros. */
 #include <mpi.h>
 
 #include "kernels/cuda_check.h"
@@ -22,4 +22,11 @@ int cuda_device_count(void) {
     return 0;
   }
   return n;
+}
+
+int cuda_device_use(int local_rank) {
+  int n = cuda_device_count();
+  if (n < 1) return -1;
+  CUDA_CHECK(cudaSetDevice(local_rank % n));
+  return local_rank % n;
 }

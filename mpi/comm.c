@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "deck/config.h"
+#include "util/alloc.h"
 #include "util/error.h"
 
 const char *role_name(enum role r) {
@@ -283,8 +284,7 @@ void comms_print_map(const struct comms *c, FILE *f) {
   MPI_CHECK(MPI_Get_processor_name(me.host, &len));
   me.place = c->place;
   if (c->world_rank == 0) {
-    all = malloc((size_t)c->world_size * sizeof *all);
-    if (!all) die_local("out of memory gathering the rank map of %d ranks", c->world_size);
+    all = malloc_check((size_t)c->world_size * sizeof *all);
   }
   /* Bytes: every rank runs this same binary, so the struct layout is the same. */
   MPI_CHECK(MPI_Gather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, 0, c->world));
@@ -297,4 +297,13 @@ void comms_print_map(const struct comms *c, FILE *f) {
     fflush(f);
   }
   free(all);
+}
+
+int comms_node_rank(MPI_Comm comm) {
+  MPI_Comm node;
+  int local = 0;
+  MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  MPI_CHECK(MPI_Comm_rank(node, &local));
+  MPI_CHECK(MPI_Comm_free(&node));
+  return local;
 }

@@ -103,5 +103,8 @@ void comms_free(struct comms *c);
 /* Collective: gathers host and place of every rank; rank 0 prints one line per
  * rank, in world rank order, to f. */
 void comms_print_map(const struct comms *c, FILE *f);
+/* Collective over comm: this rank's rank among the ranks of comm on its node
+ * (MPI_Comm_split_type SHARED), e.g. to pick one GPU per rank of a node. */
+int comms_node_rank(MPI_Comm comm);
 
 #endif

@@ -12,23 +12,10 @@ int nccl_built(void) { return 0; }
 #include <time.h>
 
 #include "kernels/cuda_check.h"
+#include "util/alloc.h"
 #include "util/error.h"
 
 int nccl_built(void) { return 1; }
-
-int nccl_select_device(MPI_Comm comm) {
-  MPI_Comm node;
-  int local = 0, ndev = 0;
-  MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-  MPI_CHECK(MPI_Comm_rank(node, &local));
-  MPI_CHECK(MPI_Comm_free(&node));
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) {
-    (void)cudaGetLastError();
-    return -1;
-  }
-  CUDA_CHECK(cudaSetDevice(local % ndev));
-  return local;
-}
 
 void nccl_comm_init(struct nccl_comm *nc, MPI_Comm mpi) {
   ncclUniqueId id;
@@ -135,8 +122,7 @@ int nccl_device_unshared(MPI_Comm comm) {
   MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
   MPI_CHECK(MPI_Comm_size(node, &n));
   MPI_CHECK(MPI_Comm_rank(node, &rank));
-  char *all = malloc((size_t)n * ID_LEN);
-  if (!all) die_local("out of memory");
+  char *all = malloc_check((size_t)n * ID_LEN);
   MPI_CHECK(MPI_Allgather(me, ID_LEN, MPI_CHAR, all, ID_LEN, MPI_CHAR, node));
   int ok = me[0] != '\0';
   for (int i = 0; i < n; i++)

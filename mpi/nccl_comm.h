@@ -1,7 +1,7 @@
 /* nccl_comm.h: NCCL communicators bootstrapped over MPI, mirroring rlpt's MPI groups.
  *
- * Each rank drives the GPU local_rank % devices of its node (local rank from
- * MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)), set before any NCCL init. A
+ * Each rank drives the GPU local_rank % devices of its node (model/device.h device_use,
+ * with mpi/comm.h comms_node_rank), set before any NCCL init. A
  * communicator's unique id is made on its rank 0 and broadcast over MPI.
  * Sub-groups (DP, TP, weight_comm, ...) mirror an existing MPI communicator:
  * same ranks, same order, by ncclCommSplit (NCCL >= 2.18) or one id per group.
@@ -10,9 +10,7 @@
  * calls below return when the collective is complete: the wait polls
  * ncclCommGetAsyncError, so a dead peer gives a message instead of a hang.
  *
- * Built only with the CUDA backend (RLPT_HAVE_CUDA); nccl_built() says which.
- * (Not named nccl.h: with mpi/ on the include path that name would shadow NCCL's
- * own <nccl.h>, which the CUDA headers see only through -isystem.) */
+ * Built only with the CUDA backend (RLPT_HAVE_CUDA); nccl_built() says which. */
 #ifndef RLPT_NCCL_COMM_H
 #define RLPT_NCCL_COMM_H
 
@@ -33,9 +31,6 @@ struct nccl_comm {
   cudaStream_t stream;
 };
 
-/* Collective over comm: select this rank's device (cudaSetDevice(local_rank % devices)).
- * Returns the local rank, or -1 when this node has no CUDA device. */
-int nccl_select_device(MPI_Comm comm);
 /* Collective over mpi: one NCCL communicator with the ranks of mpi. */
 void nccl_comm_init(struct nccl_comm *nc, MPI_Comm mpi);
 /* Collective over parent->mpi: child mirrors child_mpi (a sub-communicator of

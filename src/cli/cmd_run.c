@@ -100,7 +100,7 @@ static int setup_roles(struct run *r) {
   /* every rank, whatever its role, before any device memory: one GPU per rank of a node */
   const struct backend_ops *dev = device_backend(r->cfg->run.device, r->cfg->model.dtype, err,
                                                  sizeof err);
-  if (dev && dev->upload) device_select_local(MPI_COMM_WORLD);
+  if (dev && dev->upload) device_use(comms_node_rank(MPI_COMM_WORLD));
   err[0] = '\0';
   if (!rc && r->is_train) {
     r->trainer = calloc(1, sizeof *r->trainer);

@@ -6,12 +6,10 @@
 #include <string.h>
 
 #include "deck/config.h"
-#ifdef RLPT_HAVE_CUDA
-#include "mpi/nccl_comm.h"
-#endif
 
 #ifdef RLPT_HAVE_CUDA
-int cuda_device_count(void); /* kernels/cuda_device.c */
+int cuda_device_count(void);         /* kernels/cuda_device.c */
+int cuda_device_use(int local_rank);
 extern const struct backend_ops cuda_backend, cuda_backend_bf16; /* kernels/cuda_ops.c */
 int device_cuda_built(void) { return 1; }
 int device_cuda_count(void) { return cuda_device_count(); }
@@ -53,10 +51,11 @@ const struct backend_ops *device_backend_named(const char *name, char *err, size
   return NULL;
 }
 
-int device_select_local(MPI_Comm comm) {
+int device_use(int local_rank) {
 #ifdef RLPT_HAVE_CUDA
-  if (cuda_device_count() > 0) return nccl_select_device(comm);
-#endif
-  (void)comm;
+  return cuda_device_use(local_rank);
+#else
+  (void)local_rank;
   return -1;
+#endif
 }

@@ -3,7 +3,6 @@
 #ifndef RLPT_DEVICE_H
 #define RLPT_DEVICE_H
 
-#include <mpi.h>
 #include <stddef.h>
 
 #include "model/backend.h"
@@ -23,11 +22,10 @@ const struct backend_ops *device_backend(int run_device, int dtype, char *err, s
 /* The same for a command's --device NAME (auto|cpu|cuda), always fp32; NULL with a message
  * in err for another name, or as above. */
 const struct backend_ops *device_backend_named(const char *name, char *err, size_t errlen);
-/* Collective over comm (every rank of the job), before any device memory: with the CUDA
- * backend and a visible GPU, this rank takes GPU (node-local rank % devices of its node),
- * the node-local rank counted over comm (MPI_Comm_split_type SHARED), so the ranks of a
- * node spread over its GPUs whatever their roles. Returns the device, or -1 (CPU build,
- * no GPU). */
-int device_select_local(MPI_Comm comm);
+/* Before any device memory: with the CUDA backend and a visible GPU, this rank drives GPU
+ * local_rank % devices of its node (local_rank: its rank among the job's ranks on the node,
+ * mpi/comm.h comms_node_rank), so the ranks of a node spread over its GPUs whatever their
+ * roles. Returns the device, or -1 (CPU build, no GPU). */
+int device_use(int local_rank);
 
 #endif

@@ -1,9 +1,9 @@
 /* model/test_gpu_select.c: which GPU each rank takes, and the ZeRO-1 slice collectives of
  * mpi/nccl_comm.h against MPI, on 1 or more ranks.
  *
- * Selection: device_select_local(MPI_COMM_WORLD) (what rlpt run calls before any device
- * memory) returns the rank's node-local rank, counted here independently (the ranks
- * of lower world rank with the same MPI processor name), and leaves the current device
+ * Selection: comms_node_rank(MPI_COMM_WORLD) returns the rank's node-local rank, counted
+ * here independently (the ranks of lower world rank with the same MPI processor name), and
+ * device_use of it (what rlpt run calls before any device memory) leaves the current device
  * at that local rank % the node's devices (cudaGetDevice).
  * Slices (when the node has one device per rank, as NCCL needs): over uneven slices,
  * one of them empty in the second layout, nccl_reduce_slices leaves each rank's own
@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "model/device.h"
+#include "mpi/comm.h"
 #include "mpi/nccl_comm.h"
 
 #ifdef RLPT_HAVE_CUDA
@@ -39,12 +40,14 @@ static int local_rank_by_name(int rank, int size) {
 }
 
 static void select_check(int rank, int size) {
-  int want = local_rank_by_name(rank, size), got = device_select_local(MPI_COMM_WORLD), dev = -1;
-  CHECK_MSG(got == want, "rank %d: device_select_local gave local rank %d, want %d", rank, got,
+  int want = local_rank_by_name(rank, size), local = comms_node_rank(MPI_COMM_WORLD), dev = -1;
+  CHECK_MSG(local == want, "rank %d: comms_node_rank gave local rank %d, want %d", rank, local,
             want);
+  int used = device_use(local);
   CHECK(cudaGetDevice(&dev) == cudaSuccess);
-  CHECK_MSG(dev == want % device_cuda_count(), "rank %d: current device %d, want %d %% %d", rank,
-            dev, want, device_cuda_count());
+  CHECK_MSG(dev == want % device_cuda_count() && used == dev,
+            "rank %d: device_use gave %d, current device %d, want %d %% %d", rank, used, dev, want,
+            device_cuda_count());
 }
 
 /* Exact in fp32 and distinct per (rank, i): multiples of 1/512 in [-2, 2). */

@@ -6,7 +6,7 @@ add_unit_test(test_model_golden SOURCES model/test_model_golden.c LABELS unit go
 # SmolLM2-135M-Instruct forward, greedy completions and chat prompts against PyTorch.
 add_unit_test(test_smollm2 SOURCES model/test_smollm2.c LABELS model)
 add_unit_test(test_gpu_model SOURCES model/test_gpu_model.c LABELS gpu)
-# test_gpu_select: the GPU each rank takes (device_select_local) and the ZeRO-1 slice
+# test_gpu_select: the GPU each rank takes (comms_node_rank, device_use) and the ZeRO-1 slice
 # collectives (nccl_reduce_slices / nccl_gather_slices) against MPI, on one rank and on
 # two (the slices then need a GPU per rank).
 add_test_program(test_gpu_select model/test_gpu_select.c)

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "model/device.h"
+#include "mpi/comm.h"
 #include "mpi/nccl_comm.h"
 
 #ifdef RLPT_HAVE_CUDA
@@ -107,7 +108,7 @@ int main(int argc, char **argv) {
   rc = 77;
 #else
   /* every rank must agree to skip: the smallest per-node device count decides */
-  int local = nccl_select_device(MPI_COMM_WORLD), ok = local >= 0, all_ok = 0;
+  int local = device_use(comms_node_rank(MPI_COMM_WORLD)) < 0 ? -1 : 0, ok = local >= 0, all_ok = 0;
   if (ok) {
     MPI_Comm node;
     int nlocal = 0;

@@ -26,6 +26,7 @@
 
 #include "deck/config.h"
 #include "model/device.h"
+#include "mpi/comm.h"
 #include "tasks/tasks.h"
 #include "testutil.h"
 #include "tokenizer/tokenizer.h"
@@ -221,7 +222,7 @@ int main(int argc, char **argv) {
       printf("test_gpu_trainer: no CUDA backend, no device, or fewer devices than ranks on a "
              "node: skipped\n");
   } else {
-    device_select_local(MPI_COMM_WORLD);  /* as rlpt run: one GPU per rank of the node */
+    device_use(comms_node_rank(MPI_COMM_WORLD));  /* as rlpt run: one GPU per rank of the node */
     for (int i = 1; i < argc && rank == 0; i++) printf("override %s\n", argv[i]);
     run_all(argc, argv);
     int mine = tu_failures, all = 0;
