@@ -5,11 +5,14 @@
  * prompt index), the PPO critic, the run state of run/restart.h and the canonical
  * deck. A failed write follows [checkpoint] on_error: abort stops the job,
  * continue warns and trains on. */
+#include "run/checkpoint.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "io/ckpt.h"
+#include "run/partial.h"
 #include "run/restart.h"
 #include "run/run.h"
 #include "train/device_update.h"
@@ -69,7 +72,7 @@ void run_checkpoint(struct run *r, long step) {
   struct ckpt_write_opts o = { .keep_last = (int)r->cfg->checkpoint.keep_last };
   double t0 = clock_seconds();
   int rc = ckpt_write(r->cfg->checkpoint.dir, &st, &o, r->comms.role_comm[ROLE_TRAIN]);
-  r->t_ckpt_last = clock_seconds() - t0;
+  partial_time(r, RUN_PHASE_CKPT, clock_seconds() - t0);
   free(st.deck);
   free(st.used_keys);
   for (int i = 0; i < 4; i++) free(tmp[i]);

@@ -1,15 +1,17 @@
-/* run/controller.c: the controller's side of a sync run (world rank 0): the step's
- * prompts to the rollout engines, the watchdog that collects every rank's
- * metrics partial within [run] phase_timeout_s, and the metrics lines (JSONL +
- * console) built from the merged partials. */
+/* run/controller.c: the controller's side of a step (run/controller.h). */
+#include "run/controller.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mpi/xfer.h"
-#include "run/eval.h"
+#include "rl/dynsamp.h"
+#include "run/partial.h"
+#include "run/route.h"
 #include "run/run.h"
+#include "util/alloc.h"
 #include "util/clock.h"
 #include "util/error.h"
 
@@ -28,7 +30,7 @@ void controller_send_prompts(struct run *r, long step, int round) {
   struct sample_batch b;
   sample_batch_init(&b);
   for (int i = 0; i < R; i++) {
-    for (long g = run_slice_lo(P, R, i); g < run_slice_lo(P, R, i + 1); g++) {
+    for (long g = route_slice_lo(P, R, i); g < route_slice_lo(P, R, i + 1); g++) {
       struct task_prompt tp;
       uint64_t id = dynsamp_prompt_id(step, round, g, P, r->cfg->algo.max_resample_rounds);
       struct sample *s = sample_batch_add(&b);
@@ -42,16 +44,9 @@ void controller_send_prompts(struct run *r, long step, int round) {
       s->weight_version = r->weight_version;
       if (run_prompt_tokens(r, &tp, s) != 0) die_local("prompt '%s' does not encode", tp.text);
     }
-    if (b.n) run_send(r, &b, r->rollout_world[i], BOX_PROMPTS, XFER_TAG_PROMPTS);
+    if (b.n) route_send(r, &b, r->rollout_world[i], BOX_PROMPTS, XFER_TAG_PROMPTS);
   }
   sample_batch_free(&b);
-}
-
-static void part_merge(const struct run *r, double *merged, const double *p) {
-  for (int i = PS_N; i < PS_MAX_BEGIN; i++) merged[i] += p[i];
-  for (int i = PS_MAX_BEGIN; i < PS_TRAIN_BEGIN; i++) merged[i] = fmax(merged[i], p[i]);
-  if (p[PS_HAS_TRAIN] == 1)
-    memcpy(merged + PS_TRAIN_BEGIN, p + PS_TRAIN_BEGIN, sizeof(double) * (size_t)(r->part_len - PS_TRAIN_BEGIN));
 }
 
 /* What a rank was doing in phase `phase`, for the watchdog; smaller = earlier in the pipeline. */
@@ -93,12 +88,11 @@ __attribute__((noreturn)) static void watchdog_fire(const struct run *r, const c
 void controller_collect(struct run *r, const char *expect, const char *phase, long step,
                         double *merged) {
   int W = r->comms.world_size, left = 0;
-  char *got = calloc((size_t)W, 1);
-  if (!got) die_local("out of memory");
-  for (int i = 0; i < r->part_len; i++) merged[i] = i >= PS_MAX_BEGIN ? NAN : 0.0;
+  char *got = calloc_check((size_t)W, 1);
+  for (int i = 0; i < r->partial_len; i++) merged[i] = i >= PS_MAX_BEGIN ? NAN : 0.0;
   for (int w = 0; w < W; w++) left += expect[w];
   if (expect[0]) {
-    part_merge(r, merged, r->part);
+    partial_merge(r, merged, r->partial);
     got[0] = 1;
     left--;
   }
@@ -114,11 +108,11 @@ void controller_collect(struct run *r, const char *expect, const char *phase, lo
     if (rc == XFER_TIMEOUT) watchdog_fire(r, expect, got, phase, step);
     if (rc != XFER_OK) die_local("receiving metrics failed: %s", xfer_strerror(rc));
     const double *p = (const double *)buf;
-    if (len != sizeof(double) * (size_t)r->part_len || from < 0 || from >= W || !expect[from] ||
+    if (len != sizeof(double) * (size_t)r->partial_len || from < 0 || from >= W || !expect[from] ||
         got[from] || p[PS_STEP] != (double)step)
       die_local("unexpected metrics message from rank %d (%zu bytes, step %g; expected %s step %ld)", from,
                 len, len >= sizeof(double) ? p[PS_STEP] : NAN, phase, step);
-    part_merge(r, merged, p);
+    partial_merge(r, merged, p);
     got[from] = 1;
     left--;
     free(buf);
@@ -141,10 +135,9 @@ static void kept_append(long P, const void *msg, size_t len, int from, int32_t *
 void controller_gather_kept(struct run *r, long step, const int32_t *mine, int n_mine, int32_t *out) {
   long P = r->cfg->algo.prompts_per_step;
   int W = r->comms.world_size, R = r->comms.counts.rollout_instances;
-  char *expect = calloc((size_t)W, 1), *got = calloc((size_t)W, 1);
-  if (!expect || !got) die_local("out of memory");
+  char *expect = calloc_check((size_t)W, 1), *got = calloc_check((size_t)W, 1);
   for (int i = 0; i < R; i++)  /* the reward ranks that scored a slice this round */
-    if (run_slice_lo(P, R, i) < run_slice_lo(P, R, i + 1)) expect[r->reward_world[run_instance_reward(r, i)]] = 1;
+    if (route_slice_lo(P, R, i) < route_slice_lo(P, R, i + 1)) expect[r->reward_world[route_instance_reward(r, i)]] = 1;
   out[0] = 0;
   if (expect[0]) kept_append(P, mine, sizeof(int32_t) * (size_t)n_mine, 0, out);
   double deadline = clock_seconds() + r->cfg->run.phase_timeout_s;
@@ -218,36 +211,6 @@ void controller_log_step(struct run *r, const double *q, enum metrics_phase phas
   if (metrics_log_step(&r->mlog, &m, stdout) != 0)
     die_local("writing the metrics file %s failed", r->cfg->log.metrics_path);
   metrics_free(&m);
-}
-
-double controller_log_eval(struct run *r, const double *q, enum metrics_phase phase, long step,
-                           double eval_s) {
-  struct step_metrics m;
-  metrics_init(&m);
-  evaluate_metrics(r, q, phase, step, eval_s, &m);
-  if (metrics_log_step(&r->mlog, &m, stdout) != 0) die_local("writing the metrics file %s failed", r->cfg->log.metrics_path);
-  printf("eval (%s, step %ld): greedy pass@1 %.3f on %.0f held-out prompts; sampled pass@1 %.3f, "
-         "pass@%ld %.3f (n = %ld, T = %g)\n", metrics_phase_name(phase), step, m.eval_pass1,
-         q[PS_EV_GREEDY_N], m.acc, r->cfg->eval.k, m.eval_passk, r->cfg->eval.samples,
-         r->cfg->rollout.temperature);
-  fflush(stdout);
-  double pass1 = m.eval_pass1;
-  metrics_free(&m);
-  return pass1;
-}
-
-void controller_band_check(const struct run *r, const double *q) {
-  const struct cfg_list *b = &r->cfg->sft.target_band;
-  double n = q[PS_EV_BAND_N], p = n > 0 ? q[PS_EV_BAND_OK] / n : NAN;
-  if (p >= b->v[0] && p <= b->v[1])
-    printf("sft: post-SFT greedy pass@1 %.3f on %.0f held-out prompts is inside [sft] target_band "
-           "[%g, %g]\n", p, n, b->v[0], b->v[1]);
-  else
-    printf("sft: WARNING: post-SFT greedy pass@1 %.3f on %.0f held-out prompts is OUTSIDE [sft] "
-           "target_band [%g, %g]: GRPO %s; adjust [sft] steps / lr\n", p, n, b->v[0], b->v[1],
-           p < b->v[0] ? "will see mostly all-wrong groups (no signal)"
-                       : "has little left to learn (mostly all-right groups)");
-  fflush(stdout);
 }
 
 void controller_summary(const struct run *r) {

@@ -3,6 +3,8 @@
  * groups (prompt, response, finish reason, reward and its parts, the advantages it
  * was trained with) to [log] samples_path as JSON lines — reward hacking shows
  * there before it shows in the curves. */
+#include "run/samples_log.h"
+
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>

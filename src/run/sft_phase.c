@@ -1,14 +1,20 @@
-/* run/sft_phase.c: the SFT warm start of a run. The train ranks run it on their own
+/* run/sft_phase.c: the SFT warm start of a run (run/sft_phase.h). The train ranks run it on their own
  * (each DP rank packs its contiguous share of every step's global batch from
  * the task's train split, train/trainer.h's SFT data path); train dp 0 reports each
  * step's metrics to the controller, which logs a `phase sft` line and watches
  * the step's deadline. Nothing else runs during SFT: the other ranks wait for
  * the weight broadcast that follows it. */
+#include "run/sft_phase.h"
+
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
+#include "run/controller.h"
+#include "run/partial.h"
 #include "run/run.h"
 #include "train/trainer.h"
+#include "util/alloc.h"
 #include "util/clock.h"
 #include "util/error.h"
 
@@ -24,22 +30,21 @@ static void sft_train_step(struct run *r, struct sft_batch *b, long step) {
   if (trainer_sft_step(r->trainer, b->tokens, b->cu_seqlens, b->mask, b->nseq, &m) != 0)
     die_local("SFT step %ld failed", step);
   if (r->comms.place.dp == 0) {
-    for (int i = 0; i < metric_fields_len; i++) r->part[PS_TRAIN_BEGIN + i] = *metrics_field(&m, i);
-    r->part[PS_HAS_TRAIN] = 1;
+    for (int i = 0; i < metric_fields_len; i++) r->partial[PS_TRAIN_BEGIN + i] = *metrics_field(&m, i);
+    r->partial[PS_HAS_TRAIN] = 1;
   }
   metrics_free(&m);
 }
 
-int run_sft(struct run *r) {
+void sft_phase_run(struct run *r) {
   long S = r->cfg->sft.steps;
-  if (S <= 0) return 0;
+  if (S <= 0) return;
   struct sft_batch b;
   sft_batch_init(&b);
   if (r->is_train) trainer_begin_sft(r->trainer);
   int train0 = r->train_world[0];
-  char *expect = calloc((size_t)r->comms.world_size, 1);
-  double *q = malloc(sizeof(double) * (size_t)r->part_len);
-  if (!expect || !q) die_local("out of memory");
+  char *expect = calloc_check((size_t)r->comms.world_size, 1);
+  double *q = malloc_check(sizeof(double) * (size_t)r->partial_len);
   expect[train0] = 1;
   if (r->is_ctl) {
     r->mlog.total_steps = S;
@@ -49,11 +54,11 @@ int run_sft(struct run *r) {
   }
   for (long s = 1; s <= S; s++) {
     double t0 = clock_seconds();
-    run_part_reset(r, s, PK_SFT);
+    partial_reset(r, s, PK_SFT);
     if (r->is_train) {
       /* trainer_sft_example keys examples by the 0-based step */
       sft_train_step(r, &b, s - 1);
-      if (r->comms.world_rank == train0) run_part_report(r);
+      if (r->comms.world_rank == train0) partial_report(r);
     }
     if (r->is_ctl) {
       controller_collect(r, expect, "sft", s, q);
@@ -64,5 +69,4 @@ int run_sft(struct run *r) {
   free(expect);
   free(q);
   sft_batch_free(&b);
-  return 0;
 }

@@ -1,36 +1,59 @@
-/* run/sync_step.c: one sync RL step as each role does it (run/run.h): rollout generates
- * its instance's groups, reward scores them and keeps them (with dynamic
- * sampling, rounds repeat until enough groups with a reward spread are kept:
- * rl/dynsamp.h), then hands each trained group whole to its train DP rank, train
- * updates, and the weight broadcast brings the new version to the rollout
- * ranks. Each rank reports its metrics partial to the controller as soon as its
- * last data-carrying role is done. */
+/* run/sync_step.c: one RL step of [run] mode = sync (run/mode.h), as each role does it.
+ * Every rank runs sync_step and does the parts its roles own, in this order:
+ *   controller  prompts (k-1)*P .. k*P-1 of the train split (later rounds:
+ *               dynsamp_prompt_id), split into contiguous slices, one per
+ *               rollout engine instance                              -> rollout
+ *   rollout     G samples per prompt (rollout_generate)             -> reward
+ *               (instance i sends to reward rank i % reward ranks)
+ *   reward      reward_score_batch; keeps the round's groups (all of them, or
+ *               with [algo] dynamic_sampling those with a reward spread)
+ *   (dynamic sampling: each reward rank sends its kept group numbers to the
+ *   controller, which broadcasts them to every rank; while fewer than P are kept
+ *   and rounds are left, all of the above runs again on P new prompts: rl/dynsamp.h)
+ *   rollout     its metrics partial to the controller, then the weight sync
+ *   reward      the first min(P, kept) groups, renumbered to their slots 0..n-1,
+ *               each whole to train DP rank route_slot_dp(n, slot)    -> train
+ *               then its metrics partial
+ *   train       trainer_rl_step (DP all-reduce inside), the weight broadcast over
+ *               weight_comm from its rank 0 (train dp 0; NCCL or MPI: run/weight_sync.c),
+ *               its metrics partial
+ *   controller  collects every partial (watchdog: run/controller.h) and logs the line.
+ * The reward -> train batches move in (DP rank, reward rank) order, which cannot deadlock
+ * when a rank is both (run/route.h). Each rank reports its partial as soon as its last
+ * data-carrying role is done, so the watchdog can name the earliest stalled stage. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/model.h"
 #include "mpi/wait.h"
 #include "mpi/xfer.h"
-#include "run/reward_service.h"
+#include "rl/dynsamp.h"
 #include "rollout/engine.h"
+#include "run/controller.h"
+#include "run/mode.h"
+#include "run/partial.h"
+#include "run/reward_service.h"
+#include "run/route.h"
 #include "run/run.h"
+#include "run/samples_log.h"
+#include "run/weight_sync.h"
 #include "train/trainer.h"
+#include "util/alloc.h"
 #include "util/clock.h"
 #include "util/error.h"
 
 /* ---- rollout ----------------------------------------------------------------- */
 
-static void rollout_part(struct run *r, long step) {
+/* Rollout ranks: G samples for each prompt of this instance's slice, to its reward rank. */
+static void generate_share(struct run *r, long step) {
   long P = r->cfg->algo.prompts_per_step;
   int R = r->comms.counts.rollout_instances, i = r->comms.place.instance;
-  if (run_slice_lo(P, R, i) == run_slice_lo(P, R, i + 1)) return;
+  if (route_slice_lo(P, R, i) == route_slice_lo(P, R, i + 1)) return;
   struct sample_batch prompts, out;
   sample_batch_init(&prompts);
   sample_batch_init(&out);
-  run_recv(r, &prompts, 0, BOX_PROMPTS, XFER_TAG_PROMPTS);
-  struct rollout_prompt *rp = calloc((size_t)prompts.n, sizeof *rp);
-  if (!rp) die_local("out of memory for %d prompts", prompts.n);
+  route_recv(r, &prompts, 0, BOX_PROMPTS, XFER_TAG_PROMPTS);
+  struct rollout_prompt *rp = calloc_check((size_t)prompts.n + 1, sizeof *rp);
   for (int k = 0; k < prompts.n; k++)
     rp[k] = (struct rollout_prompt){ .prompt_id = prompts.s[k].prompt_id, .group = prompts.s[k].group,
                                      .tokens = (const int *)prompts.s[k].prompt,
@@ -40,14 +63,14 @@ static void rollout_part(struct run *r, long step) {
   int rc = rollout_generate(r->engine, rp, prompts.n, (int)r->cfg->algo.group_size, step, r->weight_version,
                             &out, NULL, err, sizeof err);
   if (rc) die_local("step %ld: generation failed: %s", step, err);
-  r->part[PS_T_GEN] = (isnan(r->part[PS_T_GEN]) ? 0.0 : r->part[PS_T_GEN]) + clock_seconds() - t0;  /* all rounds */
-  r->part[PS_GEN_TOK] += (double)sample_batch_resp_tokens(&out);
+  partial_time(r, RUN_PHASE_GEN, clock_seconds() - t0);
+  r->partial[PS_GEN_TOK] += (double)sample_batch_resp_tokens(&out);
   /* The trainer measures logprob_diff_max on its old-logprob pass; with old_logprobs =
    * rollout it has none, so the rollout rank measures it (a model_forward over the batch).
    * Only meaningful at temperature 1: the recorded logprob is of the tempered distribution. */
   if (r->cfg->rollout.temperature == 1.0 && r->cfg->algo.old_logprobs == OLDLP_ROLLOUT)
-    r->part[PS_LPDIFF_ROLLOUT] = rollout_logprob_diff_max(r->rmodel, &out);
-  run_send(r, &out, r->reward_world[run_instance_reward(r, i)], BOX_SAMPLES, XFER_TAG_SAMPLES);
+    r->partial[PS_LPDIFF_ROLLOUT] = rollout_logprob_diff_max(r->rmodel, &out);
+  route_send(r, &out, r->reward_world[route_instance_reward(r, i)], BOX_SAMPLES, XFER_TAG_SAMPLES);
   free(rp);
   sample_batch_free(&prompts);
   sample_batch_free(&out);
@@ -59,12 +82,11 @@ static void rollout_part(struct run *r, long step) {
 static void reward_score(struct run *r, struct sample_batch *b) {
   int n = b->n;
   long P = r->cfg->algo.prompts_per_step;
-  struct reward_item *items = calloc((size_t)n + 1, sizeof *items);
-  struct task_prompt *tp = calloc((size_t)n + 1, sizeof *tp);
-  double *rew = calloc((size_t)n + 1, sizeof *rew);
-  double (*parts)[REWARD_NCOMPONENTS] = calloc((size_t)n + 1, sizeof *parts);
-  int *local = malloc(sizeof(int) * (size_t)P);
-  if (!items || !tp || !rew || !parts || !local) die_local("out of memory scoring %d samples", n);
+  struct reward_item *items = calloc_check((size_t)n + 1, sizeof *items);
+  struct task_prompt *tp = calloc_check((size_t)n + 1, sizeof *tp);
+  double *rew = calloc_check((size_t)n + 1, sizeof *rew);
+  double (*parts)[REWARD_NCOMPONENTS] = calloc_check((size_t)n + 1, sizeof *parts);
+  int *local = malloc_check(sizeof(int) * (size_t)P);
   for (long g = 0; g < P; g++) local[g] = -1;
   int n_groups = 0;
   for (int k = 0; k < n; k++) {
@@ -86,7 +108,7 @@ static void reward_score(struct run *r, struct sample_batch *b) {
   if (reward_score_batch_rm(&r->rcfg, &r->task, items, rm, n, n_groups, rew, parts, &st) != 0)
     die_local("reward scoring of %d samples failed", n);
   free(rm);
-  double *q = r->part;
+  double *q = r->partial;
   for (int k = 0; k < n; k++) {
     struct sample *s = &b->s[k];
     s->reward = rew[k];
@@ -118,20 +140,20 @@ static void reward_score(struct run *r, struct sample_batch *b) {
 /* One round: score the samples of this rank's rollout instances, move the groups the round
  * keeps into *held and their numbers into groups[] (room for P). Returns how many it
  * kept, or -1 when this rank scored nothing this round. */
-static int reward_round(struct run *r, const struct dynsamp *ds, struct sample_batch *held, int32_t *groups) {
+static int score_round(struct run *r, const struct dynsamp *ds, struct sample_batch *held, int32_t *groups) {
   long P = r->cfg->algo.prompts_per_step;
   int R = r->comms.counts.rollout_instances, j = r->comms.place.role_rank[ROLE_REWARD];
   struct sample_batch b;
   sample_batch_init(&b);
   for (int i = 0; i < R; i++)
-    if (run_instance_reward(r, i) == j && run_slice_lo(P, R, i) < run_slice_lo(P, R, i + 1))
-      run_recv(r, &b, r->rollout_world[i], BOX_SAMPLES, XFER_TAG_SAMPLES);
+    if (route_instance_reward(r, i) == j && route_slice_lo(P, R, i) < route_slice_lo(P, R, i + 1))
+      route_recv(r, &b, r->rollout_world[i], BOX_SAMPLES, XFER_TAG_SAMPLES);
   if (b.n == 0) return -1;
   double t0 = clock_seconds();
   reward_score(r, &b);
   int n = dynsamp_round_groups(ds, &b, groups);
   if (n < 0) die_local("out of memory filtering %d samples", b.n);
-  r->part[PS_T_REWARD] = (isnan(r->part[PS_T_REWARD]) ? 0.0 : r->part[PS_T_REWARD]) + clock_seconds() - t0;
+  partial_time(r, RUN_PHASE_REWARD, clock_seconds() - t0);
   for (int k = 0; k < b.n; k++)
     if (dynsamp_has_group(groups, n, b.s[k].group) && sample_batch_push(held, &b.s[k]) != 0)
       die_local("out of memory");
@@ -144,8 +166,7 @@ static int reward_round(struct run *r, const struct dynsamp *ds, struct sample_b
  * to the controller, which broadcasts them all. */
 static void round_agree(struct run *r, struct dynsamp *ds, long step, const int32_t *mine, int n_mine) {
   long P = ds->P;
-  int32_t *all = malloc(sizeof(int32_t) * (size_t)(P + 1));
-  if (!all) die_local("out of memory");
+  int32_t *all = malloc_check(sizeof(int32_t) * (size_t)(P + 1));
   all[0] = (int32_t)P;
   for (long g = 0; g < P; g++) all[1 + g] = (int32_t)g;
   if (ds->on) {
@@ -169,7 +190,7 @@ static void reward_take_dp(struct run *r, const struct dynsamp *ds, struct sampl
     for (int k = 0; k < held[round].n; k++) {
       struct sample *s = &held[round].s[k];
       long slot = s->n_prompt ? dynsamp_slot(ds, round, s->group) : -1;
-      if (slot < 0 || run_slot_dp(r, n_sel, slot) != d) continue;
+      if (slot < 0 || route_slot_dp(r, n_sel, slot) != d) continue;
       s->group = (int32_t)slot;
       if (sample_batch_push(out, s) != 0) die_local("out of memory");
     }
@@ -180,22 +201,21 @@ static void reward_take_dp(struct run *r, const struct dynsamp *ds, struct sampl
  * rank j) pair moves at most one batch, and every rank takes its pairs in (d, j) order:
  * with kept groups at shifted slots a rank that is both (colocated layout) may send to a
  * rank that sends to it, and this order never leaves both waiting on their sends. */
-static void run_to_train(struct run *r, const struct dynsamp *ds, struct sample_batch *held,
+static void reward_to_train(struct run *r, const struct dynsamp *ds, struct sample_batch *held,
                          struct sample_batch *in) {
   long n_sel = dynsamp_selected(ds);
   int D = r->comms.counts.train_dp, W = r->comms.counts.reward;
   int me = r->is_reward ? r->comms.place.role_rank[ROLE_REWARD] : -1, dp = r->is_train ? r->comms.place.dp : -1;
-  char *from = calloc((size_t)W, 1);  /* the reward ranks that send to this train rank */
+  char *from = calloc_check((size_t)W, 1);  /* the reward ranks that send to this train rank */
   struct sample_batch out;
   sample_batch_init(&out);
-  if (!from) die_local("out of memory");
-  for (long j = run_slice_lo(n_sel, D, dp); dp >= 0 && j < run_slice_lo(n_sel, D, dp + 1); j++)
-    from[run_instance_reward(r, run_group_instance(r, ds->kept[j] % ds->P))] = 1;
+  for (long j = route_slice_lo(n_sel, D, dp); dp >= 0 && j < route_slice_lo(n_sel, D, dp + 1); j++)
+    from[route_instance_reward(r, route_group_instance(r, ds->kept[j] % ds->P))] = 1;
   for (int d = 0; d < D; d++) {
     if (me >= 0) reward_take_dp(r, ds, held, d, &out);
     for (int j = 0; j < W; j++) {
-      if (j == me && out.n) run_send(r, &out, r->train_world[d], BOX_REWARDS, XFER_TAG_REWARDS);
-      if (d == dp && from[j]) run_recv(r, in, r->reward_world[j], BOX_REWARDS, XFER_TAG_REWARDS);
+      if (j == me && out.n) route_send(r, &out, r->train_world[d], BOX_REWARDS, XFER_TAG_REWARDS);
+      if (d == dp && from[j]) route_recv(r, in, r->reward_world[j], BOX_REWARDS, XFER_TAG_REWARDS);
     }
   }
   for (int round = 0; held && round < ds->rounds; round++) sample_batch_free(&held[round]);
@@ -214,14 +234,14 @@ static int cmp_sample(const void *a, const void *b) {
 /* The trainer's metrics into the partial's trainer block (train dp 0 only). */
 static void train_report_fields(struct run *r, struct step_metrics *m) {
   if (r->comms.place.dp != 0) return;
-  for (int i = 0; i < metric_fields_len; i++) r->part[PS_TRAIN_BEGIN + i] = *metrics_field(m, i);
-  r->part[PS_TRAIN_BEGIN + run_metric_index("t_ckpt")] = r->t_ckpt_last;
+  for (int i = 0; i < metric_fields_len; i++) r->partial[PS_TRAIN_BEGIN + i] = *metrics_field(m, i);
+  partial_set_train(r, "t_ckpt", r->t_ckpt_last);
   r->t_ckpt_last = 0;
-  r->part[PS_HAS_TRAIN] = 1;
+  r->partial[PS_HAS_TRAIN] = 1;
 }
 
 /* Train the batch b (this DP rank's share of the step's trained groups; emptied). */
-static void train_part(struct run *r, const struct dynsamp *ds, struct sample_batch *b_in) {
+static void train_share(struct run *r, const struct dynsamp *ds, struct sample_batch *b_in) {
   long n_sel = dynsamp_selected(ds);
   struct sample_batch b = *b_in;
   sample_batch_init(b_in);
@@ -229,10 +249,10 @@ static void train_part(struct run *r, const struct dynsamp *ds, struct sample_ba
   int64_t v = r->trainer->weight_version;
   for (int k = 0; k < b.n; k++) {
     double lag = (double)(v - b.s[k].weight_version);
-    r->part[PS_LAG_SUM] += lag;
-    r->part[PS_LAG_MAX] = fmax(r->part[PS_LAG_MAX], lag);
+    r->partial[PS_LAG_SUM] += lag;
+    r->partial[PS_LAG_MAX] = fmax(r->partial[PS_LAG_MAX], lag);
   }
-  r->part[PS_TRAINED] += b.n;
+  r->partial[PS_TRAINED] += b.n;
   struct step_metrics m;
   metrics_init(&m);
   /* no group kept on any rank (every train rank knows n_sel): no update, the trainer's
@@ -246,7 +266,7 @@ static void train_part(struct run *r, const struct dynsamp *ds, struct sample_ba
   sample_batch_free(&b);
 }
 
-/* ---- the step (the weight sync: run/weight_sync.c) ----------------------------------------- */
+/* ---- the step (the weight sync: run/weight_sync.c) ------------------------------------ */
 
 /* 1 for every rank that reports in an RL step (every rank with a worker role). */
 static void rl_expect(const struct run *r, char *expect) {
@@ -272,26 +292,39 @@ static void warn_short(struct run *r, const struct dynsamp *ds, long step) {
  * to the train ranks (into *in); returns with ds holding what every rank agreed. */
 static void run_rounds(struct run *r, long step, struct dynsamp *ds, struct sample_batch *in) {
   struct sample_batch *held = NULL;  /* [round]: the kept groups this reward rank holds */
-  int32_t *mine = malloc(sizeof(int32_t) * (size_t)(ds->P + 1));
-  if (!mine) die_local("out of memory");
+  int32_t *mine = malloc_check(sizeof(int32_t) * (size_t)(ds->P + 1));
   while (!dynsamp_done(ds)) {
     int n_mine = -1;
-    held = realloc(held, sizeof *held * (size_t)(ds->rounds + 1));
-    if (!held) die_local("out of memory");
+    held = realloc_check(held, sizeof *held * (size_t)(ds->rounds + 1));
     sample_batch_init(&held[ds->rounds]);
     if (r->is_ctl) controller_send_prompts(r, step, ds->rounds);
-    if (r->is_rollout) rollout_part(r, step);
-    if (r->is_reward) n_mine = reward_round(r, ds, &held[ds->rounds], mine);
+    if (r->is_rollout) generate_share(r, step);
+    if (r->is_reward) n_mine = score_round(r, ds, &held[ds->rounds], mine);
     round_agree(r, ds, step, mine, n_mine);
   }
-  if (r->is_reward || r->is_train) run_to_train(r, ds, held, in);
+  if (r->is_reward || r->is_train) reward_to_train(r, ds, held, in);
   free(held);
   free(mine);
 }
 
-void run_rl_step(struct run *r, long step) {
+/* Controller: the step's partials collected and its line logged. */
+static void log_step(struct run *r, const struct dynsamp *ds, long step, double t0) {
+  char *expect = malloc_check((size_t)r->comms.world_size);
+  double *q = malloc_check(sizeof(double) * (size_t)r->partial_len);
+  rl_expect(r, expect);
+  controller_collect(r, expect, "rl", step, q);
+  q[PS_ROUNDS] = ds->rounds;
+  q[PS_FILTERED] = (double)ds->n_filtered;
+  q[PS_SELECTED] = (double)dynsamp_selected(ds);
+  warn_short(r, ds, step);
+  controller_log_step(r, q, PHASE_RL, step, clock_seconds() - t0);
+  free(expect);
+  free(q);
+}
+
+static void sync_step(struct run *r, long step) {
   double t0 = clock_seconds();
-  run_part_reset(r, step, PK_RL);
+  partial_reset(r, step, PK_RL);
   struct dynsamp ds;
   if (dynsamp_init(&ds, r->cfg->algo.prompts_per_step, r->cfg->algo.dynamic_sampling,
                    r->cfg->algo.max_resample_rounds) != 0)
@@ -299,25 +332,14 @@ void run_rl_step(struct run *r, long step) {
   struct sample_batch in;
   sample_batch_init(&in);
   run_rounds(r, step, &ds, &in);
-  if (r->is_train) train_part(r, &ds, &in);
+  if (r->is_train) train_share(r, &ds, &in);
   sample_batch_free(&in);
   int worker = r->is_rollout || r->is_reward || r->is_train;
-  if (worker && !r->is_train) run_part_report(r);
+  if (worker && !r->is_train) partial_report(r);
   run_sync_weights(r);
-  if (r->is_train) run_part_report(r);
-  if (r->is_ctl) {
-    char *expect = malloc((size_t)r->comms.world_size);
-    double *q = malloc(sizeof(double) * (size_t)r->part_len);
-    if (!expect || !q) die_local("out of memory");
-    rl_expect(r, expect);
-    controller_collect(r, expect, "rl", step, q);
-    q[PS_ROUNDS] = ds.rounds;
-    q[PS_FILTERED] = (double)ds.n_filtered;
-    q[PS_SELECTED] = (double)dynsamp_selected(&ds);
-    warn_short(r, &ds, step);
-    controller_log_step(r, q, PHASE_RL, step, clock_seconds() - t0);
-    free(expect);
-    free(q);
-  }
+  if (r->is_train) partial_report(r);
+  if (r->is_ctl) log_step(r, &ds, step, t0);
   dynsamp_free(&ds);
 }
+
+const struct mode_ops sync_mode_ops = {.name = "sync", .step = sync_step};

@@ -1,4 +1,4 @@
-/* run/weight_sync.c: the weight broadcast after an update (run/run.h: run_sync_weights), from
+/* run/weight_sync.c: the weight broadcast after an update (run/weight_sync.h), from
  * train dp 0 (weight_comm rank 0, the root) to every rollout rank, on one of two paths
  * chosen once per run:
  *   NCCL  every rank of weight_comm runs its model on a GPU of its own: the root
@@ -25,7 +25,9 @@
 #include "mpi/wait.h"
 #include "mpi/xfer.h"
 #include "rollout/engine.h"
+#include "run/partial.h"
 #include "run/run.h"
+#include "run/weight_sync.h"
 #include "train/device_update.h"
 #include "train/trainer.h"
 #include "util/clock.h"
@@ -145,9 +147,9 @@ void run_sync_weights(struct run *r) {
     sync_mpi(r, v, &st);
   r->weight_version = v;
   if (root) {
-    r->part[PS_TRAIN_BEGIN + run_metric_index("t_sync")] = st.t_sync;
-    r->part[PS_TRAIN_BEGIN + run_metric_index("sync_gbps")] = st.sync_gbps;
-    r->part[PS_VERSION] = (double)v;
+    partial_time(r, RUN_PHASE_SYNC, st.t_sync);
+    partial_set_train(r, "sync_gbps", st.sync_gbps);
+    r->partial[PS_VERSION] = (double)v;
   }
 }
 

@@ -43,7 +43,7 @@
 
 #include "model/model.h"
 #include "rl/experience.h"
-#include "run/metrics.h"
+#include "rl/metrics.h"
 #include "train/optim.h"
 
 struct config;

@@ -1,10 +1,9 @@
-# rl/: the algorithm math (ALGORITHMS formulas against PyTorch golden files), dynamic
-# sampling, samples and the experience buffer, metrics records, rewards.
+# rl/: the algorithm math (the formulas of src/rl/README.md against PyTorch golden files),
+# dynamic sampling, samples and the experience buffer, rewards and the reward model.
 add_unit_test(test_algo SOURCES rl/test_algo.c)
 add_unit_test(test_algo_golden SOURCES rl/test_algo_golden.c LABELS unit golden)
 add_unit_test(test_dynsamp SOURCES rl/test_dynsamp.c)
 add_unit_test(test_experience SOURCES rl/test_experience.c)
-add_unit_test(test_metrics SOURCES rl/test_metrics.c)
 add_unit_test(test_reward SOURCES rl/test_reward.c)
 
 # The reward-model component ([reward] rm_path, rm_alpha; src/rl/reward_model.c):

@@ -1,3 +1,8 @@
+# run/: the job. The metrics record and its writers (JSONL parses back, non-finite numbers
+# are null, the console line holds its fields, the Prometheus textfile is complete, the log
+# appends on resume).
+add_unit_test(test_metrics SOURCES run/test_metrics.c)
+
 # End-to-end runs of `rlpt run` (label e2e): a reduced quickstart (tests/decks/e2e_tiny.ini:
 # tiny model, short SFT, a few GRPO steps) on 4 ranks separate and 2 ranks colocated, checked
 # from the metrics JSONL by test_e2e (names, logprob_diff_max <= 1e-5, acc and held-out sampled pass@1 rise); the same

@@ -9,6 +9,7 @@
 
 #include "io/hf_tokenizer.h"
 #include "rl/experience.h"
+#include "run/controller.h"
 #include "run/run.h"
 #include "testutil.h"
 

@@ -1,4 +1,4 @@
-/* rl/test_metrics.c: JSONL lines parse back with cJSON and carry the values,
+/* run/test_metrics.c: JSONL lines parse back with cJSON and carry the values,
  * non-finite numbers are null, the console line holds its fields, the
  * Prometheus textfile is complete and the run log appends on resume. */
 #include <cjson/cJSON.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "run/metrics.h"
+#include "run/metrics_log.h"
 #include "testutil.h"
 
 static void sample_metrics(struct step_metrics *m) {

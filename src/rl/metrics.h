@@ -1,0 +1,60 @@
+/* rl/metrics.h: one step's metrics, the record the train ranks, the rollout and reward
+ * ranks and the controller fill, and the metric field table: the one list of names,
+ * units and help that the writers (run/metrics_log.h) and anyone reducing metrics across
+ * ranks walk. Names are those of the JSONL lines (README "Metrics"); times are seconds,
+ * rates per second.
+ *
+ * Every number is a double that starts as NaN, meaning "not measured this step". */
+#ifndef RLPT_METRICS_H
+#define RLPT_METRICS_H
+
+#include <stddef.h>
+
+enum metrics_phase { PHASE_SFT, PHASE_RL };
+
+struct metric_part {
+  char *name;   /* owned; written as reward_parts.<name> */
+  double value;
+};
+
+struct step_metrics {
+  long step, weight_version;
+  enum metrics_phase phase;
+  double time_s;                        /* wall seconds of this step */
+  double reward_mean, reward_std, acc;
+  int n_parts;
+  struct metric_part *parts;            /* mean of each named reward component */
+  double resp_len_mean, resp_len_max, truncated_frac;
+  double kl, entropy, pg_loss, pg_clipfrac_low, pg_clipfrac_high, ratio_mean, grad_norm, lr;
+  double logprob_diff_max, lag_mean, lag_max, drop_ratio, tis_clipfrac;
+  double groups_filtered, skipped_nonfinite, reward_nonfinite, reward_parts_const_frac;
+  double gen_rounds, groups_trained;     /* dynamic sampling: generation rounds, groups in the update */
+  double t_gen, t_reward, t_ref, t_train, t_sync, t_ckpt;
+  double gen_tok_per_s, train_tok_per_s, sync_gbps, mfu;
+  /* eval lines only (has_eval = 1) */
+  int has_eval;
+  int eval_k;
+  double eval_pass1, eval_passk;        /* written as eval_pass@1, eval_pass@k */
+};
+
+/* The double fields after time_s, in output order (time_s itself is first). */
+struct metric_field {
+  const char *name;
+  size_t offset;       /* of the double in struct step_metrics */
+  const char *help;    /* with the unit */
+};
+extern const struct metric_field metric_fields[];
+extern const int metric_fields_len;
+/* The i-th field of m, to write / to read. */
+double *metrics_field(struct step_metrics *m, int i);
+double metrics_field_value(const struct step_metrics *m, int i);
+
+/* Every number NaN, step 0, no parts, no eval. */
+void metrics_init(struct step_metrics *m);
+void metrics_free(struct step_metrics *m);
+/* Set (or add) reward_parts.<name>. Returns 0, or -1 on allocation failure. */
+int metrics_set_part(struct step_metrics *m, const char *name, double value);
+/* "sft" / "rl". */
+const char *metrics_phase_name(enum metrics_phase p);
+
+#endif

@@ -1,0 +1,11 @@
+/* run/mode.c: the mode_ops of each [run] mode (run/mode.h). */
+#include "run/mode.h"
+
+#include "deck/config.h"
+
+const struct mode_ops *mode_ops_for(int run_mode) {
+  switch (run_mode) {
+  case MODE_SYNC: return &sync_mode_ops;
+  default: return NULL;  /* colocate_async, separate_async: refused at setup (run/setup.c) */
+  }
+}

@@ -1,0 +1,17 @@
+/* run/setup.h: a run's state from its validated deck and communicators, and back:
+ * the pieces every rank builds the same way (threads, tokenizer and model config, task,
+ * reward, the rank maps; every error collective: exit 2 on every rank for bad input),
+ * the banner, then each rank's role state (trainer, rollout model and engine, reward
+ * model, metrics writers). */
+#ifndef RLPT_SETUP_H
+#define RLPT_SETUP_H
+
+struct run;
+
+/* Collective over the world, after r->cfg, r->deck_path and r->comms are set. 0, or the
+ * agreed exit code (2 bad input, 1 internal; the message printed once). */
+int run_setup(struct run *r);
+/* Everything run_setup made (safe after a failed setup). */
+void run_teardown(struct run *r);
+
+#endif
