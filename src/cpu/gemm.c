@@ -306,8 +306,10 @@ struct gemm_job {
 static struct gemm_job gemm_job_make(int ta, int tb, int M, int N, int K, float alpha,
                                      const float *A, int lda, const float *B, int ldb, float beta,
                                      float *C, int ldc) {
-  return (struct gemm_job){ta, tb, M, N, K, lda, ldb, ldc, block_of(K, KC, 1), block_of(M, MC, MR),
-                           block_of(N, NC, NR), alpha, beta, A, B, C, NULL, NULL};
+  return (struct gemm_job){.ta = ta, .tb = tb, .M = M, .N = N, .K = K, .lda = lda, .ldb = ldb,
+                           .ldc = ldc, .kb = block_of(K, KC, 1), .mb = block_of(M, MC, MR),
+                           .nb = block_of(N, NC, NR), .alpha = alpha, .beta = beta, .A = A,
+                           .B = B, .C = C, .sa = NULL, .sb = NULL};
 }
 
 /* Offset in a wholly packed operand of its block starting at row/column x0 (of n,
@@ -424,7 +426,8 @@ int cpu_gemm_parallel(int nt, int ta, int tb, int M, int N, int K, float alpha, 
                       int lda, const float *B, int ldb, float beta, float *C, int ldc) {
 #if defined(__x86_64__) && defined(__GNUC__)
   if (cpu_gemm_impl() != CPU_GEMM_RLPT || M <= 0 || N <= 0 || K <= 0 || alpha == 0.0f) return 0;
-  struct gemm_par q = {gemm_job_make(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc), N > M};
+  struct gemm_par q = {.g = gemm_job_make(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc),
+                       .by_cols = N > M};
   int short_side = q.by_cols ? M : N, unit = q.by_cols ? MR : NR;
   size_t shared = (size_t)((short_side + unit - 1) / unit * unit) * (size_t)K;
   float *s = shared <= SHARE_MAX ? pack_room(&buf_shared, shared) : NULL;

@@ -69,7 +69,7 @@ static int check_shared(int M, int K, int count, const int *N, unsigned seed) {
   for (size_t i = 0; i < nc; i++) C[i] = 7.0f; /* beta 0: must be overwritten */
   size_t ob = 0, oc = 0;
   for (int c = 0; c < count; c++) {
-    p[c] = (struct rowinv_product){N[c], B + ob, C + oc};
+    p[c] = (struct rowinv_product){.N = N[c], .B = B + ob, .C = C + oc};
     for (int i = 0; i < M; i++)
       for (int j = 0; j < N[c]; j++)
         ref[oc + (size_t)i * N[c] + j] = rowinv_dot_plain(A + (size_t)i * K, B + ob + (size_t)j * K, K);
