@@ -10,12 +10,14 @@
  * 2^(n >> 1) and 2^(n - (n >> 1)) (two factors keep each power normal, so
  * subnormal results and n = 128 come out right). Max error about 2 ulp against
  * expf on the normal range (cpu/test_fastmath.c). NaN in, NaN out. */
-#ifndef RLPT_FASTMATH_H
-#define RLPT_FASTMATH_H
+#ifndef RLPT_CPU_FASTMATH_H
+#define RLPT_CPU_FASTMATH_H
 
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "cpu/simd.h"
 
 #define FM_LO (-104.0f)
 #define FM_HI 88.75f
@@ -55,14 +57,11 @@ static inline float fast_expf(float x) {
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define FM_AVX2 __attribute__((target("avx2,fma")))
-
-FM_AVX2 static inline __m256 fm_pow2i8(__m256i n) {
+CPU_AVX2 static inline __m256 fm_pow2i8(__m256i n) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23));
 }
 
-FM_AVX2 static inline __m256 fast_exp8(__m256 x) {
+CPU_AVX2 static inline __m256 fast_exp8(__m256 x) {
   __m256 xc = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(FM_LO)), _mm256_set1_ps(FM_HI));
   __m256 shift = _mm256_set1_ps(FM_SHIFT);
   __m256 n = _mm256_sub_ps(_mm256_fmadd_ps(xc, _mm256_set1_ps(FM_LOG2E), shift), shift);

@@ -15,6 +15,7 @@
  * on the hot path allocates nothing. */
 #include "cpu/gemm.h"
 
+#include "cpu/simd.h"
 #include "cpu/thread_pool.h"
 
 #include <cblas.h>
@@ -31,14 +32,6 @@
 
 /* ---- choice of implementation -------------------------------------------- */
 
-static int have_avx2(void) {
-#if defined(__x86_64__) && defined(__GNUC__)
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-  return 0;
-#endif
-}
-
 static enum cpu_gemm_impl gemm_impl;
 static pthread_once_t gemm_once = PTHREAD_ONCE_INIT;
 
@@ -46,7 +39,7 @@ static pthread_once_t gemm_once = PTHREAD_ONCE_INIT;
  * call deep in a rank cannot stop the job) and the default used. */
 static void gemm_choose(void) {
   const char *e = getenv("RLPT_GEMM");
-  int avx2 = have_avx2(), want_blas = e && !strcmp(e, "openblas");
+  int avx2 = cpu_have_avx2(), want_blas = e && !strcmp(e, "openblas");
   gemm_impl = avx2 && !want_blas ? CPU_GEMM_RLPT : CPU_GEMM_OPENBLAS;
   if (e && *e && !want_blas && strcmp(e, "rlpt"))
     fprintf(stderr, "rlpt: RLPT_GEMM=%s: expected openblas or rlpt; using %s\n", e,
@@ -66,19 +59,17 @@ const char *cpu_gemm_name(void) {
 
 enum cpu_gemm_impl cpu_gemm_set_impl(enum cpu_gemm_impl impl) {
   pthread_once(&gemm_once, gemm_choose);
-  gemm_impl = impl == CPU_GEMM_RLPT && have_avx2() ? CPU_GEMM_RLPT : CPU_GEMM_OPENBLAS;
+  gemm_impl = impl == CPU_GEMM_RLPT && cpu_have_avx2() ? CPU_GEMM_RLPT : CPU_GEMM_OPENBLAS;
   return gemm_impl;
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define GEMM_AVX2 __attribute__((target("avx2,fma")))
 
 /* ---- packing --------------------------------------------------------------- */
 
 /* r[i] (8 floats of row i) -> r[q] (element q of every row): the 8 x 8 transpose of
  * unpack, shuffle and 128-bit permutes. */
-GEMM_AVX2 static inline void transpose8(__m256 r[8]) {
+CPU_AVX2 static inline void transpose8(__m256 r[8]) {
   __m256 t[8], u[8];
   for (int i = 0; i < 4; i++) {
     t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
@@ -99,7 +90,7 @@ GEMM_AVX2 static inline void transpose8(__m256 r[8]) {
  * or w = 16 with two calls of 8 rows): 8 k at a time through transpose8. With w = 6
  * the first 7 stores write 8 floats, the last 2 being overwritten by the next store;
  * the eighth writes 6, so nothing lands past the panel. */
-GEMM_AVX2 static void pack_rows_t(const float *src, size_t ld, int rows, int kc, float *dst,
+CPU_AVX2 static void pack_rows_t(const float *src, size_t ld, int rows, int kc, float *dst,
                                   int w) {
   int p = 0;
   for (; p + 8 <= kc; p += 8) {
@@ -123,7 +114,7 @@ GEMM_AVX2 static void pack_rows_t(const float *src, size_t ld, int rows, int kc,
 /* op(A)[i0 + i, k0 + p] for i < mc, p < kc into MR-row panels: panel r holds
  * rows r*MR.. as dst[r*MR*kc + p*MR + i], rows past mc zero. A^T is read a row at
  * a time across all panels (one sequential stream), A by transposes of 6 rows. */
-GEMM_AVX2 static void pack_a(int ta, const float *A, int lda, int i0, int mc, int k0, int kc,
+CPU_AVX2 static void pack_a(int ta, const float *A, int lda, int i0, int mc, int k0, int kc,
                              float *dst) {
   int full = mc / MR * MR;
   if (ta) {
@@ -155,7 +146,7 @@ GEMM_AVX2 static void pack_a(int ta, const float *A, int lda, int i0, int mc, in
 /* op(B)[k0 + p, j0 + j] for p < kc, j < nc into NR-column panels: panel r holds
  * columns r*NR.. as dst[r*NR*kc + p*NR + j], columns past nc zero. B is read a row
  * at a time across all panels, B^T by transposes of 8 rows. */
-GEMM_AVX2 static void pack_b(int tb, const float *B, int ldb, int k0, int kc, int j0, int nc,
+CPU_AVX2 static void pack_b(int tb, const float *B, int ldb, int k0, int kc, int j0, int nc,
                              float *dst) {
   int full = nc / NR * NR;
   if (!tb) {
@@ -185,7 +176,7 @@ GEMM_AVX2 static void pack_b(int tb, const float *B, int ldb, int k0, int kc, in
 
 /* c[MR, NR] (row stride ldc) = alpha a-panel b-panel + beta c over kc; beta = 0 does
  * not read c. */
-GEMM_AVX2 static void kernel_6x16(int kc, const float *a, const float *b, float *c, size_t ldc,
+CPU_AVX2 static void kernel_6x16(int kc, const float *a, const float *b, float *c, size_t ldc,
                                   float alpha, float beta) {
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
@@ -227,7 +218,7 @@ GEMM_AVX2 static void kernel_6x16(int kc, const float *a, const float *b, float 
 
 /* One MR x NR tile of C, of which mr x nr lie inside C: whole tiles straight, edge
  * tiles through a stack tile. */
-GEMM_AVX2 static void tile(int kc, const float *a, const float *b, float *c, int ldc, int mr,
+CPU_AVX2 static void tile(int kc, const float *a, const float *b, float *c, int ldc, int mr,
                            int nr, float alpha, float beta) {
   if (mr == MR && nr == NR) {
     kernel_6x16(kc, a, b, c, (size_t)ldc, alpha, beta);
@@ -247,7 +238,7 @@ GEMM_AVX2 static void tile(int kc, const float *a, const float *b, float *c, int
 
 /* C block [mc, nc] += the packed A block times the packed B block (beta for the first
  * k block, 1 after). */
-GEMM_AVX2 static void macro_kernel(int mc, int nc, int kc, const float *pa, const float *pb,
+CPU_AVX2 static void macro_kernel(int mc, int nc, int kc, const float *pa, const float *pb,
                                    float *C, int ldc, float alpha, float beta) {
   for (int jr = 0; jr < nc; jr += NR) {
     int nr = nc - jr < NR ? nc - jr : NR;
@@ -315,8 +306,10 @@ struct gemm_job {
 static struct gemm_job gemm_job_make(int ta, int tb, int M, int N, int K, float alpha,
                                      const float *A, int lda, const float *B, int ldb, float beta,
                                      float *C, int ldc) {
-  return (struct gemm_job){ta, tb, M, N, K, lda, ldb, ldc, block_of(K, KC, 1), block_of(M, MC, MR),
-                           block_of(N, NC, NR), alpha, beta, A, B, C, NULL, NULL};
+  return (struct gemm_job){.ta = ta, .tb = tb, .M = M, .N = N, .K = K, .lda = lda, .ldb = ldb,
+                           .ldc = ldc, .kb = block_of(K, KC, 1), .mb = block_of(M, MC, MR),
+                           .nb = block_of(N, NC, NR), .alpha = alpha, .beta = beta, .A = A,
+                           .B = B, .C = C, .sa = NULL, .sb = NULL};
 }
 
 /* Offset in a wholly packed operand of its block starting at row/column x0 (of n,
@@ -433,7 +426,8 @@ int cpu_gemm_parallel(int nt, int ta, int tb, int M, int N, int K, float alpha, 
                       int lda, const float *B, int ldb, float beta, float *C, int ldc) {
 #if defined(__x86_64__) && defined(__GNUC__)
   if (cpu_gemm_impl() != CPU_GEMM_RLPT || M <= 0 || N <= 0 || K <= 0 || alpha == 0.0f) return 0;
-  struct gemm_par q = {gemm_job_make(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc), N > M};
+  struct gemm_par q = {.g = gemm_job_make(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc),
+                       .by_cols = N > M};
   int short_side = q.by_cols ? M : N, unit = q.by_cols ? MR : NR;
   size_t shared = (size_t)((short_side + unit - 1) / unit * unit) * (size_t)K;
   float *s = shared <= SHARE_MAX ? pack_room(&buf_shared, shared) : NULL;

@@ -51,8 +51,8 @@ static double now_us(void) {
 
 /* Poll *x until it differs from `from` (seen: returns 1) or spin_us pass (0).
  * The poll yields the core between looks: on a node shared with more runnable
- * threads than cores (other ranks, BLAS's threads) a pause-spin held the core
- * the awaited thread needed (120-240 us a job instead of 20, measured), while
+ * threads than cores (other ranks, BLAS's threads) a pause-spin holds the core
+ * the awaited thread needs (120-240 us a job instead of 20, measured), while
  * with yields a job costs 15-25 us against 35-40 us for a plain sleep and wake. */
 static int spin_until_change_u64(_Atomic uint64_t *x, uint64_t from, int spin_us) {
   if (spin_us <= 0) return 0;
@@ -136,7 +136,7 @@ int thread_pool_grow(struct thread_pool *p, int threads) {
   pthread_sigmask(SIG_SETMASK, &all, &old);
   while (p->workers + 1 < threads) {
     int i = p->workers + 1;
-    p->self[i] = (struct pool_worker){p, i, atomic_load(&p->ticket)};
+    p->self[i] = (struct pool_worker){.pool = p, .index = i, .seen = atomic_load(&p->ticket)};
     if (pthread_create(&p->tid[i], NULL, worker_main, &p->self[i]) != 0) break;
     p->workers = i;
   }

@@ -18,7 +18,8 @@
  * (after RoPE) and V of each new token there and reads the context back the same way.
  *
  * Running out of blocks is reported (return -1), never a crash or a silent
- * truncation: the engine then evicts prefix-cache entries or preempts a sequence.
+ * truncation: the scheduler (rollout/scheduler.h) then evicts prefix-cache entries or
+ * preempts a sequence.
  *
  * Prefix cache: an entry is (weight_version, prompt tokens) -> the prompt's blocks
  * (held by reference) plus the logits after its last token. Entries of a weight

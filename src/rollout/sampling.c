@@ -32,7 +32,7 @@ int sampling_argmax(const float *logits, int vocab) {
   return best;
 }
 
-/* The trainer's log-softmax arithmetic (cpu/ops.c logprob_fwd) on zf[i] = logits[i] / T
+/* The trainer's log-softmax arithmetic (cpu/logprob.c logprob_fwd) on zf[i] = logits[i] / T
  * rounded to float: float max, terms expf(zf - max) in float summed in double, the
  * log-sum-exp rounded to float, zf - lse in float. At T = 1 (zf = logits exactly) the
  * recorded logprob is then the same bits as the trainer's for the same logits.
@@ -74,7 +74,7 @@ static int ent_cmp(const void *a, const void *b) {
 static int sample_truncated(struct sampler *s, long top_k, double top_p, double u) {
   int V = s->vocab;
   int k = (top_k > 0 && top_k < V) ? (int)top_k : V;
-  for (int i = 0; i < V; i++) s->order[i] = (struct sampler_ent){ s->z[i], i };
+  for (int i = 0; i < V; i++) s->order[i] = (struct sampler_ent){ .p = s->z[i], .i = i };
   qsort(s->order, (size_t)V, sizeof *s->order, ent_cmp);
   double mass_k = 0;
   for (int j = 0; j < k; j++) mass_k += s->order[j].p;

@@ -7,7 +7,7 @@
  * same token, so with equal weights lp_roll == lp_old and the PPO/TIS ratio
  * starts at 1; recording the truncated (renormalised) logprob instead would bias
  * every ratio by log(kept mass). For T = 0 (greedy) it is log_softmax(logits)
- * of the raw logits. The arithmetic is the trainer's (cpu/ops.c logprob_fwd:
+ * of the raw logits. The arithmetic is the trainer's (cpu/logprob.c logprob_fwd:
  * float terms expf(z - max) summed in double, the log-sum-exp and z - lse
  * rounded to float), so at T = 1 the recorded logprob is the trainer's to the
  * bit for the same logits; the sampling probabilities are those same terms.

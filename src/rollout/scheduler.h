@@ -1,9 +1,9 @@
-/* rollout/scheduler.h: the rollout engine. Continuous batching over a paged KV cache with
- * prefix sharing and preemption (the vLLM model), on any language model that
- * implements struct lm_ops.
+/* rollout/scheduler.h: the scheduler that the rollout engine (rollout/engine.c) drives:
+ * continuous batching over a paged KV cache with prefix sharing and preemption (the
+ * vLLM model), on any language model that implements struct lm_ops.
  *
  * Requests are (prompt id, sample index, prompt tokens), typically prompts x G.
- * Every engine step:
+ * Every scheduler step:
  *   1. every running sequence gets one KV slot for its last sampled token (decode);
  *      when the pool runs out, unused prefix-cache entries are evicted first (LRU),
  *      then the newest running sequence is preempted: its blocks are freed and it
@@ -30,8 +30,8 @@
  * prompts first (stable, so the G samples of a prompt stay together). "Longest"
  * is the prompt length in tokens, the only length known before generation; a
  * long prompt admitted late is the one that makes the tail of a step slow. */
-#ifndef RLPT_GENERATE_H
-#define RLPT_GENERATE_H
+#ifndef RLPT_ROLLOUT_SCHEDULER_H
+#define RLPT_ROLLOUT_SCHEDULER_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -57,23 +57,24 @@ struct lm_batch {
   int all_logits;          /* 0: logits of each sequence's last new token; 1: of every new token */
 };
 
-/* The model side of the engine. forward must, for every new token, write its K (after RoPE)
- * and V into kv_slot(kv, block_table, pos, layer, KV_K / KV_V) for every layer, attend it
- * causally to its sequence's positions 0 .. pos, and write fp32 logits:
+/* The model side of the scheduler. forward must, for every new token, write its K (after
+ * RoPE) and V into kv_slot(kv, block_table, pos, layer, KV_K / KV_V) for every layer,
+ * attend it causally to its sequence's positions 0 .. pos, and write fp32 logits:
  * all_logits = 0 -> logits[n_seqs][vocab] (last new token of each sequence, batch order);
  * all_logits = 1 -> logits[n_tokens][vocab] (every new token, batch order).
- * Returns 0, or nonzero on failure (the engine stops with an internal error).
+ * Returns 0, or nonzero on failure (gen_run stops with an internal error).
  *
- * sample, optional: sampling where the logits are (a device backend), so that a decode step
- * brings back a token and a logprob per sequence instead of vocab floats. When set, the
- * engine calls forward with all_logits = 0 and logits = NULL: forward keeps its rows itself.
- * sample then draws n tokens with the engine's uniforms u[n]: token i from row src[i] >= 0
- * of the last forward's logits, or from host row host[-1 - src[i]] (a prefix-cache hit);
- * tokens[i] and logprob[i] as sampler_sample (-1: nothing to sample). logits_row copies
- * row `row` of the last forward's logits to host (the prefix cache keeps a prompt's row).
- * Both return 0, or nonzero on failure. NULL: the engine samples forward's host logits with
- * sampler_sample; both ways give the same tokens (rollout/sampling.h's arithmetic) but where a
- * uniform falls within a few ulps of a token boundary. */
+ * sample, optional: sampling where the logits are (a device backend), so that a decode
+ * step brings back a token and a logprob per sequence instead of vocab floats. When set,
+ * the scheduler calls forward with all_logits = 0 and logits = NULL: forward keeps its
+ * rows itself. sample then draws n tokens with the scheduler's uniforms u[n]: token i from
+ * row src[i] >= 0 of the last forward's logits, or from host row host[-1 - src[i]] (a
+ * prefix-cache hit); tokens[i] and logprob[i] as sampler_sample (-1: nothing to sample).
+ * logits_row copies row `row` of the last forward's logits to host (the prefix cache keeps
+ * a prompt's row). Both return 0, or nonzero on failure. NULL: the scheduler samples
+ * forward's host logits with sampler_sample; both ways give the same tokens
+ * (rollout/sampling.h's arithmetic) but where a uniform falls within a few ulps of a token
+ * boundary. */
 struct lm_ops {
   void *ctx;
   int vocab;
@@ -122,7 +123,7 @@ struct gen_stats {
   long prefill_computed;   /* of those, tokens the model actually computed (the rest was shared) */
   long decode_tokens;
   long preemptions;
-  long steps;              /* engine steps (one forward each, unless served from the prefix cache) */
+  long steps;              /* scheduler steps (one forward each, unless the prefix cache serves it) */
   long prefix_hits, cow_copies;
   int blocks_used_max, n_blocks;
 };

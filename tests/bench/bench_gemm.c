@@ -1,4 +1,4 @@
-/* bench_gemm.c: GFLOP/s of the CPU backend's matmul for every GEMM shape of one
+/* bench/bench_gemm.c: GFLOP/s of the CPU backend's matmul for every GEMM shape of one
  * training step (forward, dX and dW of each linear layer and of the lm_head
  * chunks), with rlpt's GEMM and with OpenBLAS's (cpu/gemm.h) side by side: the same
  * pool split over --threads, the two run alternately, best of --reps each; the

@@ -1,4 +1,4 @@
-/* bench_generate.c: generated tokens/s of the rollout engine (rollout/engine.h) on the CPU
+/* bench/bench_generate.c: generated tokens/s of the rollout engine (rollout/engine.h) on the CPU
  * model, at 1, 16 and 64 sequences per forward, against PyTorch KV-cached decoding
  * (bench_generate_ref.py) on the same work with the same thread count.
  *

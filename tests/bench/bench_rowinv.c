@@ -1,4 +1,4 @@
-/* bench_rowinv.c: the memory bandwidth a batch-1 decode step's weight products get
+/* bench/bench_rowinv.c: the memory bandwidth a batch-1 decode step's weight products get
  * (the row-invariant GEMV of cpu/rowinv.c, M = 1) on the SmolLM2-135M shapes, beside
  * two plain reads of the same 538 MB (bench_read.h): one sequential stream per thread
  * and four per thread (as the GEMV reads, and as bench_generate's bound reads). On a
@@ -50,7 +50,9 @@ static void token_products(const float *W, const float *x, float *y, int shared)
     const float *q = W + LAYER_FLOATS * l, *k = q + DIM * DIM, *v = k + KVD * DIM;
     const float *wo = v + KVD * DIM, *g = wo + DIM * DIM, *u = g + FFN * DIM, *d = u + FFN * DIM;
     if (shared) {
-      struct rowinv_product qkv[3] = {{DIM, q, y}, {KVD, k, y + DIM}, {KVD, v, y + DIM + KVD}};
+      struct rowinv_product qkv[3] = {{.N = DIM, .B = q, .C = y},
+                                      {.N = KVD, .B = k, .C = y + DIM},
+                                      {.N = KVD, .B = v, .C = y + DIM + KVD}};
       o->matmul_rowinv_shared(1, DIM, x, DIM, 3, qkv);
     } else {
       o->matmul_rowinv(1, DIM, DIM, 1.0f, x, DIM, q, DIM, 0.0f, y, DIM);
@@ -59,7 +61,7 @@ static void token_products(const float *W, const float *x, float *y, int shared)
     }
     o->matmul_rowinv(1, DIM, DIM, 1.0f, x, DIM, wo, DIM, 0.0f, y, DIM);
     if (shared) {
-      struct rowinv_product gu[2] = {{FFN, g, y}, {FFN, u, y + FFN}};
+      struct rowinv_product gu[2] = {{.N = FFN, .B = g, .C = y}, {.N = FFN, .B = u, .C = y + FFN}};
       o->matmul_rowinv_shared(1, DIM, x, DIM, 2, gu);
     } else {
       o->matmul_rowinv(1, FFN, DIM, 1.0f, x, DIM, g, DIM, 0.0f, y, FFN);

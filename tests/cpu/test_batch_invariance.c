@@ -1,6 +1,6 @@
 /* cpu/test_batch_invariance.c: the CPU backend's forward ops give a row the same bits whatever
- * batch it is computed in (cpu/ops.c), which is what makes rollout logprobs equal
- * the trainer's.
+ * batch it is computed in (cpu/rowinv.c, cpu/attention.c), which is what makes rollout
+ * logprobs equal the trainer's.
  *
  * (a) matmul_rowinv C = A B^T: each row of an M-row product equals, bit for bit, the same
  *     row computed alone (M = 1, the GEMV of a decode step) and inside products of
@@ -76,7 +76,7 @@ static void test_attention(int threads) {
   float *scratch = malloc(sizeof(float) * attn_scratch_floats(T, T));
   fill(q, qn, 11); fill(k, kn, 12); fill(v, kn, 13);
   int cu[2] = {0, T};
-  struct attn_batch full = {1, cu, cu, T, T};
+  struct attn_batch full = {.nseq = 1, .cu_q = cu, .cu_kv = cu, .max_q = T, .max_kv = T};
   cpu_backend.attention_fwd(out, lse, q, k, v, &full, H, KVH, D, scale, scratch);
   /* the paged cache: block b of the table holds positions b*BS.., blocks in shuffled order */
   int table[NB];
@@ -89,12 +89,13 @@ static void test_attention(int threads) {
     memcpy(slot + BS * kvrow, v + (size_t)t * kvrow, sizeof(float) * kvrow);
   }
   const int *tables[1] = {table};
-  struct attn_paged pg = {pool, pool + BS * kvrow, tables, BS, block};
+  struct attn_paged pg = {.k = pool, .v = pool + BS * kvrow, .tables = tables, .block_size = BS,
+                          .block_stride = block};
   int bad_step = 0, bad_paged = 0;
   float o1[H * D], l1[H];
   for (int p = 0; p < T; p++) { /* decode step: query p against keys 0..p */
     int cq[2] = {0, 1}, ck[2] = {0, p + 1};
-    struct attn_batch step = {1, cq, ck, 1, p + 1};
+    struct attn_batch step = {.nseq = 1, .cu_q = cq, .cu_kv = ck, .max_q = 1, .max_kv = p + 1};
     const float *qp = q + (size_t)p * H * D;
     cpu_backend.attention_fwd(o1, l1, qp, k, v, &step, H, KVH, D, scale, scratch);
     bad_step += memcmp(o1, out + (size_t)p * H * D, sizeof o1) || memcmp(l1, lse + (size_t)p * H, sizeof l1);

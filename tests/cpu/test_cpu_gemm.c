@@ -98,8 +98,9 @@ static void small_cases(gemm_fn fn, const char *what) {
   int n = 0;
   for (int s = 1; s <= 70; s++)
     for (int t = 0; t < 4; t++) {
-      struct gcase g = {t >> 1, t & 1, s, (s * 37 + t * 11) % 70 + 1, (s * 53 + t * 29) % 70 + 1,
-                        (s + t) % 3 == 0 ? 0 : 3, alphas[(s + t) & 1], betas[(s + 2 * t) % 3]};
+      struct gcase g = {.ta = t >> 1, .tb = t & 1, .M = s, .N = (s * 37 + t * 11) % 70 + 1,
+                        .K = (s * 53 + t * 29) % 70 + 1, .pad = (s + t) % 3 == 0 ? 0 : 3,
+                        .alpha = alphas[(s + t) & 1], .beta = betas[(s + 2 * t) % 3]};
       CHECK_MSG(run_case(&g, fn, what), "%s small case M %d", what, s);
       n++;
     }
@@ -107,9 +108,13 @@ static void small_cases(gemm_fn fn, const char *what) {
   static const int dims[] = {1, 5, 6, 7, 12, 15, 16, 17, 32, 33};
   for (int d = 0; d < 10; d++)
     for (int t = 0; t < 4; t++) {
-      struct gcase a = {t >> 1, t & 1, dims[d], 16, 9, 1, 1.0f, 0.0f};
-      struct gcase b = {t >> 1, t & 1, 6, dims[d], 9, 0, 1.0f, 1.0f};
-      struct gcase c = {t >> 1, t & 1, 12, 32, dims[d], 2, 1.0f, 0.5f};
+      int ta = t >> 1, tb = t & 1;
+      struct gcase a = {.ta = ta, .tb = tb, .M = dims[d], .N = 16, .K = 9, .pad = 1,
+                        .alpha = 1.0f, .beta = 0.0f};
+      struct gcase b = {.ta = ta, .tb = tb, .M = 6, .N = dims[d], .K = 9, .pad = 0,
+                        .alpha = 1.0f, .beta = 1.0f};
+      struct gcase c = {.ta = ta, .tb = tb, .M = 12, .N = 32, .K = dims[d], .pad = 2,
+                        .alpha = 1.0f, .beta = 0.5f};
       CHECK(run_case(&a, fn, what));
       CHECK(run_case(&b, fn, what));
       CHECK(run_case(&c, fn, what));
@@ -128,8 +133,9 @@ static void large_cases(gemm_fn fn, const char *what) {
                                   {151, 4500, 33},  {5000, 4300, 3},  {64, 100, 20000}};
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int t = 0; t < 4; t++) {
-      struct gcase g = {t >> 1, t & 1, shapes[s][0], shapes[s][1], shapes[s][2], t == 1 ? 5 : 0,
-                        t == 3 ? -0.75f : 1.0f, t == 2 ? 1.0f : t == 1 ? 0.5f : 0.0f};
+      struct gcase g = {.ta = t >> 1, .tb = t & 1, .M = shapes[s][0], .N = shapes[s][1],
+                        .K = shapes[s][2], .pad = t == 1 ? 5 : 0, .alpha = t == 3 ? -0.75f : 1.0f,
+                        .beta = t == 2 ? 1.0f : t == 1 ? 0.5f : 0.0f};
       CHECK_MSG(run_case(&g, fn, what), "%s %d x %d x %d ta %d tb %d", what, g.M, g.N, g.K, g.ta,
                 g.tb);
     }

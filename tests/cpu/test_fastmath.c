@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cpu/fastmath.h"
+#include "cpu/simd.h"
 #include "testutil.h"
 
 static double ulp_err(float got, double want) {
@@ -24,7 +25,7 @@ static uint32_t bits_of(float f) {
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-FM_AVX2 static void exp8_array(float *out, const float *in) {
+CPU_AVX2 static void exp8_array(float *out, const float *in) {
   _mm256_storeu_ps(out, fast_exp8(_mm256_loadu_ps(in)));
 }
 #endif
@@ -49,7 +50,7 @@ int main(void) {
     }
 #if defined(__x86_64__) && defined(__GNUC__)
     buf[nb++] = x;
-    if (nb == 8 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    if (nb == 8 && cpu_have_avx2()) {
       float out[8];
       exp8_array(out, buf);
       for (int l = 0; l < 8; l++) lane_mismatch += bits_of(out[l]) != bits_of(fast_expf(buf[l]));

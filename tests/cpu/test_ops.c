@@ -100,7 +100,7 @@ static void test_attention(struct rng_seq *s) {
   fill(s, q, nq, 1.0f);
   fill(s, k, nk, 1.0f);
   fill(s, v, nk, 1.0f);
-  struct attn_batch b = {4, cu, cu, 140, 140};
+  struct attn_batch b = {.nseq = 4, .cu_q = cu, .cu_kv = cu, .max_q = 140, .max_kv = 140};
   ops->attention_fwd(out, lse, q, k, v, &b, H, KVH, D, 1.0f / sqrtf(D), scratch);
   for (int sq = 0; sq < 4; sq++) {
     int n = cu[sq + 1] - cu[sq];
@@ -112,7 +112,7 @@ static void test_attention(struct rng_seq *s) {
   /* KV-cache form: the last 70 queries of sequence 2 (positions 70..139) against
    * all its 140 keys must reproduce those rows of the packed call. */
   const int cq[] = {0, 70}, ck[] = {0, 140};
-  struct attn_batch bc = {1, cq, ck, 70, 140};
+  struct attn_batch bc = {.nseq = 1, .cu_q = cq, .cu_kv = ck, .max_q = 70, .max_kv = 140};
   float *out2 = malloc(sizeof(float) * 70 * H * D), *lse2 = malloc(sizeof(float) * 70 * H);
   ops->attention_fwd(out2, lse2, q + 77 * H * D, k + 7 * KVH * D, v + 7 * KVH * D, &bc, H, KVH, D,
                      1.0f / sqrtf(D), scratch);
@@ -136,7 +136,7 @@ static double attn_loss(const float *q, const float *k, const float *v, const fl
 static void test_attention_bwd(struct rng_seq *s) {
   enum { H = 4, KVH = 2, D = 4, T = 80 };
   const int cu[] = {0, 70, 80};
-  struct attn_batch b = {2, cu, cu, 70, 70};
+  struct attn_batch b = {.nseq = 2, .cu_q = cu, .cu_kv = cu, .max_q = 70, .max_kv = 70};
   size_t nq = (size_t)T * H * D, nk = (size_t)T * KVH * D;
   float *q = malloc(sizeof(float) * nq), *k = malloc(sizeof(float) * nk);
   float *v = malloc(sizeof(float) * nk), *out = malloc(sizeof(float) * nq);

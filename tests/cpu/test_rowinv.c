@@ -2,7 +2,7 @@
  * (cpu/rowinv.c, model/backend.h's matmul_rowinv) has the bits of the one documented
  * summation order (cpu/rowinv.h), whichever kernel computes it.
  *
- * The reference is rd_dot_plain, the scalar statement of that order (8 fused
+ * The reference is rowinv_dot_plain, the scalar statement of that order (8 fused
  * multiply-add lanes, the fixed reduction, the tail in order), times alpha plus
  * beta C. Exact equality (memcmp), no tolerance: the order is the contract. The
  * shapes reach every path: M = 1..3 (the decode GEMV: long streams of B, with
@@ -42,7 +42,7 @@ static int check_product(int M, int N, int K, float beta, unsigned seed) {
   const float alpha = 0.75f;
   for (int i = 0; i < M; i++)
     for (int j = 0; j < N; j++) {
-      float s = rd_dot_plain(A + (size_t)i * lda, B + (size_t)j * ldb, K), *r = ref + (size_t)i * ldc + j;
+      float s = rowinv_dot_plain(A + (size_t)i * lda, B + (size_t)j * ldb, K), *r = ref + (size_t)i * ldc + j;
       *r = beta == 0.0f ? alpha * s : alpha * s + beta * *r;
     }
   cpu_backend.matmul_rowinv(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -69,10 +69,10 @@ static int check_shared(int M, int K, int count, const int *N, unsigned seed) {
   for (size_t i = 0; i < nc; i++) C[i] = 7.0f; /* beta 0: must be overwritten */
   size_t ob = 0, oc = 0;
   for (int c = 0; c < count; c++) {
-    p[c] = (struct rowinv_product){N[c], B + ob, C + oc};
+    p[c] = (struct rowinv_product){.N = N[c], .B = B + ob, .C = C + oc};
     for (int i = 0; i < M; i++)
       for (int j = 0; j < N[c]; j++)
-        ref[oc + (size_t)i * N[c] + j] = rd_dot_plain(A + (size_t)i * K, B + ob + (size_t)j * K, K);
+        ref[oc + (size_t)i * N[c] + j] = rowinv_dot_plain(A + (size_t)i * K, B + ob + (size_t)j * K, K);
     ob += (size_t)N[c] * K, oc += (size_t)M * N[c];
   }
   cpu_backend.matmul_rowinv_shared(M, K, A, K, count, p);
@@ -123,5 +123,5 @@ int main(void) {
     printf("%d thread(s): %d of %d products differ from the reference order\n", threads, bad,
            products);
   }
-  return TEST_RESULT("test_rowdot");
+  return TEST_RESULT("test_rowinv");
 }

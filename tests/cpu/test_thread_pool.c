@@ -86,11 +86,11 @@ static void test_results(struct thread_pool *p) {
   float *x = malloc(sizeof(float) * N), *y0 = malloc(sizeof(float) * N);
   float *y = malloc(sizeof(float) * N);
   for (int i = 0; i < N; i++) x[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.4f;
-  struct sums ref = {x, y0, {0}, N, NT};
+  struct sums ref = {.x = x, .y = y0, .sums = {0}, .n = N, .nt = NT};
   for (int i = 0; i < NT; i++) sums_fn(&ref, (size_t)N * i / NT, (size_t)N * (i + 1) / NT);
   int same = 1;
   for (int rep = 0; rep < 300; rep++) {
-    struct sums s = {x, y, {0}, N, NT};
+    struct sums s = {.x = x, .y = y, .sums = {0}, .n = N, .nt = NT};
     memset(y, 0, sizeof(float) * N);
     thread_pool_run(p, NT, N, sums_fn, &s);
     same &= memcmp(s.sums, ref.sums, sizeof ref.sums) == 0;
@@ -112,7 +112,7 @@ static void who_fn(void *arg, size_t lo, size_t hi) {
   (void)hi;
   w->tid[lo] = pthread_self();
   atomic_fetch_add(&w->k, 1);
-  struct timespec ts = {0, 2000000}; /* 2 ms: the slices overlap in time */
+  struct timespec ts = {.tv_sec = 0, .tv_nsec = 2000000}; /* 2 ms: the slices overlap in time */
   nanosleep(&ts, NULL);
 }
 
@@ -167,7 +167,7 @@ static void *user_main(void *arg) {
 }
 
 static void test_concurrent(struct thread_pool *p) {
-  struct user u[2] = {{p, 0}, {p, 0}};
+  struct user u[2] = {{.p = p, .ok = 0}, {.p = p, .ok = 0}};
   pthread_t t;
   CHECK(pthread_create(&t, NULL, user_main, &u[1]) == 0);
   user_main(&u[0]);
@@ -185,7 +185,7 @@ static void test_idle(struct thread_pool *p) {
   struct cover *c = calloc(1, sizeof *c);
   thread_pool_run(p, 4, 100, cover_fn, c);
   double c0 = cpu_s();
-  struct timespec ts = {0, 200000000};
+  struct timespec ts = {.tv_sec = 0, .tv_nsec = 200000000};
   nanosleep(&ts, NULL);
   double used = cpu_s() - c0;
   CHECK_MSG(used < 0.040, "idle workers used %.3f s of CPU in 0.2 s", used);

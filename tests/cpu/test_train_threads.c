@@ -41,7 +41,7 @@ static void attn_bwd_with(int threads, const struct rng_seq *seed, struct attn_g
   static float q[T * H * D], k[T * KVH * D], v[T * KVH * D], dout[T * H * D], out[T * H * D];
   static float lse[T * H];
   struct rng_seq s = *seed;
-  struct attn_batch b = {NSEQ, cu, cu, 150, 150};
+  struct attn_batch b = {.nseq = NSEQ, .cu_q = cu, .cu_kv = cu, .max_q = 150, .max_kv = 150};
   float *scr = malloc(sizeof(float) * attn_scratch_floats(150, 150));
   fill(&s, q, sizeof q / sizeof q[0], 1.0f);
   fill(&s, k, sizeof k / sizeof k[0], 1.0f);

@@ -1,4 +1,5 @@
-/* rollout/test_generate.c: the rollout engine on a toy language model.
+/* rollout/test_generate.c: the rollout scheduler (rollout/scheduler.h, gen_run) on a toy
+ * language model.
  *
  * The toy LM implements lm_ops like the real model must: each new token's K/V (a
  * fixed function of token, position and layer) is written into the paged cache
@@ -137,7 +138,8 @@ static void setup_init(struct setup *s, int n_prompts, int G) {
 }
 
 static struct gen_config base_config(double T) {
-  struct gen_config g = { .sp = { T, 0, 1.0 }, .max_new_tokens = NEW_MAX, .max_num_seqs = 64,
+  struct gen_config g = { .sp = { .temperature = T, .top_k = 0, .top_p = 1.0 },
+                          .max_new_tokens = NEW_MAX, .max_num_seqs = 64,
                           .max_batch_tokens = 256, .scheduling = ROLLOUT_FCFS, .prefix_sharing = 1,
                           .eos_id = -1, .seed = 4321 };
   return g;
@@ -158,7 +160,8 @@ static int run(const struct setup *s, const struct gen_config *g, struct toy *t,
     CHECK(kv_create(kv, &L, (size_t)n_blocks * L.block_size * kv_bytes_per_token(&L), 64, 64, TV,
                     err, sizeof err) == 0);
   memset(o, 0, sizeof *o);
-  struct gen_result res = { o->tokens, o->logprobs, o->len, o->finish };
+  struct gen_result res = { .tokens = o->tokens, .logprobs = o->logprobs, .len = o->len,
+                            .finish = o->finish };
   int rc = gen_run(g, &lm, kv, version, 3, s->req, s->n_prompts * s->G, &res, &o->st, err, sizeof err);
   if (rc) printf("gen_run: %s\n", err);
   if (!kv_in) kv_destroy(kv);
@@ -184,7 +187,7 @@ static long prompt_tokens(const struct setup *s) {
 
 /* ---- tests ------------------------------------------------------------------ */
 
-/* a) greedy engine output == from-scratch argmax at every step, blocks of 4 and 16 tokens. */
+/* a) greedy gen_run output == from-scratch argmax at every step, blocks of 4 and 16 tokens. */
 static void test_greedy_reference(struct toy *t, int block_size) {
   struct setup s;
   setup_init(&s, 12, 2);
@@ -201,7 +204,7 @@ static void test_greedy_reference(struct toy *t, int block_size) {
       float lg[TV];
       toy_reference(t, ctx, n, lg);
       int tok = sampling_argmax(lg, TV);
-      CHECK_MSG(o.tokens[r * NEW_MAX + i] == tok, "request %d token %d: engine %d, reference %d", r, i,
+      CHECK_MSG(o.tokens[r * NEW_MAX + i] == tok, "request %d token %d: gen_run %d, reference %d", r, i,
                 o.tokens[r * NEW_MAX + i], tok);
       CHECK_NEAR(o.logprobs[r * NEW_MAX + i], sampling_logprob(lg, TV, 1.0, tok), 1e-6);
       bad = o.tokens[r * NEW_MAX + i] != tok;
@@ -354,7 +357,7 @@ static void test_finish(struct toy *t) {
   char text[8];
   size_t tl;
   CHECK(tokenizer_decode(&tok, stop, 2, text, sizeof text, &tl) == TOK_OK && strlen(text) == 2);
-  struct gen_stop_text stx = { &tok, text };
+  struct gen_stop_text stx = { .tok = &tok, .stop = text };
   g.stop_fn = gen_stop_text;
   g.stop_ctx = &stx;
   CHECK(run(&s, &g, t, NULL, 200, 1, &o[4]) == 0);

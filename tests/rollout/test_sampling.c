@@ -50,7 +50,7 @@ static void exact_dist(double T, int top_k, double top_p, double *q) {
 static void chi_square_case(const char *name, double T, int top_k, double top_p, uint32_t case_id) {
   struct sampler s;
   CHECK(sampler_init(&s, V) == 0);
-  struct sampling_params sp = { T, top_k, top_p };
+  struct sampling_params sp = { .temperature = T, .top_k = top_k, .top_p = top_p };
   long count[V] = { 0 };
   for (uint32_t i = 0; i < DRAWS; i++) {
     struct rng_key key = { .seed = 2024, .stream = RNG_STREAM_TEST, .step = 0, .prompt = case_id,
@@ -92,7 +92,12 @@ static void test_logprobs(void) {
   struct sampler s;
   CHECK(sampler_init(&s, V) == 0);
   /* Whatever truncation is on, the recorded logprob is over the full vocabulary. */
-  struct sampling_params cases[] = { { 0.7, 0, 1.0 }, { 0.7, 3, 0.8 }, { 1.3, 2, 1.0 }, { 0.7, 0, 0.5 } };
+  struct sampling_params cases[] = {
+    { .temperature = 0.7, .top_k = 0, .top_p = 1.0 },
+    { .temperature = 0.7, .top_k = 3, .top_p = 0.8 },
+    { .temperature = 1.3, .top_k = 2, .top_p = 1.0 },
+    { .temperature = 0.7, .top_k = 0, .top_p = 0.5 },
+  };
   for (int c = 0; c < 4; c++)
     for (int i = 0; i < 50; i++) {
       double lp, u = (i + 0.5) / 50;
@@ -104,7 +109,7 @@ static void test_logprobs(void) {
   float tie[5] = { 1.0f, 3.0f, 3.0f, 2.0f, -1.0f };
   struct sampler s5;
   CHECK(sampler_init(&s5, 5) == 0);
-  struct sampling_params greedy = { 0.0, 0, 1.0 };
+  struct sampling_params greedy = { .temperature = 0.0, .top_k = 0, .top_p = 1.0 };
   double lp;
   CHECK(sampler_sample(&s5, tie, &greedy, 0.99, &lp) == 1);
   CHECK_NEAR(lp, ref_logprob(tie, 5, 1.0, 1), 1e-6);
@@ -119,7 +124,8 @@ static void test_edges(void) {
   CHECK(sampler_init(&s, V) == 0);
   double lp;
   /* top_p = 0 keeps exactly the most probable token; top_k = 1 likewise. */
-  struct sampling_params p0 = { 0.7, 0, 0.0 }, k1 = { 2.0, 1, 1.0 };
+  struct sampling_params p0 = { .temperature = 0.7, .top_k = 0, .top_p = 0.0 };
+  struct sampling_params k1 = { .temperature = 2.0, .top_k = 1, .top_p = 1.0 };
   for (int i = 0; i < 10; i++) {
     CHECK(sampler_sample(&s, logits, &p0, i / 10.0, &lp) == 0);
     CHECK(sampler_sample(&s, logits, &k1, i / 10.0, &lp) == 0);
@@ -127,7 +133,8 @@ static void test_edges(void) {
   /* -inf logits (masked tokens) are never drawn, even at u = 0 or u -> 1. */
   float masked[V];
   for (int i = 0; i < V; i++) masked[i] = (i == 2 || i == 5) ? 0.5f : -INFINITY;
-  struct sampling_params plain = { 1.0, 0, 1.0 }, trunc = { 1.0, 4, 0.9 };
+  struct sampling_params plain = { .temperature = 1.0, .top_k = 0, .top_p = 1.0 };
+  struct sampling_params trunc = { .temperature = 1.0, .top_k = 4, .top_p = 0.9 };
   double us[] = { 0.0, 0.3, 0.7, 1.0 - DBL_EPSILON };
   for (int i = 0; i < 4; i++) {
     int t1 = sampler_sample(&s, masked, &plain, us[i], &lp), t2 = sampler_sample(&s, masked, &trunc, us[i], &lp);
@@ -141,7 +148,8 @@ static void test_edges(void) {
   memcpy(bad, logits, sizeof bad);
   bad[3] = NAN;
   CHECK(sampler_sample(&s, bad, &plain, 0.5, &lp) == -1);
-  CHECK(sampler_sample(&s, bad, &(struct sampling_params){ 0, 0, 1 }, 0.5, &lp) == -1);
+  struct sampling_params greedy0 = { .temperature = 0, .top_k = 0, .top_p = 1 };
+  CHECK(sampler_sample(&s, bad, &greedy0, 0.5, &lp) == -1);
   for (int i = 0; i < V; i++) bad[i] = -INFINITY;
   CHECK(sampler_sample(&s, bad, &plain, 0.5, &lp) == -1);
   sampler_free(&s);
