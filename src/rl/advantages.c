@@ -1,4 +1,4 @@
-/* rl/advantages.c: advantage estimators and the reward-side KL (ALGORITHMS.md §1, §4).
+/* rl/advantages.c: advantage estimators and the reward-side KL (rl/README.md §1, §4).
  * Nothing here has a gradient. Group statistics are two-pass in double, and a
  * group whose rewards are all equal gets exactly 0: naive fp32 sums of 16 x 0.7
  * give a spread of ~1e-7 that the std normalisation blows up to |A| ~ 0.1. */

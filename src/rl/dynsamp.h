@@ -1,4 +1,4 @@
-/* rl/dynsamp.h: DAPO dynamic sampling (ALGORITHMS.md §6, [algo] dynamic_sampling):
+/* rl/dynsamp.h: DAPO dynamic sampling (rl/README.md §6, [algo] dynamic_sampling):
  * a group whose rewards are all equal has advantage 0 and teaches nothing, so it
  * is dropped and more prompts are generated until prompts_per_step groups are
  * kept, at most 1 + [algo] max_resample_rounds generation rounds per step.

@@ -1,6 +1,6 @@
 /* rl/losses.c: loss aggregation, KL estimators, the per-token policy losses
  * (PPO clip with dual clip, GSPO, CISPO), the PPO value loss and DPO/IPO
- * (ALGORITHMS.md §2-4, §7). Every function returns d(loss)/d(input) per token,
+ * (rl/README.md §2-4, §7). Every function returns d(loss)/d(input) per token,
  * multiplied by its aggregation weight, for the model's backward. */
 #include "rl/algo.h"
 

@@ -6,7 +6,7 @@
  *             otherwise it reads the whole response.
  *   format    1 when the response holds exactly one OPEN..CLOSE block (tags unset: 1).
  *   length    -n_tokens / max_new_tokens (a plain length penalty, in [-1, 0]).
- *   overlong  DAPO overlong shaping (ALGORITHMS.md §6), scaled by overlong_penalty:
+ *   overlong  DAPO overlong shaping (rl/README.md §6), scaled by overlong_penalty:
  *             0 up to max_new_tokens - overlong_buffer tokens, then linear down to
  *             -penalty at max_new_tokens, -penalty beyond. Off (0) when buffer = 0.
  *   rm        the reward model's score of prompt + response ([reward] rm_path, rl/reward_model.h),

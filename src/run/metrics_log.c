@@ -38,7 +38,7 @@ static cJSON *metrics_to_json(const struct step_metrics *m) {
            add_num(o, "time_s", m->time_s);
   for (int i = 0; ok && i < metric_fields_len; i++) {
     ok = add_num(o, metric_fields[i].name, metrics_field_value(m, i));
-    /* DESIGN.md's order: the reward parts follow acc */
+    /* the reward parts follow acc (README "Metrics") */
     if (ok && strcmp(metric_fields[i].name, "acc") == 0) ok = add_parts(o, m);
   }
   if (ok && m->has_eval)

@@ -1,4 +1,4 @@
-/* run/signals.h: preemption (DESIGN.md "Nothing is lost"). SIGTERM or SIGUSR1 (Slurm's
+/* run/signals.h: preemption (nothing is lost). SIGTERM or SIGUSR1 (Slurm's
  * --signal, or Open MPI's mpirun forwarding SIGUSR1 to its ranks) sets a flag;
  * the run loop agrees on it across all ranks at the next step boundary
  * (signals_agree), writes a checkpoint and every rank exits 0. A second signal

@@ -1,4 +1,4 @@
-/* util/error.h: the two error paths of an MPI code (STYLE.md).
+/* util/error.h: the two error paths of an MPI code.
  *
  * Collective: every rank computes a local exit code (0 ok, 2 bad input, 1 internal);
  * error_agree() gives all of them the largest, the rank that found the problem has printed

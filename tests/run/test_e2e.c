@@ -7,7 +7,7 @@
  *   - every line is JSON; there are SFT_STEPS `phase sft` step lines, RL_STEPS
  *     `phase rl` step lines, a post-SFT eval line (phase sft, step 0) and a final
  *     eval line (phase rl, step RL_STEPS) with eval_pass@1 / eval_pass@k in [0, 1];
- *   - every RL step line carries every DESIGN.md metric name (null allowed only
+ *   - every RL step line carries every metric name README.md lists under "Metrics" (null allowed only
  *     for the ones sync mode does not measure: tis_clipfrac, groups_filtered,
  *     t_ckpt, mfu) and reward_parts.correct;
  *   - every RL step's logprob_diff_max <= 1e-5 (fp32 trainer vs rollout engine);
@@ -27,7 +27,7 @@
 
 #define LP_DIFF_TOL 1e-5
 
-static const char *const design_names[] = {
+static const char *const readme_names[] = {
   "step", "weight_version", "time_s", "reward_mean", "reward_std", "acc", "reward_parts.correct",
   "resp_len_mean", "resp_len_max", "truncated_frac", "kl", "entropy", "pg_loss", "pg_clipfrac_low",
   "pg_clipfrac_high", "ratio_mean", "grad_norm", "lr", "logprob_diff_max", "lag_mean", "lag_max",
@@ -45,9 +45,9 @@ static double num(const cJSON *o, const char *k) {
 }
 
 static void check_rl_line(const cJSON *o, long step) {
-  for (size_t i = 0; i < sizeof design_names / sizeof *design_names; i++)
-    if (!cJSON_GetObjectItemCaseSensitive(o, design_names[i])) {
-      printf("FAIL: rl step %ld: metric '%s' missing\n", step, design_names[i]);
+  for (size_t i = 0; i < sizeof readme_names / sizeof *readme_names; i++)
+    if (!cJSON_GetObjectItemCaseSensitive(o, readme_names[i])) {
+      printf("FAIL: rl step %ld: metric '%s' missing\n", step, readme_names[i]);
       CHECK(0);
     }
   for (size_t i = 0; i < sizeof must_be_numbers / sizeof *must_be_numbers; i++)
