@@ -1,166 +1,11 @@
 /* cli/cmd_score.c: `rlpt score --model MODEL --input IN.jsonl --output OUT.jsonl
- * [--device auto|cpu|cuda]` (the backend as [run] device picks it; default auto).
- * MODEL is what rlpt eval takes (model/source.h): an rlpt model file, a checkpoint
- * file or directory, gguf:PATH or hf:DIR.
- *
- * Each input line {"tokens": [t0, ..., t_{n-1}]} gives one output line
- * {"logprobs": [...], "entropy": [...]} (plus "values": [...] for a model with a
- * value head), where logprobs[i] = log p(t_{i+1} | t_0..t_i) and entropy[i] is
- * the entropy of that same next-token distribution (both length n-1; values
- * length n). Empty lines are skipped. A bad line is reported as IN:LINE and the
- * command exits 2 without leaving a partial output file. One process (MPI only
- * for reading a checkpoint).
- *
- * Lines are packed into batches of up to SCORE_BATCH_TOKENS tokens (or the
- * longest line, at most the model's max_seq) per forward, so short sequences
- * share their GEMMs; output order is input order. The batch is sized by the
- * input, not by max_seq, which for a gguf:/hf: model is its whole context. */
-#include <cjson/cJSON.h>
+ * [--device auto|cpu|cuda]` writes the per-token logprobs and entropy of each input
+ * line's token list (model/score.h). One process (MPI only for reading a checkpoint). */
 #include <mpi.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "model/device.h"
-#include "model/model.h"
-#include "model/source.h"
-
-#define SCORE_BATCH_TOKENS 512
-
-struct score_run {
-  struct model m;
-  const char *in_path;
-  FILE *out;
-  int budget;           /* tokens per forward */
-  int *line_tok;        /* [max_seq] tokens of the line being parsed */
-  int *tokens, *cu;     /* the pending batch: [budget], [budget + 1] */
-  int nseq;
-  float *lp, *ent, *val;
-};
-
-/* tokens of one JSONL line; 0, or 2 with a message naming in_path:lineno. */
-static int parse_line(struct score_run *r, const char *line, long lineno, int *n) {
-  cJSON *o = cJSON_Parse(line);
-  const cJSON *arr = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, "tokens") : NULL;
-  int rc = 0, max = r->m.cfg.max_seq;
-  *n = cJSON_IsArray(arr) ? cJSON_GetArraySize(arr) : -1;
-  if (!o) {
-    fprintf(stderr, "rlpt: %s:%ld: not valid JSON\n", r->in_path, lineno);
-    rc = 2;
-  } else if (*n < 1 || *n > max) {
-    fprintf(stderr, "rlpt: %s:%ld: expected a JSON object with a \"tokens\" array of 1..%d "
-            "token ids (max_seq of the model)\n", r->in_path, lineno, max);
-    rc = 2;
-  }
-  for (int i = 0; !rc && i < *n; i++) {
-    const cJSON *v = cJSON_GetArrayItem(arr, i);
-    double d = cJSON_IsNumber(v) ? v->valuedouble : -1.0;
-    if (d != (int)d || d < 0 || d >= r->m.cfg.vocab_size) {
-      fprintf(stderr, "rlpt: %s:%ld: tokens[%d] is not a token id in 0..%d\n", r->in_path, lineno,
-              i, r->m.cfg.vocab_size - 1);
-      rc = 2;
-    } else {
-      r->line_tok[i] = (int)d;
-    }
-  }
-  cJSON_Delete(o);
-  return rc;
-}
-
-static void write_array(FILE *f, const char *key, const float *x, int n, int comma) {
-  fprintf(f, "\"%s\": [", key);
-  for (int i = 0; i < n; i++) fprintf(f, i ? ", %.7g" : "%.7g", x[i]);
-  fprintf(f, comma ? "], " : "]");
-}
-
-/* Forward of the pending batch and one output line per sequence. */
-static int score_flush(struct score_run *r) {
-  int vh = r->m.cfg.value_head;
-  if (!r->nseq) return 0;
-  if (model_forward(&r->m, r->tokens, r->cu, r->nseq, r->lp, r->ent, vh ? r->val : NULL)) return 1;
-  for (int s = 0; s < r->nseq; s++) {
-    int o = r->cu[s], n = r->cu[s + 1] - o;
-    fputc('{', r->out);
-    write_array(r->out, "logprobs", r->lp + o, n - 1, 1);
-    write_array(r->out, "entropy", r->ent + o, n - 1, vh);
-    if (vh) write_array(r->out, "values", r->val + o, n, 0);
-    fputs("}\n", r->out);
-  }
-  r->nseq = 0;
-  return 0;
-}
-
-static int score_line(struct score_run *r, const char *line, long lineno) {
-  int n, rc;
-  if (parse_line(r, line, lineno, &n)) return 2;
-  if (r->cu[r->nseq] + n > r->budget && (rc = score_flush(r))) return rc;
-  memcpy(r->tokens + r->cu[r->nseq], r->line_tok, sizeof(int) * n);
-  r->cu[r->nseq + 1] = r->cu[r->nseq] + n;
-  r->nseq++;
-  return 0;
-}
-
-static int score_file(struct score_run *r, FILE *in) {
-  char *line = NULL;
-  size_t cap = 0;
-  long lineno = 0;
-  int rc = 0;
-  ssize_t len;
-  while (!rc && (len = getline(&line, &cap, in)) >= 0) {
-    lineno++;
-    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
-    if (strspn(line, " \t") == (size_t)len) continue;
-    rc = score_line(r, line, lineno);
-  }
-  free(line);
-  return rc ? rc : score_flush(r);
-}
-
-/* The longest "tokens" array of in's lines (0 when none parses: the scoring pass
- * reports bad lines); in is rewound. */
-static int longest_line(FILE *in) {
-  char *line = NULL;
-  size_t cap = 0;
-  int best = 0;
-  while (getline(&line, &cap, in) >= 0) {
-    cJSON *o = cJSON_Parse(line);
-    const cJSON *a = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, "tokens") : NULL;
-    int n = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : 0;
-    if (n > best) best = n;
-    cJSON_Delete(o);
-  }
-  free(line);
-  rewind(in);
-  return best;
-}
-
-/* The model (model/source.h) on the backend, with a batch for the longest line. */
-static int score_load(struct score_run *r, const char *model_path, const char *device, int longest) {
-  char err[256];
-  const struct backend_ops *ops = device_backend_named(device, err, sizeof err);
-  if (!ops) {
-    fprintf(stderr, "rlpt: score: %s\n", err);
-    return 2;
-  }
-  struct model_source ms;
-  int rc = model_source_load(model_path, "score", "--model", &ms);
-  const struct model_config *mc = &ms.mc;
-  int need = longest < mc->max_seq ? longest : mc->max_seq;
-  r->budget = need > SCORE_BATCH_TOKENS ? need : SCORE_BATCH_TOKENS;
-  if (!rc && model_create(&r->m, mc, r->budget, ops)) rc = 1;
-  if (!rc) memcpy(r->m.params, ms.params, sizeof(float) * r->m.table.total);
-  size_t b = (size_t)r->budget;
-  r->line_tok = rc ? NULL : malloc(sizeof(int) * mc->max_seq);
-  r->tokens = malloc(sizeof(int) * b);
-  r->cu = calloc(b + 1, sizeof(int));
-  r->lp = malloc(sizeof(float) * b);
-  r->ent = malloc(sizeof(float) * b);
-  r->val = malloc(sizeof(float) * b);
-  if (!rc && (!r->line_tok || !r->tokens || !r->cu || !r->lp || !r->ent || !r->val)) rc = 1;
-  model_source_free(&ms);
-  return rc;
-}
+#include "model/score.h"
 
 static int score_usage(int rc) {
   fprintf(rc ? stderr : stdout,
@@ -171,42 +16,30 @@ static int score_usage(int rc) {
   return rc;
 }
 
-int cmd_score(int argc, char **argv) {
-  const char *model_path = NULL, *in_path = NULL, *out_path = NULL, *device = "auto";
+/* 0 with o filled, -1 for --help, or 2. */
+static int score_args(int argc, char **argv, struct model_score_opts *o) {
+  *o = (struct model_score_opts){.device = "auto"};
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return score_usage(0);
-    if (i + 1 < argc && !strcmp(argv[i], "--model")) model_path = argv[++i];
-    else if (i + 1 < argc && !strcmp(argv[i], "--input")) in_path = argv[++i];
-    else if (i + 1 < argc && !strcmp(argv[i], "--output")) out_path = argv[++i];
-    else if (i + 1 < argc && !strcmp(argv[i], "--device")) device = argv[++i];
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return -1;
+    if (i + 1 < argc && !strcmp(argv[i], "--model")) o->model = argv[++i];
+    else if (i + 1 < argc && !strcmp(argv[i], "--input")) o->input = argv[++i];
+    else if (i + 1 < argc && !strcmp(argv[i], "--output")) o->output = argv[++i];
+    else if (i + 1 < argc && !strcmp(argv[i], "--device")) o->device = argv[++i];
     else {
       fprintf(stderr, "rlpt: score: unexpected argument '%s'\n", argv[i]);
       return score_usage(2);
     }
   }
-  if (!model_path || !in_path || !out_path) return score_usage(2);
-  struct score_run r = {.in_path = in_path};
-  FILE *in = fopen(in_path, "r");
-  int rc = 0;
+  if (!o->model || !o->input || !o->output) return score_usage(2);
+  return 0;
+}
+
+int cmd_score(int argc, char **argv) {
+  struct model_score_opts o;
+  int rc = score_args(argc, argv, &o);
+  if (rc) return rc < 0 ? score_usage(0) : rc;
   MPI_Init(NULL, NULL);
-  if (!in) {
-    fprintf(stderr, "rlpt: %s: cannot open the input\n", in_path);
-    rc = 2;
-  }
-  if (!rc) rc = score_load(&r, model_path, device, longest_line(in));
-  if (!rc && !(r.out = fopen(out_path, "w"))) {
-    fprintf(stderr, "rlpt: %s: cannot create the output\n", out_path);
-    rc = 2;
-  }
-  if (!rc) rc = score_file(&r, in);
-  if (r.out && fclose(r.out) && !rc) {
-    fprintf(stderr, "rlpt: %s: error writing the output\n", out_path);
-    rc = 1;
-  }
-  if (r.out && rc) unlink(out_path); /* no partial output */
-  if (in) fclose(in);
-  free(r.line_tok); free(r.tokens); free(r.cu); free(r.lp); free(r.ent); free(r.val);
-  if (r.m.params) model_free(&r.m);
+  rc = model_score(&o);
   MPI_Finalize();
   return rc;
 }

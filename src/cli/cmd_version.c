@@ -1,26 +1,9 @@
-/* cli/cmd_version.c: `rlpt version` prints the version and what this build contains. */
-#include <cblas.h>
-#include <hdf5.h>
-#include <mpi.h>
-#include <stdio.h>
-
-#include "model/device.h"
+/* cli/cmd_version.c: `rlpt version` prints the version and what this build contains
+ * (model/build_info.h). It takes no arguments. */
+#include "model/build_info.h"
 
 int cmd_version(int argc, char **argv) {
   (void)argc;
   (void)argv;
-  char mpi[MPI_MAX_LIBRARY_VERSION_STRING];
-  int len = 0;
-  unsigned h5maj, h5min, h5rel;
-  MPI_Get_library_version(mpi, &len);
-  for (int i = 0; i < len; i++)
-    if (mpi[i] == '\n' || mpi[i] == ',') { mpi[i] = '\0'; break; }
-  H5get_libversion(&h5maj, &h5min, &h5rel);
-  printf("rlpt %s\n", RLPT_VERSION);
-  printf("  mpi:      %s\n", mpi);
-  printf("  hdf5:     %u.%u.%u (parallel)\n", h5maj, h5min, h5rel);
-  printf("  blas:     %s\n", openblas_get_config());
-  printf("  cuda:     %s\n", device_cuda_built() ? "built in" : "not built");
-  if (device_cuda_built()) printf("  gpus:     %d visible\n", device_cuda_count());
-  return 0;
+  return build_info_print();
 }

@@ -11,6 +11,7 @@
 #include "io/ckpt.h"
 #include "io/model_h5.h"
 #include "io/safetensors.h"
+#include "util/alloc.h"
 
 static void set_from(struct model_source *ms, const char *path, const char *what) {
   snprintf(ms->path, sizeof ms->path, "%s", path);
@@ -43,8 +44,8 @@ static int load_h5(const char *in, struct model_source *ms) {
   int rc = model_h5_read_config(in, &ms->mc);
   if (rc) return rc;
   param_table_build(&t, &ms->mc);
-  ms->params = malloc(t.total * sizeof *ms->params);
-  rc = ms->params ? model_h5_read_params(in, &t, ms->params) : 1;
+  ms->params = malloc_check(t.total * sizeof *ms->params);
+  rc = model_h5_read_params(in, &t, ms->params);
   param_table_free(&t);
   ms->kind = MODEL_SRC_H5;
   set_from(ms, in, "model file");
@@ -58,8 +59,7 @@ static int load_hf_gguf(const char *in, int hf, struct model_source *ms, char *e
   if (hf) {
     rc = st_dir_load(in, &ms->mc, &t, &ms->params, err, errlen);
   } else {
-    ms->gguf = calloc(1, sizeof *ms->gguf);
-    if (!ms->gguf) return 1;
+    ms->gguf = calloc_check(1, sizeof *ms->gguf);
     rc = gguf_open(ms->gguf, in, err, errlen);
     if (!rc) rc = gguf_model_load(ms->gguf, &ms->mc, &t, &ms->params, err, errlen);
   }
