@@ -34,16 +34,16 @@ void ckpt_rows_even(const struct param_table *t, int rank, int size, struct ckpt
 int ckpt_groups(const struct ckpt_state *st, const struct param_table *t,
                 const struct param_table *ct, struct ckpt_group out[CKPT_GROUPS_MAX]) {
   int n = 0;
-  out[n++] = (struct ckpt_group){"model", t, st->params};
+  out[n++] = (struct ckpt_group){.name = "model", .t = t, .buf = st->params};
   if (st->has_optim) {
-    out[n++] = (struct ckpt_group){"optim/m", t, st->adam_m};
-    out[n++] = (struct ckpt_group){"optim/v", t, st->adam_v};
+    out[n++] = (struct ckpt_group){.name = "optim/m", .t = t, .buf = st->adam_m};
+    out[n++] = (struct ckpt_group){.name = "optim/v", .t = t, .buf = st->adam_v};
   }
-  if (st->has_ref) out[n++] = (struct ckpt_group){"ref", t, st->ref_params};
-  if (st->has_critic) out[n++] = (struct ckpt_group){"critic", ct, st->critic_params};
+  if (st->has_ref) out[n++] = (struct ckpt_group){.name = "ref", .t = t, .buf = st->ref_params};
+  if (st->has_critic) out[n++] = (struct ckpt_group){.name = "critic", .t = ct, .buf = st->critic_params};
   if (st->has_critic && st->has_critic_optim) {
-    out[n++] = (struct ckpt_group){"critic_optim/m", ct, st->critic_adam_m};
-    out[n++] = (struct ckpt_group){"critic_optim/v", ct, st->critic_adam_v};
+    out[n++] = (struct ckpt_group){.name = "critic_optim/m", .t = ct, .buf = st->critic_adam_m};
+    out[n++] = (struct ckpt_group){.name = "critic_optim/v", .t = ct, .buf = st->critic_adam_v};
   }
   return n;
 }

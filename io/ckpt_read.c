@@ -156,7 +156,7 @@ static int smalls_read(hid_t f, struct ckpt_state *st, const char *path) {
     fprintf(stderr, "rlpt: %s: dataset /data has the wrong shape (expected [3])\n", path);
     rc = 2;
   }
-  st->data = (struct ckpt_data_cursor){data[0], data[1], data[2]};
+  st->data = (struct ckpt_data_cursor){.cursor = data[0], .epoch = data[1], .shuffle_seed = data[2]};
   p = st->ctrl;
   if (!rc) rc = small_read(f, "controller", H5T_NATIVE_DOUBLE, 8, CKPT_CTRL_MAX, &p, &n, path);
   st->n_ctrl = (int)n;

@@ -246,7 +246,7 @@ int gguf_open_mem(struct gguf_file *f, const void *buf, size_t size, const char 
   snprintf(f->path, sizeof f->path, "%s", name);
   f->base = buf;
   f->size = size;
-  struct cur c = {buf, size, 0, f->path, err, errlen};
+  struct cur c = {.b = buf, .size = size, .pos = 0, .name = f->path, .err = err, .errlen = errlen};
   if (parse(&c, f)) {
     gguf_close(f);
     return -1;

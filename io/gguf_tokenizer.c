@@ -42,15 +42,16 @@ static int spec_arrays(struct bpe_spec *s, const struct gguf_file *f, char *err,
   s->type = malloc(n_tok);
   if (!s->tok || !s->merges || !s->type) goto out;
   memset(s->type, BPE_TT_NORMAL, n_tok);
-  for (uint64_t i = 0; i < n_tok; i++) s->tok[i] = (struct bpe_str){tok[i].p, (size_t)tok[i].len};
+  for (uint64_t i = 0; i < n_tok; i++) s->tok[i] = (struct bpe_str){.p = tok[i].p, .len = (size_t)tok[i].len};
   for (uint64_t r = 0; r < n_mg; r++) {
     const char *sp = memchr(mg[r].p, ' ', mg[r].len);
     if (!sp) {
       snprintf(err, errlen, "%s: merge %llu is not 'LEFT RIGHT'", f->path, (unsigned long long)r);
       goto out;
     }
-    s->merges[2 * r] = (struct bpe_str){mg[r].p, (size_t)(sp - mg[r].p)};
-    s->merges[2 * r + 1] = (struct bpe_str){sp + 1, (size_t)(mg[r].len - (uint64_t)(sp - mg[r].p) - 1)};
+    s->merges[2 * r] = (struct bpe_str){.p = mg[r].p, .len = (size_t)(sp - mg[r].p)};
+    s->merges[2 * r + 1] = (struct bpe_str){.p = sp + 1,
+                                           .len = (size_t)(mg[r].len - (uint64_t)(sp - mg[r].p) - 1)};
   }
   if (gguf_find_kv(f, "tokenizer.ggml.token_type")) {
     if (gguf_get_int_array(f, "tokenizer.ggml.token_type", &types, &n_types, err, errlen)) goto out;
@@ -94,7 +95,7 @@ int tokenizer_bpe_spec_gguf(struct bpe_spec *s, const struct gguf_file *f, char 
     tokenizer_bpe_spec_free(s);
     return -1;
   }
-  s->chat_template = (struct bpe_str){tpl.p, (size_t)tpl.len};
+  s->chat_template = (struct bpe_str){.p = tpl.p, .len = (size_t)tpl.len};
   snprintf(s->pre, sizeof s->pre, "%.*s", (int)(pre.len < 31 ? pre.len : 31), pre.p);
   return 0;
 }

@@ -67,7 +67,7 @@ static int put_token(struct hf_tokenizer *h, const char *s, double id, int n, ch
     snprintf(err, errlen, "%s: id %d is both '%.60s' and '%.60s'", h->path, (int)id, t->p, s);
     return -1;
   }
-  *t = (struct bpe_str){s, len};
+  *t = (struct bpe_str){.p = s, .len = len};
   return 0;
 }
 
@@ -132,14 +132,15 @@ static int load_merge(struct hf_tokenizer *h, const cJSON *m, size_t r, char *er
   if (cJSON_IsString(m)) {
     const char *s = m->valuestring, *sp = strchr(s, ' ');
     if (sp && sp > s && sp[1] && !strchr(sp + 1, ' ')) {
-      out[0] = (struct bpe_str){s, (size_t)(sp - s)};
-      out[1] = (struct bpe_str){sp + 1, strlen(sp + 1)};
+      out[0] = (struct bpe_str){.p = s, .len = (size_t)(sp - s)};
+      out[1] = (struct bpe_str){.p = sp + 1, .len = strlen(sp + 1)};
       return 0;
     }
   } else if (cJSON_GetArraySize(m) == 2 && cJSON_IsString(m->child) &&
              cJSON_IsString(m->child->next)) {
-    out[0] = (struct bpe_str){m->child->valuestring, strlen(m->child->valuestring)};
-    out[1] = (struct bpe_str){m->child->next->valuestring, strlen(m->child->next->valuestring)};
+    out[0] = (struct bpe_str){.p = m->child->valuestring, .len = strlen(m->child->valuestring)};
+    out[1] = (struct bpe_str){.p = m->child->next->valuestring,
+                              .len = strlen(m->child->next->valuestring)};
     return 0;
   }
   snprintf(err, errlen, "%s: merge %zu is neither \"LEFT RIGHT\" nor [\"LEFT\", \"RIGHT\"]",
@@ -291,13 +292,13 @@ static void load_chat_template(struct hf_tokenizer *h, const char *dir) {
     t = item(pick, "template");
   }
   if (cJSON_IsString(t)) {
-    h->spec.chat_template = (struct bpe_str){t->valuestring, strlen(t->valuestring)};
+    h->spec.chat_template = (struct bpe_str){.p = t->valuestring, .len = strlen(t->valuestring)};
     return;
   }
   char path[1100];
   size_t len = 0;
   snprintf(path, sizeof path, "%s/chat_template.jinja", dir);
-  if ((h->jinja = hf_read_text(path, &len))) h->spec.chat_template = (struct bpe_str){h->jinja, len};
+  if ((h->jinja = hf_read_text(path, &len))) h->spec.chat_template = (struct bpe_str){.p = h->jinja, .len = len};
 }
 
 /* ---- open / load ---------------------------------------------------------------------- */

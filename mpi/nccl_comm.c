@@ -69,7 +69,7 @@ static double now_s(void) {
 
 /* Sleep-polls the stream (nothing spins against the ranks that work). */
 void nccl_wait(struct nccl_comm *nc, const char *what) {
-  const struct timespec nap = {0, 200000}; /* 0.2 ms */
+  const struct timespec nap = {.tv_sec = 0, .tv_nsec = 200000}; /* 0.2 ms */
   double t0 = now_s(), next_note = 60.0;
   for (;;) {
     cudaError_t e = cudaStreamQuery(nc->stream);

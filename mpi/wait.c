@@ -27,7 +27,7 @@ static int backoff_sleep(struct backoff *b) {
     if (left <= 0) return WAIT_TIMEOUT;
     if (dt > left) dt = left;
   }
-  struct timespec ts = {(time_t)dt, (long)((dt - (double)(time_t)dt) * 1e9)};
+  struct timespec ts = {.tv_sec = (time_t)dt, .tv_nsec = (long)((dt - (double)(time_t)dt) * 1e9)};
   nanosleep(&ts, NULL);
   b->sleep_s = b->sleep_s * 2 < WAIT_SLEEP_MAX_S ? b->sleep_s * 2 : WAIT_SLEEP_MAX_S;
   return WAIT_OK;

@@ -109,7 +109,7 @@ uint64_t xfer_checksum(const void *buf, size_t n) {
 }
 
 int xfer_encode_batch(const struct sample_batch *b, unsigned char **buf, size_t *len) {
-  struct wbuf w = {NULL, 0};
+  struct wbuf w = {.p = NULL, .n = 0};
   for (int i = 0; i < b->n; i++) encode_sample(&w, &b->s[i]);
   size_t body = w.n;
   w.p = malloc(HEADER_BYTES + body + TRAILER_BYTES);
@@ -249,7 +249,7 @@ static int decode_body(struct rbuf *r, uint64_t n, struct sample_batch *out, cha
 
 int xfer_decode_batch(const unsigned char *buf, size_t len, struct sample_batch *out, char *err,
                       size_t errlen) {
-  struct rbuf r = {buf, len, 0};
+  struct rbuf r = {.p = buf, .n = len, .pos = 0};
   NEED(len >= HEADER_BYTES + TRAILER_BYTES, "sample batch of %zu bytes is shorter than its header",
        len);
   uint64_t magic = get_u(&r, 4), version = get_u(&r, 4), n = get_u(&r, 8), body = get_u(&r, 8);
@@ -276,7 +276,7 @@ int xfer_decode_batch(const unsigned char *buf, size_t len, struct sample_batch 
 
 int xfer_send_bytes(const void *buf, size_t len, int dest, int tag, MPI_Comm comm) {
   unsigned char hdr[8];
-  struct wbuf w = {hdr, 0};
+  struct wbuf w = {.p = hdr, .n = 0};
   put_u(&w, len, 8);
   MPI_Request req;
   /* synchronous: completes once the receiver has matched it, i.e. is active */
@@ -307,7 +307,7 @@ int xfer_recv_bytes(unsigned char **buf, size_t *len, int source, int tag, MPI_C
   }
   unsigned char hdr[8];
   MPI_CHECK(MPI_Recv(hdr, 8, MPI_BYTE, src, tag, comm, MPI_STATUS_IGNORE));
-  struct rbuf r = {hdr, 8, 0};
+  struct rbuf r = {.p = hdr, .n = 8, .pos = 0};
   size_t n = (size_t)get_u(&r, 8);
   unsigned char *p = n ? malloc(n) : NULL;
   if (n && !p) return XFER_ENOMEM;

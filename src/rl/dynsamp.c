@@ -50,7 +50,7 @@ int dynsamp_round_groups(const struct dynsamp *d, const struct sample_batch *b, 
     return -1;
   }
   for (int k = 0; k < n; k++) {
-    gr[k] = (struct group_reward){ b->s[k].group, b->s[k].reward };
+    gr[k] = (struct group_reward){.group = b->s[k].group, .reward = b->s[k].reward};
     if (gr[k].group < 0 || gr[k].group >= d->P) kept = -1;
   }
   if (kept == 0) qsort(gr, (size_t)n, sizeof *gr, cmp_group);

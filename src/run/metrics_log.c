@@ -100,7 +100,7 @@ static void cat_duration(struct sbuf *b, double s) {
 
 void metrics_format_console(const struct step_metrics *m, long total_steps, double mean_step_s,
                             char *buf, size_t len) {
-  struct sbuf b = {buf, len, 0};
+  struct sbuf b = {.p = buf, .cap = len, .n = 0};
   if (len == 0) return;
   buf[0] = 0;
   if (total_steps > 0) cat(&b, "step %ld/%ld %s", m->step, total_steps, metrics_phase_name(m->phase));

@@ -176,7 +176,7 @@ static void push_pair(const struct bpe *b, struct cand *h, size_t *nh, const int
                       const int *next, int p) {
   if (p < 0 || next[p] < 0) return;
   const struct merge_slot *ms = merge_find(b, sym[p], sym[next[p]]);
-  if (ms) heap_push(h, nh, (struct cand){ms->rank, p, sym[p], sym[next[p]]});
+  if (ms) heap_push(h, nh, (struct cand){.rank = ms->rank, .pos = p, .left = sym[p], .right = sym[next[p]]});
 }
 
 /* tokenizer.json's ignore_merges (Llama 3): a piece that is a token as a whole
@@ -322,7 +322,7 @@ static int bpe_encode(const struct tokenizer *t, const char *text, size_t len, i
                       size_t *n_ids, size_t *err_at) {
   const struct bpe *b = t->impl;
   const uint8_t *s = (const uint8_t *)text;
-  struct emit e = {ids, cap, 0};
+  struct emit e = {.ids = ids, .cap = cap, .n = 0};
   pcre2_match_data *md = pcre2_match_data_create_from_pattern(b->re_word, NULL);
   if (err_at) *err_at = 0;
   *n_ids = 0;
@@ -410,8 +410,9 @@ static void bpe_free(struct bpe *b) {
 
 static void bpe_release(struct tokenizer *t) { bpe_free(t->impl); }
 
-static const struct tokenizer_ops bpe_ops = {bpe_encode, bpe_decode, bpe_token_str, bpe_release,
-                                             bpe_is_special};
+static const struct tokenizer_ops bpe_ops = {.encode = bpe_encode, .decode = bpe_decode,
+                                             .token_str = bpe_token_str, .release = bpe_release,
+                                             .is_special = bpe_is_special};
 
 int tokenizer_bpe_find(const struct tokenizer *t, const char *s) {
   if (t->kind != TOK_BPE) return -1;
@@ -547,7 +548,7 @@ static int load_merges(struct bpe *b, const struct bpe_str *mg, size_t n, const 
     uint64_t k = merge_key(a, c);
     size_t i = (k * 0x9e3779b97f4a7c15ull >> 20) & b->merge_mask;
     while (b->merges[i].key) i = (i + 1) & b->merge_mask;
-    b->merges[i] = (struct merge_slot){k, (int)r, ab};
+    b->merges[i] = (struct merge_slot){.key = k, .rank = (int)r, .id = ab};
   }
   return 0;
 }

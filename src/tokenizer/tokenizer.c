@@ -71,7 +71,8 @@ static const char *char_token_str(const struct tokenizer *t, int id) {
   return "<invalid>";
 }
 
-static const struct tokenizer_ops char_ops = {char_encode, char_decode, char_token_str, NULL, NULL};
+static const struct tokenizer_ops char_ops = {.encode = char_encode, .decode = char_decode,
+                                              .token_str = char_token_str};
 
 void tokenizer_init_char(struct tokenizer *t) {
   memset(t, 0, sizeof *t);

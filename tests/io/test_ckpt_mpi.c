@@ -53,7 +53,7 @@ static void refused_cases(const char *dir, const struct param_table *t) {
   a.params[last] = keep;
   if (size > 1) {
     struct ckpt_rows all[256];
-    for (int i = 0; i < t->n; i++) all[i] = (struct ckpt_rows){0, t->e[i].rows};
+    for (int i = 0; i < t->n; i++) all[i] = (struct ckpt_rows){.row0 = 0, .nrows = t->e[i].rows};
     o.rows = all; /* every rank claims every row: overlap */
     CHECK(ckpt_write(dir, &a, &o, MPI_COMM_WORLD) == CKPT_ERR_IO);
   }

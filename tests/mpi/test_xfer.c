@@ -213,7 +213,7 @@ static void test_weights(int rank, MPI_Comm comm) {
 }
 
 static void sleep_s(double s) {
-  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9)};
   nanosleep(&ts, NULL);
 }
 

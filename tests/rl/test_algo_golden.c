@@ -34,8 +34,8 @@ static void golden_load(struct golden *g) {
   g->gspo_lp = golden_read(g->f, "gspo_lp", H5T_NATIVE_FLOAT, NULL);
   g->rewards = golden_read(g->f, "rewards", H5T_NATIVE_DOUBLE, NULL);
   g->adv = golden_read(g->f, "adv", H5T_NATIVE_DOUBLE, NULL);
-  g->b = (struct algo_batch){(int)g->n_seq, g->off, g->mask, g->group,
-                             (int)golden_attr(g->f, "/", "n_group")};
+  g->b = (struct algo_batch){.n_seq = (int)g->n_seq, .off = g->off, .mask = g->mask,
+                             .group = g->group, .n_group = (int)golden_attr(g->f, "/", "n_group")};
   CHECK(g->off[g->n_seq] == g->n_tok);
 }
 
@@ -62,13 +62,17 @@ static float *test_grpo(struct golden *g) {
   for (long i = 0; i < g->n_seq; i++)
     for (int t = g->off[i]; t < g->off[i + 1]; t++) adv[t] = (float)a[i];
 
-  struct algo_params p = {PL_PPO_CLIP, AGG_TOKEN_MEAN, KL_K3, KL_IN_LOSS,
-                          golden_attr(g->f, "/", "clip_low"), golden_attr(g->f, "/", "clip_high"),
-                          golden_attr(g->f, "/", "dual_clip"), golden_attr(g->f, "/", "kl_coef"),
-                          golden_attr(g->f, "/", "entropy_coef"), 0.0, 0.0, 16};
+  struct algo_params p = {.policy_loss = PL_PPO_CLIP, .loss_agg = AGG_TOKEN_MEAN,
+                          .kl_estimator = KL_K3, .kl_in = KL_IN_LOSS,
+                          .clip_low = golden_attr(g->f, "/", "clip_low"),
+                          .clip_high = golden_attr(g->f, "/", "clip_high"),
+                          .dual_clip = golden_attr(g->f, "/", "dual_clip"),
+                          .kl_coef = golden_attr(g->f, "/", "kl_coef"),
+                          .entropy_coef = golden_attr(g->f, "/", "entropy_coef"), .l_max = 16};
   struct algo_counts c;
   algo_counts_local(&g->b, &c);
-  struct algo_tokens in = {g->lp, g->lp_old, g->lp_ref, adv, NULL, g->ent};
+  struct algo_tokens in = {.lp = g->lp, .lp_old = g->lp_old, .lp_ref = g->lp_ref, .adv = adv,
+                           .entropy = g->ent};
   struct algo_stats st = {0};
   double loss = algo_policy_loss(&p, &g->b, &c, &in, dlp, dent, &st);
   CHECK_NEAR(loss, golden_attr(g->f, "/", "grpo_loss"), TOL);
@@ -86,12 +90,13 @@ static float *test_grpo(struct golden *g) {
 
 static void test_gspo(struct golden *g, const float *adv) {
   float *dlp = malloc((size_t)g->n_tok * sizeof *dlp);
-  struct algo_params p = {PL_GSPO, AGG_SEQ_MEAN_TOKEN_MEAN, KL_K3, KL_IN_LOSS,
-                          golden_attr(g->f, "/", "gspo_clip_low"),
-                          golden_attr(g->f, "/", "gspo_clip_high"), 0.0, 0.0, 0.0, 0.0, 0.0, 16};
+  struct algo_params p = {.policy_loss = PL_GSPO, .loss_agg = AGG_SEQ_MEAN_TOKEN_MEAN,
+                          .kl_estimator = KL_K3, .kl_in = KL_IN_LOSS,
+                          .clip_low = golden_attr(g->f, "/", "gspo_clip_low"),
+                          .clip_high = golden_attr(g->f, "/", "gspo_clip_high"), .l_max = 16};
   struct algo_counts c;
   algo_counts_local(&g->b, &c);
-  struct algo_tokens in = {g->gspo_lp, g->lp_old, NULL, adv, NULL, NULL};
+  struct algo_tokens in = {.lp = g->gspo_lp, .lp_old = g->lp_old, .adv = adv};
   struct algo_stats st = {0};
   double loss = algo_policy_loss(&p, &g->b, &c, &in, dlp, NULL, &st);
   CHECK_NEAR(loss, golden_attr(g->f, "/", "gspo_loss"), TOL);
@@ -111,8 +116,10 @@ static void test_dpo(struct golden *g) {
   algo_seq_sum(&g->b, g->lp, logp);
   algo_seq_sum(&g->b, g->lp_ref, ref);
   for (int k = 0; k < n_pairs; k++)
-    q[k] = (struct algo_dpo_pair){logp[2 * k], logp[2 * k + 1], ref[2 * k], ref[2 * k + 1],
-                                  algo_seq_len(&g->b, 2 * k), algo_seq_len(&g->b, 2 * k + 1)};
+    q[k] = (struct algo_dpo_pair){.logp_w = logp[2 * k], .logp_l = logp[2 * k + 1],
+                                  .ref_w = ref[2 * k], .ref_l = ref[2 * k + 1],
+                                  .n_w = algo_seq_len(&g->b, 2 * k),
+                                  .n_l = algo_seq_len(&g->b, 2 * k + 1)};
   const char *names[2][3] = {{"dpo_loss", "dpo_dlp", "dpo d loss/d lp"},
                              {"ipo_loss", "ipo_dlp", "ipo d loss/d lp"}};
   for (int kind = DPO_SIGMOID; kind <= DPO_IPO; kind++) {

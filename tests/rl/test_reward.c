@@ -48,7 +48,7 @@ static void test_components(void) {
   double parts[REWARD_NCOMPONENTS];
   int bad = 7;
   /* right, in tags, 10 tokens: 1 + 0.5 - 0.1*0.5 + 0 */
-  struct reward_item it = {&p, "x <a>46</a>", 11, 10, 0};
+  struct reward_item it = {.prompt = &p, .text = "x <a>46</a>", .len = 11, .n_tokens = 10, .group = 0};
   double r = reward_score_one(&rc, &t, &it, parts, &bad);
   CHECK(bad == 0);
   CHECK(parts[REWARD_CORRECT] == 1.0 && parts[REWARD_FORMAT] == 1.0);
@@ -96,7 +96,7 @@ static void test_nonfinite(void) {
   rc.overlong_buffer = 5;
   rc.weight[REWARD_OVERLONG] = 1.0;
   rc.overlong_penalty = NAN;
-  struct reward_item it = {&p, "5", 1, 18, 0};
+  struct reward_item it = {.prompt = &p, .text = "5", .len = 1, .n_tokens = 18, .group = 0};
   double r = reward_score_one(&rc, &t, &it, parts, &bad);
   CHECK(bad == 1 && parts[REWARD_OVERLONG] == 0.0 && r == 1.0);
   /* an infinite weight times a finite part: the total is zeroed and counted */
