@@ -11,8 +11,6 @@
  * involve several keys live in deck/config_check.c. */
 #include "deck/config.h"
 
-#include "rl/algo.h"
-
 #include <ctype.h>
 #include <errno.h>
 #include <ini.h>
@@ -22,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include "deck/presets.h"
 
 #define DECK_MAX_BYTES (1 << 20) /* a deck larger than this is not a deck */
 #define DECK_LINE_MAX 4096       /* longest deck line, comments included */
@@ -555,7 +555,7 @@ static int deck_handler(void *user, const char *section, const char *name, const
 }
 
 static int parse_deck_text(struct config *cfg, const char *path, const char *text, char *err, size_t errlen) {
-  struct deck_parse p = {cfg, path, text, 0, 0, err, errlen};
+  struct deck_parse p = {.cfg = cfg, .path = path, .pos = text, .err = err, .errlen = errlen};
   /* Debian's libinih takes its limits at run time: a heap line buffer long enough for
    * CFG_STR_MAX paths; no continuation lines (the reader strips leading blanks anyway). */
   ini_use_stack = 0;
@@ -638,7 +638,7 @@ int config_parse(struct config *cfg, const char *path, const char *text, int n_o
     if ((cfg_schema[r].flags & CFG_REQUIRED) && cfg->src[r] == 0)
       return fail_at(err, errlen, path, cfg_schema[r].section, cfg_schema[r].name, NULL,
                      "missing required key (it has no default)");
-  algo_apply_preset(cfg); /* [algo] name fills the knobs the user left at their defaults */
+  preset_apply(cfg); /* [algo] name fills the knobs the user left at their defaults */
   return config_cross_check(cfg, path, over, err, errlen);
 }
 

@@ -110,7 +110,7 @@ const struct cfg_key cfg_schema[] = {
   INT("algo", "prompts_per_step", "16", 1, 1e7, "prompts", "Prompts per RL step (global)", algo.prompts_per_step),
   INT("algo", "mini_batches", "1", 1, 1e5, "", "Optimizer updates per step per epoch", algo.mini_batches),
   INT("algo", "ppo_epochs", "1", 1, 1e3, "", "Passes over each step's batch", algo.ppo_epochs),
-  /* The rows below default to the GRPO preset; algo_apply_preset (src/rl/algo.c) sets
+  /* The rows below default to the GRPO preset; preset_apply (deck/presets.c) sets
    * every one the deck did not set to the value of the chosen `name`. */
   ENUM("algo", "adv_estimator", "grpo", "grpo|dr_grpo|rloo|reinforce_pp|reinforce_pp_baseline|gae", "Advantage estimator (preset)", algo.adv_estimator),
   ENUM("algo", "std", "unbiased", "unbiased|biased", "Group std of the grpo estimator: divide by G-1 (unbiased) or G", algo.std),
