@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "deck/config.h"
+#include "io/model_h5.h"
 #include "model/import.h"
-#include "rl/reward_model.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
@@ -105,9 +105,10 @@ static int reward_memory(struct plan *p, const struct config *cfg, char *err, si
   struct plan_memory *m = &p->reward;
   memset(m, 0, sizeof *m);
   if (!cfg->reward.rm_path[0]) return 0;
-  if (reward_model_check(cfg->reward.rm_path, p->mc.vocab_size, p->mc.max_seq, &p->rm_mc, err,
-                         errlen))
+  struct rm_file rf;
+  if (rm_file_check(cfg->reward.rm_path, p->mc.vocab_size, p->mc.max_seq, &rf, err, errlen))
     return 2;
+  p->rm_mc = rf.mc;
   double tokens = cfg->reward.rm_batch_tokens > p->mc.max_seq ? (double)cfg->reward.rm_batch_tokens
                                                               : (double)p->mc.max_seq;
   m->weights = (double)model_param_count(&p->rm_mc) * p->weight_bytes;
