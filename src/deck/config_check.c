@@ -1,14 +1,17 @@
 /* deck/config_check.c: the deck checks that involve more than one key (config_parse runs them
- * after the deck and the overrides). Each names the keys involved and points at the line or
- * override that set one of them. Checks that need the world size live in mpi/comm.c.
+ * after the deck and the overrides), the reward's checks, and `rlpt check` (deck/config.h).
+ * Each cross-key check names the keys involved and points at the line or override that set
+ * one of them. Checks that need the world size live in mpi/comm.c.
  * To add one: an `if` below with cross_fail(section, key, other section, other key, message). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "deck/config.h"
+#include "util/alloc.h"
 
 struct cross {
   const struct config *cfg;
@@ -46,7 +49,8 @@ static int cross_fail(const struct cross *x, const char *sa, const char *ka, con
 }
 
 int config_cross_check(const struct config *c, const char *path, char *const *over, char *err, size_t errlen) {
-  const struct cross xs = {c, path, over, err, errlen}, *x = &xs;
+  const struct cross xs = {.cfg = c, .path = path, .over = over, .err = err, .errlen = errlen};
+  const struct cross *x = &xs;
   if (c->model.kv_heads < 1 || c->model.heads < 1) /* the ranges forbid it; keep the divisions safe */
     return cross_fail(x, "model", "heads", "model", "kv_heads", "heads and kv_heads must be >= 1");
   if (c->model.heads % c->model.kv_heads)
@@ -113,4 +117,56 @@ int config_cross_check(const struct config *c, const char *path, char *const *ov
   if (c->model.dtype == DTYPE_BF16 && c->run.device == DEVICE_CPU)
     return cross_fail(x, "model", "dtype", "run", "device", "bf16 needs run.device = cuda or auto");
   return 0;
+}
+
+/* ---- the reward's checks ------------------------------------------------------------- */
+
+int config_format_tags(const char *tags, char *open, char *close, char *err, size_t errlen) {
+  open[0] = close[0] = '\0';
+  if (tags[0] == '\0') return 0;
+  const char *comma = strchr(tags, ',');
+  size_t ol = comma ? (size_t)(comma - tags) : 0, cl = comma ? strlen(comma + 1) : 0;
+  if (!comma || ol == 0 || cl == 0 || strchr(comma + 1, ',') || ol >= CFG_TAG_MAX || cl >= CFG_TAG_MAX) {
+    snprintf(err, errlen, "[reward] format_tags: '%s' is not \"OPEN,CLOSE\" (two non-empty tags, one comma, "
+             "each under %d characters), e.g. <answer>,</answer>", tags, CFG_TAG_MAX);
+    return 2;
+  }
+  memcpy(open, tags, ol);
+  open[ol] = '\0';
+  memcpy(close, comma + 1, cl + 1);
+  if (strstr(open, close) || strstr(close, open)) {
+    snprintf(err, errlen, "[reward] format_tags: '%s': one tag contains the other, so a block cannot be "
+             "delimited; use distinct tags such as <answer>,</answer>", tags);
+    return 2;
+  }
+  return 0;
+}
+
+int config_reward_check(const struct config *cfg, char *err, size_t errlen) {
+  long buffer = cfg->algo.overlong_buffer, max_new = cfg->rollout.max_new_tokens;
+  if (!cfg->reward.rm_path[0] && cfg->reward.rm_alpha < 1.0) {
+    snprintf(err, errlen, "[reward] rm_alpha = %g mixes in a reward model, but [reward] rm_path is empty "
+             "(set rm_path to a model file with a value head, or rm_alpha = 1)", cfg->reward.rm_alpha);
+    return 2;
+  }
+  if (buffer >= max_new && buffer > 0) {
+    snprintf(err, errlen, "[algo] overlong_buffer: %ld must be smaller than [rollout] max_new_tokens = %ld "
+             "(the shaping starts max_new_tokens - overlong_buffer tokens in)", buffer, max_new);
+    return 2;
+  }
+  char open[CFG_TAG_MAX], close[CFG_TAG_MAX];
+  return config_format_tags(cfg->reward.format_tags, open, close, err, errlen);
+}
+
+/* ---- rlpt check ------------------------------------------------------------------------ */
+
+int config_check_deck(const char *path, int n_over, char *const *over, FILE *out) {
+  struct config *cfg = malloc_check(sizeof *cfg);
+  char err[1024];
+  int rc = config_load_serial(cfg, path, n_over, over);
+  if (!rc && (rc = config_reward_check(cfg, err, sizeof err)) != 0)
+    fprintf(stderr, "rlpt: %s: %s\n", path, err);
+  if (!rc) config_write_canonical(cfg, out);
+  free(cfg);
+  return rc;
 }
