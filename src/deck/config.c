@@ -457,9 +457,10 @@ static void deck_loc(const struct deck_parse *p, char *loc, size_t len) {
   snprintf(loc, len, "%s:%d", p->path, p->line);
 }
 
-static char *deck_reader(char *str, int num, void *stream) {
-  struct deck_parse *p = stream;
-  if (p->failed || !*p->pos) return NULL;
+/* The next deck line into buf (DECK_LINE_MAX bytes) without a UTF-8 byte-order mark, its
+ * comment ('#' or ';' at the start or after a blank) and outer blanks. Returns the trimmed
+ * text inside buf, or NULL when the line is too long for inih's num bytes (p->failed set). */
+static char *next_line(struct deck_parse *p, int num, char *buf) {
   const char *nl = strchr(p->pos, '\n');
   size_t n = nl ? (size_t)(nl - p->pos) : strlen(p->pos);
   const char *src = p->pos;
@@ -469,17 +470,15 @@ static char *deck_reader(char *str, int num, void *stream) {
     src += 3;
     n -= 3;
   }
-  char loc[CFG_STR_MAX + 32];
-  deck_loc(p, loc, sizeof loc);
   if (n + 3 > (size_t)num || n + 3 > DECK_LINE_MAX) {
+    char loc[CFG_STR_MAX + 32];
+    deck_loc(p, loc, sizeof loc);
     p->failed = fail_at(p->err, p->errlen, loc, NULL, NULL, NULL,
                         "line is longer than %d characters", (num < DECK_LINE_MAX ? num : DECK_LINE_MAX) - 3);
     return NULL;
   }
-  char buf[DECK_LINE_MAX];
   memcpy(buf, src, n);
   buf[n] = '\0';
-  /* comments: '#' or ';' at the start or after a blank */
   for (size_t i = 0; i < n; i++)
     if ((buf[i] == '#' || buf[i] == ';') && (i == 0 || isspace((unsigned char)buf[i - 1]))) {
       buf[i] = '\0';
@@ -489,37 +488,52 @@ static char *deck_reader(char *str, int num, void *stream) {
   while (isspace((unsigned char)*s)) s++;
   size_t len = strlen(s);
   while (len && isspace((unsigned char)s[len - 1])) s[--len] = '\0';
-  if (s[0] == '[') {
-    char *close = strchr(s, ']');
-    if (!close || close[1]) {
-      p->failed = fail_at(p->err, p->errlen, loc, NULL, NULL, "a section header is [name] alone on its line",
-                          "unparsable line '%s'", s);
-      return NULL;
-    }
-    char name[128];
-    size_t nl2 = (size_t)(close - s - 1);
-    if (nl2 >= sizeof name) nl2 = sizeof name - 1;
-    memcpy(name, s + 1, nl2);
-    name[nl2] = '\0';
-    char *nm = name;
-    while (isspace((unsigned char)*nm)) nm++;
-    size_t nmlen = strlen(nm);
-    while (nmlen && isspace((unsigned char)nm[nmlen - 1])) nm[--nmlen] = '\0';
-    if (!section_known(nm)) {
-      char hint[512];
-      suggest_section_hint(nm, NULL, hint, sizeof hint);
-      p->failed = fail_at(p->err, p->errlen, loc, nm, NULL, hint, "unknown section");
-      return NULL;
-    }
-    snprintf(str, (size_t)num, "[%s]\n", nm);
-    return str;
-  } else if (s[0]) {
-    char *sep = strpbrk(s, "=:");
-    if (!sep || *sep == ':') {
-      p->failed = fail_at(p->err, p->errlen, loc, NULL, NULL, "expected `key = value` or `[section]`",
-                          "unparsable line '%s'", s);
-      return NULL;
-    }
+  return s;
+}
+
+/* A section header s ("[name]") checked and written into str as inih reads it. Returns
+ * str, or NULL (p->failed set) for a malformed header or an unknown section. */
+static char *section_line(struct deck_parse *p, const char *s, const char *loc, char *str, int num) {
+  const char *close = strchr(s, ']');
+  if (!close || close[1]) {
+    p->failed = fail_at(p->err, p->errlen, loc, NULL, NULL, "a section header is [name] alone on its line",
+                        "unparsable line '%s'", s);
+    return NULL;
+  }
+  char between[128];  /* the text between the brackets */
+  size_t between_len = (size_t)(close - s - 1);
+  if (between_len >= sizeof between) between_len = sizeof between - 1;
+  memcpy(between, s + 1, between_len);
+  between[between_len] = '\0';
+  char *name = between;
+  while (isspace((unsigned char)*name)) name++;
+  size_t name_len = strlen(name);
+  while (name_len && isspace((unsigned char)name[name_len - 1])) name[--name_len] = '\0';
+  if (!section_known(name)) {
+    char hint[512];
+    suggest_section_hint(name, NULL, hint, sizeof hint);
+    p->failed = fail_at(p->err, p->errlen, loc, name, NULL, hint, "unknown section");
+    return NULL;
+  }
+  snprintf(str, (size_t)num, "[%s]\n", name);
+  return str;
+}
+
+/* inih's reader: one checked line per call into str (num bytes), NULL at the end or on an
+ * error (p->failed). */
+static char *deck_reader(char *str, int num, void *stream) {
+  struct deck_parse *p = stream;
+  if (p->failed || !*p->pos) return NULL;
+  char buf[DECK_LINE_MAX], loc[CFG_STR_MAX + 32];
+  char *s = next_line(p, num, buf);
+  if (!s) return NULL;
+  deck_loc(p, loc, sizeof loc);
+  if (s[0] == '[') return section_line(p, s, loc, str, num);
+  char *sep = strpbrk(s, "=:");
+  if (s[0] && (!sep || *sep == ':')) {
+    p->failed = fail_at(p->err, p->errlen, loc, NULL, NULL, "expected `key = value` or `[section]`",
+                        "unparsable line '%s'", s);
+    return NULL;
   }
   snprintf(str, (size_t)num, "%s\n", s);
   return str;

@@ -48,9 +48,9 @@ static int cross_fail(const struct cross *x, const char *sa, const char *ka, con
   return 2;
 }
 
-int config_cross_check(const struct config *c, const char *path, char *const *over, char *err, size_t errlen) {
-  const struct cross xs = {.cfg = c, .path = path, .over = over, .err = err, .errlen = errlen};
-  const struct cross *x = &xs;
+/* The model's shape: heads, head size, and the sequence and sampling limits it sets. */
+static int cross_model(const struct cross *x) {
+  const struct config *c = x->cfg;
   if (c->model.kv_heads < 1 || c->model.heads < 1) /* the ranges forbid it; keep the divisions safe */
     return cross_fail(x, "model", "heads", "model", "kv_heads", "heads and kv_heads must be >= 1");
   if (c->model.heads % c->model.kv_heads)
@@ -72,6 +72,12 @@ int config_cross_check(const struct config *c, const char *path, char *const *ov
     return cross_fail(x, "rollout", "top_k", "model", "vocab_size",
                       "rollout.top_k (%ld) must not exceed model.vocab_size (%ld)", c->rollout.top_k,
                       c->model.vocab_size);
+  return 0;
+}
+
+/* Pairs of keys that bound each other, and values a range cannot express. */
+static int cross_ranges(const struct cross *x) {
+  const struct config *c = x->cfg;
   if (c->eval.k > c->eval.samples)
     return cross_fail(x, "eval", "k", "eval", "samples", "eval.k (%ld) must not exceed eval.samples (%ld)",
                       c->eval.k, c->eval.samples);
@@ -83,6 +89,12 @@ int config_cross_check(const struct config *c, const char *path, char *const *ov
     return cross_fail(x, "sft", "target_band", NULL, NULL, "expected two items lo, hi with lo <= hi");
   if (c->rollout.temperature < 0)
     return cross_fail(x, "rollout", "temperature", NULL, NULL, "must be >= 0");
+  return 0;
+}
+
+/* A step's samples split into mini-batches and data-parallel train ranks. */
+static int cross_batches(const struct cross *x) {
+  const struct config *c = x->cfg;
   if (c->algo.mini_batches > c->algo.prompts_per_step * c->algo.group_size)
     return cross_fail(x, "algo", "mini_batches", "algo", "prompts_per_step",
                       "algo.mini_batches (%ld) exceeds the samples of a step (prompts_per_step x group_size "
@@ -97,6 +109,12 @@ int config_cross_check(const struct config *c, const char *path, char *const *ov
                       "divisible by algo.mini_batches x ranks.train_dp = %ld x %ld",
                       c->algo.prompts_per_step, c->algo.group_size,
                       c->algo.prompts_per_step * c->algo.group_size, c->algo.mini_batches, c->ranks.train_dp);
+  return 0;
+}
+
+/* The files a deck names (logs, data, the reward model) and the prompt template. */
+static int cross_files(const struct cross *x) {
+  const struct config *c = x->cfg;
   if (c->log.samples_every > 0 && !c->log.samples_path[0])
     return cross_fail(x, "log", "samples_every", "log", "samples_path",
                       "log.samples_every = %ld needs log.samples_path", c->log.samples_every);
@@ -114,9 +132,18 @@ int config_cross_check(const struct config *c, const char *path, char *const *ov
   if (!strstr(c->data.prompt_template, "{prompt}"))
     return cross_fail(x, "data", "prompt_template", NULL, NULL, "\"%s\" has no {prompt} (where the row's prompt "
                       "goes)", c->data.prompt_template);
-  if (c->model.dtype == DTYPE_BF16 && c->run.device == DEVICE_CPU)
-    return cross_fail(x, "model", "dtype", "run", "device", "bf16 needs run.device = cuda or auto");
   return 0;
+}
+
+int config_cross_check(const struct config *c, const char *path, char *const *over, char *err, size_t errlen) {
+  const struct cross x = {.cfg = c, .path = path, .over = over, .err = err, .errlen = errlen};
+  int rc = cross_model(&x);
+  if (!rc) rc = cross_ranges(&x);
+  if (!rc) rc = cross_batches(&x);
+  if (!rc) rc = cross_files(&x);
+  if (!rc && c->model.dtype == DTYPE_BF16 && c->run.device == DEVICE_CPU)
+    rc = cross_fail(&x, "model", "dtype", "run", "device", "bf16 needs run.device = cuda or auto");
+  return rc;
 }
 
 /* ---- the reward's checks ------------------------------------------------------------- */

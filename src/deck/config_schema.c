@@ -3,24 +3,27 @@
 #include "deck/config.h"
 
 #define OFF(field) offsetof(struct config, field)
-#define NORANGE 1, 0
-#define INT(sec, key, def, lo, hi, unit, help, field) \
-  { sec, key, CFG_INT, def, lo, hi, NULL, unit, help, OFF(field), 0, 0 }
-#define AUTOINT(sec, key, def, lo, hi, unit, help, field) \
-  { sec, key, CFG_INT, def, lo, hi, NULL, unit, help, OFF(field), CFG_AUTO, 0 }
-#define FLT(sec, key, def, lo, hi, unit, help, field) \
-  { sec, key, CFG_FLOAT, def, lo, hi, NULL, unit, help, OFF(field), 0, 0 }
-#define BOOL(sec, key, def, help, field) \
-  { sec, key, CFG_BOOL, def, NORANGE, NULL, "", help, OFF(field), 0, 0 }
-#define ENUM(sec, key, def, choices, help, field) \
-  { sec, key, CFG_ENUM, def, NORANGE, choices, "", help, OFF(field), 0, 0 }
 #define FSIZE(field) sizeof(((struct config *)0)->field)
+/* The fields every row sets; min > max means no range. */
+#define ROW(sec, key, typ, def_, lo, hi, help_, field) \
+  .section = sec, .name = key, .type = typ, .def = def_, .min = lo, .max = hi, .help = help_, \
+  .offset = OFF(field)
+#define INT(sec, key, def, lo, hi, unit_, help, field) \
+  { ROW(sec, key, CFG_INT, def, lo, hi, help, field), .unit = unit_ }
+#define AUTOINT(sec, key, def, lo, hi, unit_, help, field) \
+  { ROW(sec, key, CFG_INT, def, lo, hi, help, field), .unit = unit_, .flags = CFG_AUTO }
+#define FLT(sec, key, def, lo, hi, unit_, help, field) \
+  { ROW(sec, key, CFG_FLOAT, def, lo, hi, help, field), .unit = unit_ }
+#define BOOL(sec, key, def, help, field) \
+  { ROW(sec, key, CFG_BOOL, def, 1, 0, help, field), .unit = "" }
+#define ENUM(sec, key, def, choices_, help, field) \
+  { ROW(sec, key, CFG_ENUM, def, 1, 0, help, field), .choices = choices_, .unit = "" }
 #define STR(sec, key, def, help, field) \
-  { sec, key, CFG_STRING, def, NORANGE, NULL, "", help, OFF(field), 0, FSIZE(field) }
+  { ROW(sec, key, CFG_STRING, def, 1, 0, help, field), .unit = "", .size = FSIZE(field) }
 #define PATH(sec, key, def, help, field) \
-  { sec, key, CFG_PATH, def, NORANGE, NULL, "", help, OFF(field), 0, FSIZE(field) }
-#define LIST(sec, key, def, lo, hi, unit, help, field) \
-  { sec, key, CFG_LIST, def, lo, hi, NULL, unit, help, OFF(field), 0, 0 }
+  { ROW(sec, key, CFG_PATH, def, 1, 0, help, field), .unit = "", .size = FSIZE(field) }
+#define LIST(sec, key, def, lo, hi, unit_, help, field) \
+  { ROW(sec, key, CFG_LIST, def, lo, hi, help, field), .unit = unit_ }
 
 const struct cfg_key cfg_schema[] = {
   /* [run] */
