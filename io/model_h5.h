@@ -7,8 +7,7 @@
  * group name, so the checkpoint module can reuse them for /optim/m, /ref, ...
  * Every function that can fail on user input returns 0 or 2 (bad input) or 1
  * (I/O failure while writing) and prints one message naming the file and the
- * dataset or attribute. The reward model's file ([reward] rm_path) is read here
- * for its metadata too, by the run (rl/reward_model.c) and by `rlpt plan`. */
+ * dataset or attribute. */
 #ifndef RLPT_MODEL_H5_H
 #define RLPT_MODEL_H5_H
 
@@ -47,28 +46,5 @@ int model_h5_write(const char *path, const struct model_config *mc, const float 
 int model_h5_read_config(const char *path, struct model_config *mc);
 /* /model of path into params, laid out by t (built from the same config). */
 int model_h5_read_params(const char *path, const struct param_table *t, float *params);
-
-/* ---- the reward model's file ([reward] rm_path) ---------------------------------------
- * rm_path names a model file with a value head (score.weight), a checkpoint file (its
- * /model when that has a value head, else its PPO /critic, io/ckpt.h), or a checkpoint
- * directory (the file its `latest` names). The model must share the policy's tokenizer
- * (same vocab_size) and take the policy's longest sequence (max_seq at least need_seq).
- * Messages name [reward] rm_path; only the metadata is read, never the weights. */
-#define RM_FILE_PATH_MAX 4200
-
-struct rm_file {
-  char file[RM_FILE_PATH_MAX];  /* the HDF5 file rm_path names */
-  const char *group;            /* "model" or "critic": where its weights are */
-  struct model_config mc;       /* the reward model's config */
-};
-
-/* rm_path's file open read-only in *f and described in *rf, checked against a policy of
- * vocab tokens and sequences up to need_seq tokens. 0 (f open), or 2 with a message in
- * err (nothing open). */
-int rm_file_open(const char *rm_path, int vocab, int need_seq, struct rm_file *rf, hid_t *f,
-                 char *err, size_t errlen);
-/* The same checks, with the file closed again: 0 or 2. */
-int rm_file_check(const char *rm_path, int vocab, int need_seq, struct rm_file *rf, char *err,
-                  size_t errlen);
 
 #endif

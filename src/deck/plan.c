@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "deck/config.h"
-#include "io/model_h5.h"
+#include "io/rm_file.h"
 #include "model/import.h"
 #include "tokenizer/tokenizer.h"
 #include "util/alloc.h"

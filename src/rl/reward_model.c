@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "io/model_h5.h"
+#include "io/rm_file.h"
 #include "rl/experience.h"
 #include "util/error.h"
 
@@ -20,7 +21,7 @@ static int alloc_buffers(struct reward_model *rm) {
 }
 
 /* rm_path's file (into file[flen]) open in *f, with its value-head model's config and group
- * checked against the policy (io/model_h5.h rm_file_open). 0 (f open), or 2 with a message
+ * checked against the policy (io/rm_file.h rm_file_open). 0 (f open), or 2 with a message
  * (nothing open). */
 static int open_checked(const char *path, int vocab, int need_seq, char *file, size_t flen, hid_t *f,
                         struct model_config *mc, const char **group, char *err, size_t errlen) {
