@@ -4,6 +4,9 @@
  * Every message names where the value came from, `DECK:LINE: [section] key: what is wrong`
  * or `override 'section.key=value': ...`, and may add one hint line. Nothing is clamped.
  *
+ * deck/load.c reads the file, adds the [algo] preset and the cross-key checks, and
+ * broadcasts the result.
+ *
  * libinih hands its reader one line at a time; our reader counts lines (the Debian build
  * cannot pass line numbers to the handler), strips comments (`#` or `;` at the start of a
  * line or after whitespace), checks section headers and rejects lines inih would silently
@@ -21,9 +24,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "deck/presets.h"
-
-#define DECK_MAX_BYTES (1 << 20) /* a deck larger than this is not a deck */
 #define DECK_LINE_MAX 4096       /* longest deck line, comments included */
 
 /* ---- schema look-ups --------------------------------------------------------------- */
@@ -641,8 +641,8 @@ static int apply_override(struct config *cfg, int i, const char *arg, char *err,
 
 /* ---- the API ------------------------------------------------------------------------- */
 
-int config_parse(struct config *cfg, const char *path, const char *text, int n_over, char *const *over,
-                 char *err, size_t errlen) {
+int config_parse_deck(struct config *cfg, const char *path, const char *text, int n_over,
+                      char *const *over, char *err, size_t errlen) {
   config_defaults(cfg);
   err[0] = '\0';
   int rc = parse_deck_text(cfg, path, text, err, errlen);
@@ -652,65 +652,6 @@ int config_parse(struct config *cfg, const char *path, const char *text, int n_o
     if ((cfg_schema[r].flags & CFG_REQUIRED) && cfg->src[r] == 0)
       return fail_at(err, errlen, path, cfg_schema[r].section, cfg_schema[r].name, NULL,
                      "missing required key (it has no default)");
-  preset_apply(cfg); /* [algo] name fills the knobs the user left at their defaults */
-  return config_cross_check(cfg, path, over, err, errlen);
-}
-
-/* The whole file as a string; 0 or 2 with a message in err. */
-static int read_deck(const char *path, char **text, char *err, size_t errlen) {
-  *text = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    snprintf(err, errlen, "%s: cannot read the deck: %s", path, strerror(errno));
-    return 2;
-  }
-  char *buf = malloc(DECK_MAX_BYTES + 1);
-  size_t n = buf ? fread(buf, 1, DECK_MAX_BYTES + 1, f) : 0;
-  int bad = ferror(f);
-  fclose(f);
-  if (!buf || bad || n > DECK_MAX_BYTES || memchr(buf, '\0', n)) {
-    snprintf(err, errlen, "%s: cannot read the deck: %s", path,
-             !buf ? "out of memory" : bad ? "read error" : n > DECK_MAX_BYTES ? "larger than 1 MiB"
-                                                                          : "it contains NUL bytes (not text)");
-    free(buf);
-    return 2;
-  }
-  buf[n] = '\0';
-  *text = buf;
-  return 0;
-}
-
-static int load_local(struct config *cfg, const char *path, int n_over, char *const *over, char *err,
-                      size_t errlen) {
-  char *text;
-  int rc = read_deck(path, &text, err, errlen);
-  if (!rc) rc = config_parse(cfg, path, text, n_over, over, err, errlen);
-  free(text);
-  return rc;
-}
-
-int config_load_serial(struct config *cfg, const char *path, int n_over, char *const *over) {
-  char err[2048];
-  int rc = load_local(cfg, path, n_over, over, err, sizeof err);
-  if (rc) fprintf(stderr, "rlpt: %s\n", err);
-  return rc;
-}
-
-int config_load(struct config *cfg, const char *path, int n_over, char *const *over, MPI_Comm comm) {
-  int rank = 0, rc = 0;
-  MPI_Comm_rank(comm, &rank);
-  if (rank == 0) {
-    char err[2048];
-    rc = load_local(cfg, path, n_over, over, err, sizeof err);
-    if (rc) {
-      fprintf(stderr, "rlpt: %s\n", err);
-      fflush(stderr);
-    }
-  }
-  MPI_Bcast(&rc, 1, MPI_INT, 0, comm);
-  if (rc) return rc;
-  /* Same binary on every rank: the validated struct travels as bytes. */
-  MPI_Bcast(cfg, (int)sizeof *cfg, MPI_BYTE, 0, comm);
   return 0;
 }
 

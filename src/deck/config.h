@@ -155,16 +155,21 @@ struct config {
 extern const struct cfg_key cfg_schema[];
 extern const int cfg_schema_len;
 
-/* ---- API (src/deck/config.c) ----------------------------------------------------
+/* ---- API (src/deck/config.c; loading in src/deck/load.c) ---------------------------
  * Every function that can fail on user input returns 0 or 2 (the exit code for
  * bad input) and describes the problem as "FILE:LINE: message" in err. */
 
 /* Every key at its default. */
 void config_defaults(struct config *cfg);
 /* Parse deck text (path is used in messages), then apply command-line overrides
- * "section.key=value" (validated the same way), then the cross-key checks. */
+ * "section.key=value" (validated the same way), then the [algo] preset (deck/presets.h)
+ * and the cross-key checks (src/deck/load.c). */
 int config_parse(struct config *cfg, const char *path, const char *text, int n_over,
                  char *const *over, char *err, size_t errlen);
+/* The first part of config_parse: the defaults, the deck text and the overrides, and every
+ * required key set; without the preset and the cross-key checks. */
+int config_parse_deck(struct config *cfg, const char *path, const char *text, int n_over,
+                      char *const *over, char *err, size_t errlen);
 /* Read and parse a deck file without MPI; prints the error to stderr. */
 int config_load_serial(struct config *cfg, const char *path, int n_over, char *const *over);
 /* Collective over comm: rank 0 reads and validates, the bytes are broadcast, every rank ends
