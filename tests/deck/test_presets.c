@@ -9,27 +9,30 @@
 
 static struct config cfg;
 
+/* cfg switched to preset name; its values all parse. */
+static void apply_preset(int name) {
+  cfg.algo.name = name;
+  CHECK_MSG(preset_apply(&cfg) == 0, "preset %d has a value the deck refuses", name);
+}
+
 /* Every preset's values are accepted by the deck's parser. */
 static void test_every_preset_parses(void) {
   for (int name = ALGO_GRPO; name <= ALGO_DPO; name++) {
     config_defaults(&cfg);
-    cfg.algo.name = name;
-    CHECK_MSG(preset_apply(&cfg) == 0, "preset %d has a value the deck refuses", name);
+    apply_preset(name);
   }
 }
 
 static void test_dapo_then_grpo(void) {
   config_defaults(&cfg);
   cfg.rollout.max_new_tokens = 16;
-  cfg.algo.name = ALGO_DAPO;
-  preset_apply(&cfg);
+  apply_preset(ALGO_DAPO);
   CHECK_NEAR(cfg.algo.clip_high, 0.28, 1e-15);
   CHECK(cfg.algo.kl_coef == 0.0 && cfg.algo.dynamic_sampling == 1);
   CHECK(cfg.algo.overlong_buffer == 3);  /* 16/5 */
   CHECK(cfg.algo.loss_agg == AGG_TOKEN_MEAN);
   /* switching back to grpo resets DAPO's choices */
-  cfg.algo.name = ALGO_GRPO;
-  preset_apply(&cfg);
+  apply_preset(ALGO_GRPO);
   CHECK_NEAR(cfg.algo.clip_high, 0.2, 1e-15);
   CHECK(cfg.algo.kl_estimator == KL_K3 && cfg.algo.kl_in == KL_IN_LOSS);
   CHECK_NEAR(cfg.algo.kl_coef, 0.001, 1e-15);
@@ -39,28 +42,22 @@ static void test_dapo_then_grpo(void) {
 
 static void test_each_preset(void) {
   config_defaults(&cfg);
-  cfg.algo.name = ALGO_GSPO;
-  preset_apply(&cfg);
+  apply_preset(ALGO_GSPO);
   CHECK(cfg.algo.policy_loss == PL_GSPO && cfg.algo.loss_agg == AGG_SEQ_MEAN_TOKEN_MEAN);
   CHECK_NEAR(cfg.algo.clip_low, 3e-4, 1e-15);
   CHECK_NEAR(cfg.algo.clip_high, 4e-4, 1e-15);
-  cfg.algo.name = ALGO_DR_GRPO;
-  preset_apply(&cfg);
+  apply_preset(ALGO_DR_GRPO);
   CHECK(cfg.algo.adv_estimator == ADV_DR_GRPO && cfg.algo.loss_agg == AGG_SEQ_MEAN_TOKEN_SUM_NORM);
-  cfg.algo.name = ALGO_PPO;
-  preset_apply(&cfg);
+  apply_preset(ALGO_PPO);
   CHECK(cfg.algo.adv_estimator == ADV_GAE && cfg.algo.whiten_adv == 1);
   CHECK(cfg.algo.kl_in == KL_IN_REWARD && cfg.algo.kl_estimator == KL_K1);
   CHECK_NEAR(cfg.algo.value_clip, 0.5, 1e-15);
   CHECK(cfg.algo.gamma == 1.0 && cfg.algo.lam == 1.0);
-  cfg.algo.name = ALGO_RLOO;
-  preset_apply(&cfg);
+  apply_preset(ALGO_RLOO);
   CHECK(cfg.algo.adv_estimator == ADV_RLOO && cfg.algo.kl_in == KL_IN_LOSS);
-  cfg.algo.name = ALGO_REINFORCE_PP;
-  preset_apply(&cfg);
+  apply_preset(ALGO_REINFORCE_PP);
   CHECK(cfg.algo.adv_estimator == ADV_REINFORCE_PP && cfg.algo.kl_in == KL_IN_REWARD);
-  cfg.algo.name = ALGO_DPO;
-  preset_apply(&cfg);
+  apply_preset(ALGO_DPO);
   CHECK(cfg.algo.dpo_loss == DPO_SIGMOID && cfg.algo.dpo_beta == 0.1);
 }
 
@@ -72,8 +69,7 @@ static void test_user_key_kept(void) {
   if (r < 0) return;
   cfg.src[r] = 7;  /* deck line 7 */
   cfg.algo.clip_high = 0.3;
-  cfg.algo.name = ALGO_DAPO;
-  preset_apply(&cfg);
+  apply_preset(ALGO_DAPO);
   CHECK_NEAR(cfg.algo.clip_high, 0.3, 1e-15);
   CHECK(cfg.algo.dynamic_sampling == 1);
 }
