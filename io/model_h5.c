@@ -1,4 +1,4 @@
-/* model_h5.c: write and read parameter tables as HDF5 datasets (see model_h5.h).
+/* io/model_h5.c: write and read parameter tables as HDF5 datasets (see io/model_h5.h).
  *
  * HDF5's automatic error-stack printing is switched off around each call so
  * that a user's bad file gives one message from us, not a library backtrace. */

@@ -1,4 +1,4 @@
-/* model_h5.h: model weights in HDF5 (serial), in the checkpoint's layout.
+/* io/model_h5.h: model weights in HDF5 (serial), in the checkpoint's layout.
  *
  *   /meta            attrs: model_config (JSON string, model/params.c), format_version (int)
  *   /model/<hf-name> float32, [out, in] for matrices, [n] for norm weights and biases

@@ -4,11 +4,13 @@
  * memory per rank for each role and FLOPs per step (deck/plan.c), and fails with
  * exit code 2 and the reasons when the layout is impossible or a role does not
  * fit [ranks] device_memory_gb.
- *   --world N   plan for N ranks without MPI (e.g. --world 1000 on a laptop);
- *               per-rank lines when N <= 64 or with --ranks.
+ *   --world N   plan for N ranks without MPI (e.g. --world 1000 on a laptop;
+ *               deck/plan.h plan_without_mpi); per-rank lines when N <= 64 or
+ *               with --ranks.
  *   (no --world) run under MPI (mpirun -np N rlpt plan DECK): the real world
- *               size, the real communicators, threads per node and one line per
- *               rank with its host. */
+ *               size, the real communicators (mpi/comm.h), threads per node
+ *               (run/threads.h) and one line per rank with its host, around the
+ *               deck's report (plan_report). */
 #include <limits.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -19,9 +21,8 @@
 #include "deck/plan.h"
 #include "mpi/comm.h"
 #include "run/threads.h"
+#include "util/alloc.h"
 #include "util/error.h"
-
-#define PLAN_PER_RANK_MAX 64  /* --world plans list every rank up to this size */
 
 struct plan_args {
   const char *deck;
@@ -64,46 +65,6 @@ static int parse_args(int n_rest, char **rest, struct plan_args *a) {
   return a->deck ? 0 : usage(2);
 }
 
-static void print_rank_lines(const struct role_counts *c, FILE *f) {
-  char line[256];
-  struct rank_place p;
-  fprintf(f, "rank map\n");
-  for (int r = 0; r < c->world; r++) {
-    roles_place(c, r, &p);
-    roles_place_str(&p, line, sizeof line);
-    fprintf(f, "  rank %5d  %s\n", r, line);
-  }
-}
-
-/* The report and the verdict; the same on every rank, printed where print != 0. */
-static int plan_report(const struct config *cfg, int world, int print, int per_rank) {
-  struct plan p;
-  char err[2048];
-  int rc = plan_build(&p, cfg, world, err, sizeof err);
-  if (rc) {
-    if (print) fprintf(stderr, "rlpt: plan: %s\n", err);
-    return rc;
-  }
-  if (print) {
-    plan_print(&p, cfg, stdout);
-    if (per_rank) print_rank_lines(&p.counts, stdout);
-  }
-  rc = plan_check_fit(&p, cfg, err, sizeof err);
-  if (print && rc) fprintf(stderr, "rlpt: plan: does not fit:\n%s\n", err);
-  if (print && !rc)
-    printf("plan: OK (%s)\n", cfg->ranks.device_memory_gb > 0 ? "every role fits device_memory_gb"
-                                                              : "device_memory_gb = 0: not checked");
-  fflush(stdout);
-  return rc;
-}
-
-static int plan_serial(const struct plan_args *a, struct config *cfg) {
-  int rc = config_load_serial(cfg, a->deck, a->n_over, a->over);
-  if (rc) return rc;
-  printf("rlpt plan %s --world %d (no MPI)\n", a->deck, a->world);
-  return plan_report(cfg, a->world, 1, a->per_rank || a->world <= PLAN_PER_RANK_MAX);
-}
-
 static void print_threads(const struct threads_info *t) {
   char host[MPI_MAX_PROCESSOR_NAME];
   int len = 0;
@@ -113,8 +74,9 @@ static void print_threads(const struct threads_info *t) {
          t->oversubscribed ? "; more ranks than cores: oversubscribed, waiting ranks yield" : "");
 }
 
-static int plan_mpi(const struct plan_args *a, struct config *cfg) {
+static int plan_mpi(const struct plan_args *a) {
   int rank, size, rc;
+  struct config *cfg = malloc_check(sizeof *cfg);
   struct comms c;
   struct threads_info t;
   char err[2048];
@@ -142,25 +104,20 @@ static int plan_mpi(const struct plan_args *a, struct config *cfg) {
     comms_free(&c);
   }
   MPI_Finalize();
+  free(cfg);
   return rc;
 }
 
 int cmd_plan(int argc, char **argv) {
-  char **over = calloc((size_t)argc + 1, sizeof *over), **rest = calloc((size_t)argc + 1, sizeof *rest);
-  struct config *cfg = malloc(sizeof *cfg);
-  struct plan_args a = {0};
-  int n_rest = 0, rc = 1;
-  if (!over || !rest || !cfg) {
-    fprintf(stderr, "rlpt: plan: out of memory\n");
-    goto done;
-  }
+  char **over = calloc_check((size_t)argc + 1, sizeof *over);
+  char **rest = calloc_check((size_t)argc + 1, sizeof *rest);
+  struct plan_args a = {.over = over};
+  int n_rest = 0;
   config_split_args(argc, argv, over, &a.n_over, rest, &n_rest);
-  a.over = over;
-  rc = parse_args(n_rest, rest, &a);
+  int rc = parse_args(n_rest, rest, &a);
   if (rc < 0) rc = 0;  /* --help */
-  else if (!rc) rc = a.world ? plan_serial(&a, cfg) : plan_mpi(&a, cfg);
-done:
-  free(cfg);
+  else if (!rc && a.world) rc = plan_without_mpi(a.deck, a.n_over, a.over, a.world, a.per_rank);
+  else if (!rc) rc = plan_mpi(&a);
   free(over);
   free(rest);
   return rc;

@@ -4,14 +4,15 @@
  * Every message names where the value came from, `DECK:LINE: [section] key: what is wrong`
  * or `override 'section.key=value': ...`, and may add one hint line. Nothing is clamped.
  *
+ * deck/load.c reads the file, adds the [algo] preset and the cross-key checks, and
+ * broadcasts the result.
+ *
  * libinih hands its reader one line at a time; our reader counts lines (the Debian build
  * cannot pass line numbers to the handler), strips comments (`#` or `;` at the start of a
  * line or after whitespace), checks section headers and rejects lines inih would silently
  * misread (no `=`, leading whitespace taken as a continuation line). The checks that
  * involve several keys live in deck/config_check.c. */
 #include "deck/config.h"
-
-#include "rl/algo.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -23,7 +24,6 @@
 #include <string.h>
 #include <strings.h>
 
-#define DECK_MAX_BYTES (1 << 20) /* a deck larger than this is not a deck */
 #define DECK_LINE_MAX 4096       /* longest deck line, comments included */
 
 /* ---- schema look-ups --------------------------------------------------------------- */
@@ -457,9 +457,10 @@ static void deck_loc(const struct deck_parse *p, char *loc, size_t len) {
   snprintf(loc, len, "%s:%d", p->path, p->line);
 }
 
-static char *deck_reader(char *str, int num, void *stream) {
-  struct deck_parse *p = stream;
-  if (p->failed || !*p->pos) return NULL;
+/* The next deck line into buf (DECK_LINE_MAX bytes) without a UTF-8 byte-order mark, its
+ * comment ('#' or ';' at the start or after a blank) and outer blanks. Returns the trimmed
+ * text inside buf, or NULL when the line is too long for inih's num bytes (p->failed set). */
+static char *next_line(struct deck_parse *p, int num, char *buf) {
   const char *nl = strchr(p->pos, '\n');
   size_t n = nl ? (size_t)(nl - p->pos) : strlen(p->pos);
   const char *src = p->pos;
@@ -469,17 +470,15 @@ static char *deck_reader(char *str, int num, void *stream) {
     src += 3;
     n -= 3;
   }
-  char loc[CFG_STR_MAX + 32];
-  deck_loc(p, loc, sizeof loc);
   if (n + 3 > (size_t)num || n + 3 > DECK_LINE_MAX) {
+    char loc[CFG_STR_MAX + 32];
+    deck_loc(p, loc, sizeof loc);
     p->failed = fail_at(p->err, p->errlen, loc, NULL, NULL, NULL,
                         "line is longer than %d characters", (num < DECK_LINE_MAX ? num : DECK_LINE_MAX) - 3);
     return NULL;
   }
-  char buf[DECK_LINE_MAX];
   memcpy(buf, src, n);
   buf[n] = '\0';
-  /* comments: '#' or ';' at the start or after a blank */
   for (size_t i = 0; i < n; i++)
     if ((buf[i] == '#' || buf[i] == ';') && (i == 0 || isspace((unsigned char)buf[i - 1]))) {
       buf[i] = '\0';
@@ -489,37 +488,52 @@ static char *deck_reader(char *str, int num, void *stream) {
   while (isspace((unsigned char)*s)) s++;
   size_t len = strlen(s);
   while (len && isspace((unsigned char)s[len - 1])) s[--len] = '\0';
-  if (s[0] == '[') {
-    char *close = strchr(s, ']');
-    if (!close || close[1]) {
-      p->failed = fail_at(p->err, p->errlen, loc, NULL, NULL, "a section header is [name] alone on its line",
-                          "unparsable line '%s'", s);
-      return NULL;
-    }
-    char name[128];
-    size_t nl2 = (size_t)(close - s - 1);
-    if (nl2 >= sizeof name) nl2 = sizeof name - 1;
-    memcpy(name, s + 1, nl2);
-    name[nl2] = '\0';
-    char *nm = name;
-    while (isspace((unsigned char)*nm)) nm++;
-    size_t nmlen = strlen(nm);
-    while (nmlen && isspace((unsigned char)nm[nmlen - 1])) nm[--nmlen] = '\0';
-    if (!section_known(nm)) {
-      char hint[512];
-      suggest_section_hint(nm, NULL, hint, sizeof hint);
-      p->failed = fail_at(p->err, p->errlen, loc, nm, NULL, hint, "unknown section");
-      return NULL;
-    }
-    snprintf(str, (size_t)num, "[%s]\n", nm);
-    return str;
-  } else if (s[0]) {
-    char *sep = strpbrk(s, "=:");
-    if (!sep || *sep == ':') {
-      p->failed = fail_at(p->err, p->errlen, loc, NULL, NULL, "expected `key = value` or `[section]`",
-                          "unparsable line '%s'", s);
-      return NULL;
-    }
+  return s;
+}
+
+/* A section header s ("[name]") checked and written into str as inih reads it. Returns
+ * str, or NULL (p->failed set) for a malformed header or an unknown section. */
+static char *section_line(struct deck_parse *p, const char *s, const char *loc, char *str, int num) {
+  const char *close = strchr(s, ']');
+  if (!close || close[1]) {
+    p->failed = fail_at(p->err, p->errlen, loc, NULL, NULL, "a section header is [name] alone on its line",
+                        "unparsable line '%s'", s);
+    return NULL;
+  }
+  char between[128];  /* the text between the brackets */
+  size_t between_len = (size_t)(close - s - 1);
+  if (between_len >= sizeof between) between_len = sizeof between - 1;
+  memcpy(between, s + 1, between_len);
+  between[between_len] = '\0';
+  char *name = between;
+  while (isspace((unsigned char)*name)) name++;
+  size_t name_len = strlen(name);
+  while (name_len && isspace((unsigned char)name[name_len - 1])) name[--name_len] = '\0';
+  if (!section_known(name)) {
+    char hint[512];
+    suggest_section_hint(name, NULL, hint, sizeof hint);
+    p->failed = fail_at(p->err, p->errlen, loc, name, NULL, hint, "unknown section");
+    return NULL;
+  }
+  snprintf(str, (size_t)num, "[%s]\n", name);
+  return str;
+}
+
+/* inih's reader: one checked line per call into str (num bytes), NULL at the end or on an
+ * error (p->failed). */
+static char *deck_reader(char *str, int num, void *stream) {
+  struct deck_parse *p = stream;
+  if (p->failed || !*p->pos) return NULL;
+  char buf[DECK_LINE_MAX], loc[CFG_STR_MAX + 32];
+  char *s = next_line(p, num, buf);
+  if (!s) return NULL;
+  deck_loc(p, loc, sizeof loc);
+  if (s[0] == '[') return section_line(p, s, loc, str, num);
+  char *sep = strpbrk(s, "=:");
+  if (s[0] && (!sep || *sep == ':')) {
+    p->failed = fail_at(p->err, p->errlen, loc, NULL, NULL, "expected `key = value` or `[section]`",
+                        "unparsable line '%s'", s);
+    return NULL;
   }
   snprintf(str, (size_t)num, "%s\n", s);
   return str;
@@ -555,7 +569,7 @@ static int deck_handler(void *user, const char *section, const char *name, const
 }
 
 static int parse_deck_text(struct config *cfg, const char *path, const char *text, char *err, size_t errlen) {
-  struct deck_parse p = {cfg, path, text, 0, 0, err, errlen};
+  struct deck_parse p = {.cfg = cfg, .path = path, .pos = text, .err = err, .errlen = errlen};
   /* Debian's libinih takes its limits at run time: a heap line buffer long enough for
    * CFG_STR_MAX paths; no continuation lines (the reader strips leading blanks anyway). */
   ini_use_stack = 0;
@@ -627,8 +641,8 @@ static int apply_override(struct config *cfg, int i, const char *arg, char *err,
 
 /* ---- the API ------------------------------------------------------------------------- */
 
-int config_parse(struct config *cfg, const char *path, const char *text, int n_over, char *const *over,
-                 char *err, size_t errlen) {
+int config_parse_deck(struct config *cfg, const char *path, const char *text, int n_over,
+                      char *const *over, char *err, size_t errlen) {
   config_defaults(cfg);
   err[0] = '\0';
   int rc = parse_deck_text(cfg, path, text, err, errlen);
@@ -638,65 +652,6 @@ int config_parse(struct config *cfg, const char *path, const char *text, int n_o
     if ((cfg_schema[r].flags & CFG_REQUIRED) && cfg->src[r] == 0)
       return fail_at(err, errlen, path, cfg_schema[r].section, cfg_schema[r].name, NULL,
                      "missing required key (it has no default)");
-  algo_apply_preset(cfg); /* [algo] name fills the knobs the user left at their defaults */
-  return config_cross_check(cfg, path, over, err, errlen);
-}
-
-/* The whole file as a string; 0 or 2 with a message in err. */
-static int read_deck(const char *path, char **text, char *err, size_t errlen) {
-  *text = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    snprintf(err, errlen, "%s: cannot read the deck: %s", path, strerror(errno));
-    return 2;
-  }
-  char *buf = malloc(DECK_MAX_BYTES + 1);
-  size_t n = buf ? fread(buf, 1, DECK_MAX_BYTES + 1, f) : 0;
-  int bad = ferror(f);
-  fclose(f);
-  if (!buf || bad || n > DECK_MAX_BYTES || memchr(buf, '\0', n)) {
-    snprintf(err, errlen, "%s: cannot read the deck: %s", path,
-             !buf ? "out of memory" : bad ? "read error" : n > DECK_MAX_BYTES ? "larger than 1 MiB"
-                                                                          : "it contains NUL bytes (not text)");
-    free(buf);
-    return 2;
-  }
-  buf[n] = '\0';
-  *text = buf;
-  return 0;
-}
-
-static int load_local(struct config *cfg, const char *path, int n_over, char *const *over, char *err,
-                      size_t errlen) {
-  char *text;
-  int rc = read_deck(path, &text, err, errlen);
-  if (!rc) rc = config_parse(cfg, path, text, n_over, over, err, errlen);
-  free(text);
-  return rc;
-}
-
-int config_load_serial(struct config *cfg, const char *path, int n_over, char *const *over) {
-  char err[2048];
-  int rc = load_local(cfg, path, n_over, over, err, sizeof err);
-  if (rc) fprintf(stderr, "rlpt: %s\n", err);
-  return rc;
-}
-
-int config_load(struct config *cfg, const char *path, int n_over, char *const *over, MPI_Comm comm) {
-  int rank = 0, rc = 0;
-  MPI_Comm_rank(comm, &rank);
-  if (rank == 0) {
-    char err[2048];
-    rc = load_local(cfg, path, n_over, over, err, sizeof err);
-    if (rc) {
-      fprintf(stderr, "rlpt: %s\n", err);
-      fflush(stderr);
-    }
-  }
-  MPI_Bcast(&rc, 1, MPI_INT, 0, comm);
-  if (rc) return rc;
-  /* Same binary on every rank: the validated struct travels as bytes. */
-  MPI_Bcast(cfg, (int)sizeof *cfg, MPI_BYTE, 0, comm);
   return 0;
 }
 

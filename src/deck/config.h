@@ -155,16 +155,21 @@ struct config {
 extern const struct cfg_key cfg_schema[];
 extern const int cfg_schema_len;
 
-/* ---- API (src/deck/config.c) ----------------------------------------------------
+/* ---- API (src/deck/config.c; loading in src/deck/load.c) ---------------------------
  * Every function that can fail on user input returns 0 or 2 (the exit code for
  * bad input) and describes the problem as "FILE:LINE: message" in err. */
 
 /* Every key at its default. */
 void config_defaults(struct config *cfg);
 /* Parse deck text (path is used in messages), then apply command-line overrides
- * "section.key=value" (validated the same way), then the cross-key checks. */
+ * "section.key=value" (validated the same way), then the [algo] preset (deck/presets.h)
+ * and the cross-key checks (src/deck/load.c). */
 int config_parse(struct config *cfg, const char *path, const char *text, int n_over,
                  char *const *over, char *err, size_t errlen);
+/* The first part of config_parse: the defaults, the deck text and the overrides, and every
+ * required key set; without the preset and the cross-key checks. */
+int config_parse_deck(struct config *cfg, const char *path, const char *text, int n_over,
+                      char *const *over, char *err, size_t errlen);
 /* Read and parse a deck file without MPI; prints the error to stderr. */
 int config_load_serial(struct config *cfg, const char *path, int n_over, char *const *over);
 /* Collective over comm: rank 0 reads and validates, the bytes are broadcast, every rank ends
@@ -186,8 +191,29 @@ int config_is_override(const char *arg);
  * into over (the overrides) and rest (everything else), both in their original order; both
  * arrays need room for argc pointers. */
 void config_split_args(int argc, char **argv, char **over, int *n_over, char **rest, int *n_rest);
-/* For `rlpt deck-help`: "int", "float", ...; the allowed values of a row ("[1, 64]", "a|b"). */
+/* For the deck reference: "int", "float", ...; the allowed values of a row ("[1, 64]", "a|b"). */
 const char *config_type_name(enum cfg_type t);
 void config_allowed_text(const struct cfg_key *k, char *buf, size_t len);
+
+/* ---- the reward's checks (src/deck/config_check.c) --------------------------------
+ * Checks of [reward] and its [algo] / [rollout] neighbours that config_parse leaves out,
+ * so that any set of values, each valid alone, parses (the canonical deck round-trips);
+ * `rlpt check` and the reward's set-up (rl/reward.h reward_init) run them. Messages name
+ * the keys, without a location. */
+#define CFG_TAG_MAX 128  /* [reward] format_tags: the longest tag + NUL */
+/* rm_alpha < 1 needs rm_path; overlong_buffer below max_new_tokens; format_tags as
+ * config_format_tags takes it. 0, or 2 with a message in err. */
+int config_reward_check(const struct config *cfg, char *err, size_t errlen);
+/* [reward] format_tags "OPEN,CLOSE" split into open and close (CFG_TAG_MAX bytes each;
+ * both empty when tags is empty). 0, or 2 with a message in err. */
+int config_format_tags(const char *tags, char *open, char *close, char *err, size_t errlen);
+
+/* ---- the deck's commands ------------------------------------------------------------ */
+/* `rlpt check`: load the deck at path with the overrides without MPI, run the reward's
+ * checks and write the canonical deck to out. 0, or 2 with the message on stderr. */
+int config_check_deck(const char *path, int n_over, char *const *over, FILE *out);
+/* `rlpt deck-help` (src/deck/help.c): the deck reference as markdown, one table per
+ * section (inputs/README.md). */
+void config_write_help(FILE *f);
 
 #endif

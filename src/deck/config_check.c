@@ -1,14 +1,17 @@
 /* deck/config_check.c: the deck checks that involve more than one key (config_parse runs them
- * after the deck and the overrides). Each names the keys involved and points at the line or
- * override that set one of them. Checks that need the world size live in mpi/comm.c.
+ * after the deck and the overrides), the reward's checks, and `rlpt check` (deck/config.h).
+ * Each cross-key check names the keys involved and points at the line or override that set
+ * one of them. Checks that need the world size live in mpi/comm.c.
  * To add one: an `if` below with cross_fail(section, key, other section, other key, message). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "deck/config.h"
+#include "util/alloc.h"
 
 struct cross {
   const struct config *cfg;
@@ -45,8 +48,9 @@ static int cross_fail(const struct cross *x, const char *sa, const char *ka, con
   return 2;
 }
 
-int config_cross_check(const struct config *c, const char *path, char *const *over, char *err, size_t errlen) {
-  const struct cross xs = {c, path, over, err, errlen}, *x = &xs;
+/* The model's shape: heads, head size, and the sequence and sampling limits it sets. */
+static int cross_model(const struct cross *x) {
+  const struct config *c = x->cfg;
   if (c->model.kv_heads < 1 || c->model.heads < 1) /* the ranges forbid it; keep the divisions safe */
     return cross_fail(x, "model", "heads", "model", "kv_heads", "heads and kv_heads must be >= 1");
   if (c->model.heads % c->model.kv_heads)
@@ -68,6 +72,12 @@ int config_cross_check(const struct config *c, const char *path, char *const *ov
     return cross_fail(x, "rollout", "top_k", "model", "vocab_size",
                       "rollout.top_k (%ld) must not exceed model.vocab_size (%ld)", c->rollout.top_k,
                       c->model.vocab_size);
+  return 0;
+}
+
+/* Pairs of keys that bound each other, and values a range cannot express. */
+static int cross_ranges(const struct cross *x) {
+  const struct config *c = x->cfg;
   if (c->eval.k > c->eval.samples)
     return cross_fail(x, "eval", "k", "eval", "samples", "eval.k (%ld) must not exceed eval.samples (%ld)",
                       c->eval.k, c->eval.samples);
@@ -79,6 +89,12 @@ int config_cross_check(const struct config *c, const char *path, char *const *ov
     return cross_fail(x, "sft", "target_band", NULL, NULL, "expected two items lo, hi with lo <= hi");
   if (c->rollout.temperature < 0)
     return cross_fail(x, "rollout", "temperature", NULL, NULL, "must be >= 0");
+  return 0;
+}
+
+/* A step's samples split into mini-batches and data-parallel train ranks. */
+static int cross_batches(const struct cross *x) {
+  const struct config *c = x->cfg;
   if (c->algo.mini_batches > c->algo.prompts_per_step * c->algo.group_size)
     return cross_fail(x, "algo", "mini_batches", "algo", "prompts_per_step",
                       "algo.mini_batches (%ld) exceeds the samples of a step (prompts_per_step x group_size "
@@ -93,6 +109,12 @@ int config_cross_check(const struct config *c, const char *path, char *const *ov
                       "divisible by algo.mini_batches x ranks.train_dp = %ld x %ld",
                       c->algo.prompts_per_step, c->algo.group_size,
                       c->algo.prompts_per_step * c->algo.group_size, c->algo.mini_batches, c->ranks.train_dp);
+  return 0;
+}
+
+/* The files a deck names (logs, data, the reward model) and the prompt template. */
+static int cross_files(const struct cross *x) {
+  const struct config *c = x->cfg;
   if (c->log.samples_every > 0 && !c->log.samples_path[0])
     return cross_fail(x, "log", "samples_every", "log", "samples_path",
                       "log.samples_every = %ld needs log.samples_path", c->log.samples_every);
@@ -110,7 +132,68 @@ int config_cross_check(const struct config *c, const char *path, char *const *ov
   if (!strstr(c->data.prompt_template, "{prompt}"))
     return cross_fail(x, "data", "prompt_template", NULL, NULL, "\"%s\" has no {prompt} (where the row's prompt "
                       "goes)", c->data.prompt_template);
-  if (c->model.dtype == DTYPE_BF16 && c->run.device == DEVICE_CPU)
-    return cross_fail(x, "model", "dtype", "run", "device", "bf16 needs run.device = cuda or auto");
   return 0;
+}
+
+int config_cross_check(const struct config *c, const char *path, char *const *over, char *err, size_t errlen) {
+  const struct cross x = {.cfg = c, .path = path, .over = over, .err = err, .errlen = errlen};
+  int rc = cross_model(&x);
+  if (!rc) rc = cross_ranges(&x);
+  if (!rc) rc = cross_batches(&x);
+  if (!rc) rc = cross_files(&x);
+  if (!rc && c->model.dtype == DTYPE_BF16 && c->run.device == DEVICE_CPU)
+    rc = cross_fail(&x, "model", "dtype", "run", "device", "bf16 needs run.device = cuda or auto");
+  return rc;
+}
+
+/* ---- the reward's checks ------------------------------------------------------------- */
+
+int config_format_tags(const char *tags, char *open, char *close, char *err, size_t errlen) {
+  open[0] = close[0] = '\0';
+  if (tags[0] == '\0') return 0;
+  const char *comma = strchr(tags, ',');
+  size_t ol = comma ? (size_t)(comma - tags) : 0, cl = comma ? strlen(comma + 1) : 0;
+  if (!comma || ol == 0 || cl == 0 || strchr(comma + 1, ',') || ol >= CFG_TAG_MAX || cl >= CFG_TAG_MAX) {
+    snprintf(err, errlen, "[reward] format_tags: '%s' is not \"OPEN,CLOSE\" (two non-empty tags, one comma, "
+             "each under %d characters), e.g. <answer>,</answer>", tags, CFG_TAG_MAX);
+    return 2;
+  }
+  memcpy(open, tags, ol);
+  open[ol] = '\0';
+  memcpy(close, comma + 1, cl + 1);
+  if (strstr(open, close) || strstr(close, open)) {
+    snprintf(err, errlen, "[reward] format_tags: '%s': one tag contains the other, so a block cannot be "
+             "delimited; use distinct tags such as <answer>,</answer>", tags);
+    return 2;
+  }
+  return 0;
+}
+
+int config_reward_check(const struct config *cfg, char *err, size_t errlen) {
+  long buffer = cfg->algo.overlong_buffer, max_new = cfg->rollout.max_new_tokens;
+  if (!cfg->reward.rm_path[0] && cfg->reward.rm_alpha < 1.0) {
+    snprintf(err, errlen, "[reward] rm_alpha = %g mixes in a reward model, but [reward] rm_path is empty "
+             "(set rm_path to a model file with a value head, or rm_alpha = 1)", cfg->reward.rm_alpha);
+    return 2;
+  }
+  if (buffer >= max_new && buffer > 0) {
+    snprintf(err, errlen, "[algo] overlong_buffer: %ld must be smaller than [rollout] max_new_tokens = %ld "
+             "(the shaping starts max_new_tokens - overlong_buffer tokens in)", buffer, max_new);
+    return 2;
+  }
+  char open[CFG_TAG_MAX], close[CFG_TAG_MAX];
+  return config_format_tags(cfg->reward.format_tags, open, close, err, errlen);
+}
+
+/* ---- rlpt check ------------------------------------------------------------------------ */
+
+int config_check_deck(const char *path, int n_over, char *const *over, FILE *out) {
+  struct config *cfg = malloc_check(sizeof *cfg);
+  char err[1024];
+  int rc = config_load_serial(cfg, path, n_over, over);
+  if (!rc && (rc = config_reward_check(cfg, err, sizeof err)) != 0)
+    fprintf(stderr, "rlpt: %s: %s\n", path, err);
+  if (!rc) config_write_canonical(cfg, out);
+  free(cfg);
+  return rc;
 }

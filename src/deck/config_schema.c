@@ -3,24 +3,27 @@
 #include "deck/config.h"
 
 #define OFF(field) offsetof(struct config, field)
-#define NORANGE 1, 0
-#define INT(sec, key, def, lo, hi, unit, help, field) \
-  { sec, key, CFG_INT, def, lo, hi, NULL, unit, help, OFF(field), 0, 0 }
-#define AUTOINT(sec, key, def, lo, hi, unit, help, field) \
-  { sec, key, CFG_INT, def, lo, hi, NULL, unit, help, OFF(field), CFG_AUTO, 0 }
-#define FLT(sec, key, def, lo, hi, unit, help, field) \
-  { sec, key, CFG_FLOAT, def, lo, hi, NULL, unit, help, OFF(field), 0, 0 }
-#define BOOL(sec, key, def, help, field) \
-  { sec, key, CFG_BOOL, def, NORANGE, NULL, "", help, OFF(field), 0, 0 }
-#define ENUM(sec, key, def, choices, help, field) \
-  { sec, key, CFG_ENUM, def, NORANGE, choices, "", help, OFF(field), 0, 0 }
 #define FSIZE(field) sizeof(((struct config *)0)->field)
+/* The fields every row sets; min > max means no range. */
+#define ROW(sec, key, typ, def_, lo, hi, help_, field) \
+  .section = sec, .name = key, .type = typ, .def = def_, .min = lo, .max = hi, .help = help_, \
+  .offset = OFF(field)
+#define INT(sec, key, def, lo, hi, unit_, help, field) \
+  { ROW(sec, key, CFG_INT, def, lo, hi, help, field), .unit = unit_ }
+#define AUTOINT(sec, key, def, lo, hi, unit_, help, field) \
+  { ROW(sec, key, CFG_INT, def, lo, hi, help, field), .unit = unit_, .flags = CFG_AUTO }
+#define FLT(sec, key, def, lo, hi, unit_, help, field) \
+  { ROW(sec, key, CFG_FLOAT, def, lo, hi, help, field), .unit = unit_ }
+#define BOOL(sec, key, def, help, field) \
+  { ROW(sec, key, CFG_BOOL, def, 1, 0, help, field), .unit = "" }
+#define ENUM(sec, key, def, choices_, help, field) \
+  { ROW(sec, key, CFG_ENUM, def, 1, 0, help, field), .choices = choices_, .unit = "" }
 #define STR(sec, key, def, help, field) \
-  { sec, key, CFG_STRING, def, NORANGE, NULL, "", help, OFF(field), 0, FSIZE(field) }
+  { ROW(sec, key, CFG_STRING, def, 1, 0, help, field), .unit = "", .size = FSIZE(field) }
 #define PATH(sec, key, def, help, field) \
-  { sec, key, CFG_PATH, def, NORANGE, NULL, "", help, OFF(field), 0, FSIZE(field) }
-#define LIST(sec, key, def, lo, hi, unit, help, field) \
-  { sec, key, CFG_LIST, def, lo, hi, NULL, unit, help, OFF(field), 0, 0 }
+  { ROW(sec, key, CFG_PATH, def, 1, 0, help, field), .unit = "", .size = FSIZE(field) }
+#define LIST(sec, key, def, lo, hi, unit_, help, field) \
+  { ROW(sec, key, CFG_LIST, def, lo, hi, help, field), .unit = unit_ }
 
 const struct cfg_key cfg_schema[] = {
   /* [run] */
@@ -110,7 +113,7 @@ const struct cfg_key cfg_schema[] = {
   INT("algo", "prompts_per_step", "16", 1, 1e7, "prompts", "Prompts per RL step (global)", algo.prompts_per_step),
   INT("algo", "mini_batches", "1", 1, 1e5, "", "Optimizer updates per step per epoch", algo.mini_batches),
   INT("algo", "ppo_epochs", "1", 1, 1e3, "", "Passes over each step's batch", algo.ppo_epochs),
-  /* The rows below default to the GRPO preset; algo_apply_preset (src/rl/algo.c) sets
+  /* The rows below default to the GRPO preset; preset_apply (deck/presets.c) sets
    * every one the deck did not set to the value of the chosen `name`. */
   ENUM("algo", "adv_estimator", "grpo", "grpo|dr_grpo|rloo|reinforce_pp|reinforce_pp_baseline|gae", "Advantage estimator (preset)", algo.adv_estimator),
   ENUM("algo", "std", "unbiased", "unbiased|biased", "Group std of the grpo estimator: divide by G-1 (unbiased) or G", algo.std),

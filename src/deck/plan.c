@@ -1,5 +1,6 @@
 /* deck/plan.c: the arithmetic of `rlpt plan` (assumptions in deck/plan.h and beside each
- * formula) and its report. No MPI here: cli/cmd_plan.c adds the live rank map. */
+ * formula), its report and the plan without MPI. No MPI here: cli/cmd_plan.c adds the live
+ * rank map. */
 #include "deck/plan.h"
 
 #include <math.h>
@@ -7,10 +8,10 @@
 #include <string.h>
 
 #include "deck/config.h"
+#include "io/rm_file.h"
 #include "model/import.h"
-#include "rl/reward_model.h"
 #include "tokenizer/tokenizer.h"
-#include "util/error.h"
+#include "util/alloc.h"
 
 /* Saved activations per token per layer for the backward pass, in elements.
  * What the block keeps (llm.c style), with d = dim, kv = kv_heads * head_dim,
@@ -37,8 +38,7 @@ double plan_stage_params(const struct model_config *mc, int pp) {
   struct param_table t;
   double stage[64] = {0}, *s = stage, best = 0;
   if (pp > 64) {
-    s = calloc((size_t)pp, sizeof *s);
-    if (!s) die_local("out of memory planning %d pipeline stages", pp);
+    s = calloc_check((size_t)pp, sizeof *s);
   }
   param_table_build(&t, mc);
   for (int i = 0; i < t.n; i++) {
@@ -105,9 +105,10 @@ static int reward_memory(struct plan *p, const struct config *cfg, char *err, si
   struct plan_memory *m = &p->reward;
   memset(m, 0, sizeof *m);
   if (!cfg->reward.rm_path[0]) return 0;
-  if (reward_model_check(cfg->reward.rm_path, p->mc.vocab_size, p->mc.max_seq, &p->rm_mc, err,
-                         errlen))
+  struct rm_file rf;
+  if (rm_file_check(cfg->reward.rm_path, p->mc.vocab_size, p->mc.max_seq, &rf, err, errlen))
     return 2;
+  p->rm_mc = rf.mc;
   double tokens = cfg->reward.rm_batch_tokens > p->mc.max_seq ? (double)cfg->reward.rm_batch_tokens
                                                               : (double)p->mc.max_seq;
   m->weights = (double)model_param_count(&p->rm_mc) * p->weight_bytes;
@@ -383,4 +384,47 @@ int plan_check_fit(const struct plan *p, const struct config *cfg, char *err, si
                           c->colocated ? " + train" : "", bytes_str(pool_total, t, sizeof t),
                           cfg->ranks.device_memory_gb);
   return n ? 2 : 0;
+}
+
+static void print_rank_lines(const struct role_counts *c, FILE *f) {
+  char line[256];
+  struct rank_place p;
+  fprintf(f, "rank map\n");
+  for (int r = 0; r < c->world; r++) {
+    roles_place(c, r, &p);
+    roles_place_str(&p, line, sizeof line);
+    fprintf(f, "  rank %5d  %s\n", r, line);
+  }
+}
+
+int plan_report(const struct config *cfg, int world, int print, int per_rank) {
+  struct plan p;
+  char err[2048];
+  int rc = plan_build(&p, cfg, world, err, sizeof err);
+  if (rc) {
+    if (print) fprintf(stderr, "rlpt: plan: %s\n", err);
+    return rc;
+  }
+  if (print) {
+    plan_print(&p, cfg, stdout);
+    if (per_rank) print_rank_lines(&p.counts, stdout);
+  }
+  rc = plan_check_fit(&p, cfg, err, sizeof err);
+  if (print && rc) fprintf(stderr, "rlpt: plan: does not fit:\n%s\n", err);
+  if (print && !rc)
+    printf("plan: OK (%s)\n", cfg->ranks.device_memory_gb > 0 ? "every role fits device_memory_gb"
+                                                              : "device_memory_gb = 0: not checked");
+  fflush(stdout);
+  return rc;
+}
+
+int plan_without_mpi(const char *deck, int n_over, char *const *over, int world, int per_rank) {
+  struct config *cfg = malloc_check(sizeof *cfg);
+  int rc = config_load_serial(cfg, deck, n_over, over);
+  if (!rc) {
+    printf("rlpt plan %s --world %d (no MPI)\n", deck, world);
+    rc = plan_report(cfg, world, 1, per_rank || world <= PLAN_PER_RANK_MAX);
+  }
+  free(cfg);
+  return rc;
 }

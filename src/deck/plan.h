@@ -73,4 +73,15 @@ void plan_print_ranks(const struct role_counts *c, FILE *f);
  * with one reason per role that does not fit, separated by newlines, in err. */
 int plan_check_fit(const struct plan *p, const struct config *cfg, char *err, size_t errlen);
 
+/* ---- `rlpt plan` -------------------------------------------------------------------- */
+#define PLAN_PER_RANK_MAX 64  /* a plan without MPI lists every rank up to this world size */
+
+/* The report of cfg's job on world ranks, one line per rank when per_rank, and the verdict
+ * ("plan: OK ..." or the reasons it does not fit), on stdout and stderr where print != 0.
+ * Returns 0 or 2, the same wherever it runs (every rank of the live plan calls it). */
+int plan_report(const struct config *cfg, int world, int print, int per_rank);
+/* `rlpt plan DECK --world N`: the deck and overrides loaded without MPI, then the report for
+ * world ranks (per-rank lines when per_rank or world <= PLAN_PER_RANK_MAX). 0 or 2. */
+int plan_without_mpi(const char *deck, int n_over, char *const *over, int world, int per_rank);
+
 #endif

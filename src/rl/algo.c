@@ -1,74 +1,11 @@
-/* rl/algo.c: the [algo] presets, input sanitising, per-sequence helpers, off-policy
- * importance weights, DAPO's overlong shaping and group filter, and pass@k
+/* rl/algo.c: the loss functions' [algo] knobs, input sanitising, per-sequence helpers,
+ * off-policy importance weights, DAPO's overlong shaping and group filter, and pass@k
  * (see rl/algo.h; advantages live in rl/advantages.c, losses in rl/losses.c). */
 #include "rl/algo.h"
 
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-/* ---- presets ---------------------------------------------------------------------- */
-
-struct preset_row { const char *key, *value; };
-
-/* Every preset starts from these (the GRPO values, which are also the schema
- * defaults) so that switching `name` never inherits another preset's choice. */
-static const struct preset_row preset_base[] = {
-  {"adv_estimator", "grpo"}, {"std", "unbiased"}, {"adv_eps", "1e-6"},
-  {"policy_loss", "ppo_clip"}, {"clip_low", "0.2"}, {"clip_high", "0.2"},
-  {"loss_agg", "token-mean"}, {"kl_estimator", "k3"}, {"kl_in", "loss"},
-  {"kl_coef", "0.001"}, {"gamma", "1.0"}, {"lam", "1.0"}, {"whiten_adv", "false"},
-  {"dynamic_sampling", "false"}, {"overlong_buffer", "0"}, {NULL, NULL}};
-
-static const struct preset_row preset_grpo[] = {{NULL, NULL}};
-static const struct preset_row preset_dr_grpo[] = {
-  {"adv_estimator", "dr_grpo"}, {"loss_agg", "seq-mean-token-sum-norm"}, {"kl_coef", "0"},
-  {NULL, NULL}};
-static const struct preset_row preset_dapo[] = {
-  {"clip_high", "0.28"}, {"kl_coef", "0"}, {"dynamic_sampling", "true"},
-  {"overlong_penalty", "1.0"}, {NULL, NULL}};
-static const struct preset_row preset_gspo[] = {
-  {"policy_loss", "gspo"}, {"clip_low", "3e-4"}, {"clip_high", "4e-4"},
-  {"loss_agg", "seq-mean-token-mean"}, {"kl_coef", "0"}, {NULL, NULL}};
-static const struct preset_row preset_ppo[] = {
-  {"adv_estimator", "gae"}, {"whiten_adv", "true"}, {"value_clip", "0.5"}, {"vf_coef", "0.1"},
-  {"kl_estimator", "k1"}, {"kl_in", "reward"}, {NULL, NULL}};
-static const struct preset_row preset_rloo[] = {{"adv_estimator", "rloo"}, {NULL, NULL}};
-static const struct preset_row preset_reinforce_pp[] = {
-  {"adv_estimator", "reinforce_pp"}, {"kl_estimator", "k1"}, {"kl_in", "reward"}, {NULL, NULL}};
-static const struct preset_row preset_dpo[] = {
-  {"dpo_beta", "0.1"}, {"dpo_loss", "sigmoid"}, {"kl_coef", "0"}, {NULL, NULL}};
-
-/* Indexed by enum algo_name. */
-static const struct preset_row *const presets[] = {
-  preset_grpo, preset_dr_grpo, preset_dapo, preset_gspo, preset_ppo, preset_rloo,
-  preset_reinforce_pp, preset_dpo};
-
-/* Writes a preset value into [algo] key unless the user set it, through the deck's
- * own parser. The preset table is ours, so a value that does not parse is a
- * programming error caught by the test of every preset (test_algo). */
-static void preset_set(struct config *cfg, const char *key, const char *value) {
-  char msg[256];
-  int r = config_find("algo", key);
-  if (r < 0 || cfg->src[r] != 0) return;
-  if (config_set_value(cfg, r, value, msg, sizeof msg))
-    fprintf(stderr, "rlpt: internal: preset [algo] %s = %s: %s\n", key, value, msg);
-}
-
-void algo_apply_preset(struct config *cfg) {
-  int name = cfg->algo.name;
-  if (name < 0 || name > ALGO_DPO) return;
-  for (const struct preset_row *p = preset_base; p->key; p++) preset_set(cfg, p->key, p->value);
-  for (const struct preset_row *p = presets[name]; p->key; p++) preset_set(cfg, p->key, p->value);
-  if (name == ALGO_DAPO) {
-    /* veRL's DAPO recipe: Lcache = 4096 of Lmax = 20480, i.e. a fifth of the budget. */
-    long lc = cfg->rollout.max_new_tokens / 5;
-    char buf[32];
-    snprintf(buf, sizeof buf, "%ld", lc > 0 ? lc : 1);
-    preset_set(cfg, "overlong_buffer", buf);
-  }
-}
+/* ---- the deck's [algo] knobs ------------------------------------------------------- */
 
 void algo_params_from_config(const struct config *cfg, struct algo_params *p) {
   p->policy_loss = cfg->algo.policy_loss;

@@ -1,7 +1,7 @@
 /* rl/algo.h: the RL algorithm math of rlpt (see /work/shared/ALGORITHMS.md):
  * advantages, per-token policy losses, loss aggregation, KL estimators, the value
  * loss, DPO/IPO, off-policy importance weights, DAPO's reward shaping and group
- * filter, pass@k, and the presets behind [algo] name.
+ * filter and pass@k. The presets behind [algo] name are the deck's (deck/presets.h).
  *
  * Everything works on a packed batch: n_seq sequences concatenated, sequence i
  * owning tokens [off[i], off[i+1]) of every per-token array, and a 0/1 loss mask
@@ -37,24 +37,6 @@ struct algo_params {
   long l_max;          /* rollout.max_new_tokens: the constant of seq-mean-token-sum-norm */
 };
 void algo_params_from_config(const struct config *cfg, struct algo_params *p);
-
-/* ---- presets (rl/algo.c) ---------------------------------------------------------
- * [algo] name picks a preset; it fills every [algo] knob that the deck and the
- * overrides did not set (cfg->src[row] == 0); config parsing calls it last.
- *   grpo:   grpo adv, unbiased std, adv_eps 1e-6, ppo_clip 0.2/0.2, token-mean,
- *           KL k3 in the loss, coef 0.001 (veRL)
- *   dr_grpo: dr_grpo adv (no std), seq-mean-token-sum-norm, clip 0.2/0.2, no KL
- *   dapo:   grpo adv, clip 0.2/0.28, token-mean, no KL, dynamic sampling,
- *           overlong shaping with Lcache = max_new_tokens/5 (at least 1), penalty 1
- *   gspo:   grpo adv, gspo sequence ratio, clip 3e-4/4e-4, seq-mean-token-mean, no KL
- *   ppo:    gae, gamma = lam = 1, whitened advantages, value clip 0.5, vf_coef 0.1,
- *           clip 0.2/0.2, token-mean, KL k1 in the reward, coef 0.001
- *   rloo:   rloo adv, clip 0.2/0.2, token-mean, KL k3 in the loss, coef 0.001
- *   reinforce_pp: reinforce_pp returns (gamma 1) whitened over the batch, clip 0.2/0.2,
- *           token-mean, KL k1 in the reward, coef 0.001 (the paper's placement)
- *   dpo:    beta 0.1, sigmoid loss, no KL term (the reference enters the loss)
- * Every preset also sets dynamic_sampling and overlong_buffer (off except DAPO). */
-void algo_apply_preset(struct config *cfg);
 
 /* ---- sanitising (rl/algo.c) ------------------------------------------------------- */
 /* NaN/Inf rewards -> 0; returns how many (reward_nonfinite). */

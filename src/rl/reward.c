@@ -14,28 +14,6 @@ const char *reward_component_name(enum reward_component c) {
   return c >= 0 && c < REWARD_NCOMPONENTS ? names[c] : "?";
 }
 
-/* "OPEN,CLOSE" -> the two tags; empty text -> no tags. */
-static int parse_tags(struct reward_cfg *rc, const char *tags, char *err, size_t errlen) {
-  rc->open_tag[0] = rc->close_tag[0] = '\0';
-  if (tags[0] == '\0') return 0;
-  const char *comma = strchr(tags, ',');
-  size_t ol = comma ? (size_t)(comma - tags) : 0, cl = comma ? strlen(comma + 1) : 0;
-  if (!comma || ol == 0 || cl == 0 || strchr(comma + 1, ',') || ol >= REWARD_TAG_MAX || cl >= REWARD_TAG_MAX) {
-    snprintf(err, errlen, "[reward] format_tags: '%s' is not \"OPEN,CLOSE\" (two non-empty tags, one comma, "
-             "each under %d characters), e.g. <answer>,</answer>", tags, REWARD_TAG_MAX);
-    return 2;
-  }
-  memcpy(rc->open_tag, tags, ol);
-  rc->open_tag[ol] = '\0';
-  memcpy(rc->close_tag, comma + 1, cl + 1);
-  if (strstr(rc->open_tag, rc->close_tag) || strstr(rc->close_tag, rc->open_tag)) {
-    snprintf(err, errlen, "[reward] format_tags: '%s': one tag contains the other, so a block cannot be "
-             "delimited; use distinct tags such as <answer>,</answer>", tags);
-    return 2;
-  }
-  return 0;
-}
-
 int reward_init(struct reward_cfg *rc, const struct config *cfg, char *err, size_t errlen) {
   memset(rc, 0, sizeof *rc);
   rc->weight[REWARD_CORRECT] = cfg->reward.correct_weight;
@@ -48,18 +26,9 @@ int reward_init(struct reward_cfg *rc, const struct config *cfg, char *err, size
   rc->has_rm = cfg->reward.rm_path[0] != '\0';
   rc->rm_alpha = cfg->reward.rm_alpha;
   rc->weight[REWARD_RM] = rc->has_rm ? 1.0 : 0.0;
-  if (!rc->has_rm && rc->rm_alpha < 1.0) {
-    snprintf(err, errlen, "[reward] rm_alpha = %g mixes in a reward model, but [reward] rm_path is empty "
-             "(set rm_path to a model file with a value head, or rm_alpha = 1)", rc->rm_alpha);
-    return 2;
-  }
-  if (rc->overlong_buffer >= rc->max_new_tokens && rc->overlong_buffer > 0) {
-    snprintf(err, errlen, "[algo] overlong_buffer: %ld must be smaller than [rollout] max_new_tokens = %ld "
-             "(the shaping starts max_new_tokens - overlong_buffer tokens in)", rc->overlong_buffer,
-             rc->max_new_tokens);
-    return 2;
-  }
-  return parse_tags(rc, cfg->reward.format_tags, err, errlen);
+  int rc_deck = config_reward_check(cfg, err, errlen);
+  if (rc_deck) return rc_deck;
+  return config_format_tags(cfg->reward.format_tags, rc->open_tag, rc->close_tag, err, errlen);
 }
 
 double reward_overlong(long len, long max_new_tokens, long buffer, double penalty) {

@@ -30,7 +30,7 @@
 
 enum reward_component { REWARD_CORRECT = 0, REWARD_FORMAT, REWARD_LENGTH, REWARD_OVERLONG, REWARD_RM, REWARD_NCOMPONENTS };
 
-#define REWARD_TAG_MAX 128
+#define REWARD_TAG_MAX CFG_TAG_MAX
 
 struct reward_cfg {
   double weight[REWARD_NCOMPONENTS];

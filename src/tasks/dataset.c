@@ -122,7 +122,7 @@ static char *render_prompt(const struct row_ctx *x, const cJSON *obj, int last_u
       cm[i].role = cJSON_GetObjectItemCaseSensitive(m, "role")->valuestring;
       cm[i].content = cJSON_GetObjectItemCaseSensitive(m, "content")->valuestring;
     }
-    cm[n - 1] = (struct chat_msg){"user", body};
+    cm[n - 1] = (struct chat_msg){.role = "user", .content = body};
     out = chat_format(x->chat, cm, n, 1, NULL);
   }
   free(cm);
@@ -272,7 +272,7 @@ static int hold_out(struct dataset *ds, double frac, char *err, size_t errlen) {
   if (!key || !is_eval || !ev) { free(key); free(is_eval); free(ev); return 1; }
   for (long i = 0; i < n; i++) {
     uint32_t w[2] = {(uint32_t)all[i].line, (uint32_t)((uint64_t)all[i].line >> 32)};
-    key[i] = (struct keyed){rng_hash_words(ds->seed, RNG_STREAM_TASK_SPLIT, w, 2), i};
+    key[i] = (struct keyed){.h = rng_hash_words(ds->seed, RNG_STREAM_TASK_SPLIT, w, 2), .i = i};
   }
   qsort(key, (size_t)n, sizeof *key, cmp_keyed);
   for (long j = 0; j < k; j++) is_eval[key[j].i] = 1;

@@ -38,7 +38,8 @@
 #include <stdio.h>
 
 #include "deck/config.h"
-#include "tasks/tasks.h"
+#include "tasks/chat.h"
+#include "tasks/prompt.h"
 
 struct data_row {
   char *prompt;     /* after template / chat rendering */

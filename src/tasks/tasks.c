@@ -133,7 +133,7 @@ static long draw_operand(const struct task *t, struct rng_seq *s) {
 static int arith_chat_text(const struct task *t, long a, char op, long b, struct task_prompt *p) {
   char q[128];
   snprintf(q, sizeof q, "What is %ld%c%ld? Answer with just the number.", a, op, b);
-  struct chat_msg m = {"user", q};
+  struct chat_msg m = {.role = "user", .content = q};
   size_t n = 0;
   char *text = chat_format(&t->chat_tpl, &m, 1, 1, &n);
   int ok = text && n < sizeof p->text;

@@ -29,28 +29,14 @@
 
 #include "deck/config.h"
 #include "tasks/chat.h"
+#include "tasks/prompt.h"
 #include "tokenizer/tokenizer.h"
 
-/* Prompt and answer bytes + NUL: room for dataset rows ([task] name = jsonl, src/tasks/dataset.h). */
-#define TASK_TEXT_MAX 1536
-#define TASK_MAX_NUMS 6
 #define TASK_MAX_ATTEMPTS 4096
 
 enum task_kind { TASK_ARITH = 0, TASK_COUNTDOWN = 1, TASK_JSONL = 2 };
 
 struct dataset;
-enum task_split { TASK_TRAIN = 0, TASK_EVAL = 1 };
-
-/* One prompt and what its verifier needs. */
-struct task_prompt {
-  uint64_t index;
-  int split;                    /* enum task_split */
-  char text[TASK_TEXT_MAX];     /* the prompt the model sees */
-  char answer[TASK_TEXT_MAX];   /* the reference completion (without EOS) */
-  int n_nums;                   /* countdown */
-  long nums[TASK_MAX_NUMS];
-  long target;
-};
 
 struct task {
   enum task_kind kind;

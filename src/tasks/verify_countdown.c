@@ -58,7 +58,7 @@ static void use_number(struct cd_parser *p, long v) {
 static struct rational parse_expr(struct cd_parser *p);
 
 static struct rational parse_integer(struct cd_parser *p) {
-  struct rational r = {0, 1};
+  struct rational r = {.num = 0, .den = 1};
   long v = 0;
   int digits = 0;
   while (p->pos < p->len && p->s[p->pos] >= '0' && p->s[p->pos] <= '9') {
@@ -72,7 +72,7 @@ static struct rational parse_integer(struct cd_parser *p) {
 }
 
 static struct rational parse_factor(struct cd_parser *p) {
-  struct rational zero = {0, 1};
+  struct rational zero = {.num = 0, .den = 1};
   int c = peek(p);
   if (c == '(') {
     if (++p->depth > VERIFY_MAX_DEPTH) { fail(p, CD_TOO_DEEP); return zero; }

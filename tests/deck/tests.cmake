@@ -2,6 +2,8 @@
 # the file and line and exit 2), the MPI broadcast, and inputs/README.md up to date.
 
 add_unit_test(test_config SOURCES deck/test_config.c)
+# The presets behind [algo] name (src/deck/presets.c).
+add_unit_test(test_presets SOURCES deck/test_presets.c)
 add_test_program(test_config_mpi deck/test_config_mpi.c)
 add_mpi_test(NAME test_config_mpi_3 EXE test_config_mpi NUM_PROCS 3 ARGS
   ${CMAKE_CURRENT_SOURCE_DIR}/decks/good.ini ${CMAKE_CURRENT_SOURCE_DIR}/decks/bad_heads.ini)

@@ -1,7 +1,7 @@
-/* rl/test_algo.c: hand-computed checks of the RL algorithm math (src/algo*.c) and
- * the edge cases of ALGORITHMS.md §9. Expected values are literals with their
- * arithmetic in the comments; tolerances are stated per check (1e-6 for values
- * that pass through fp32, 1e-4 relative for finite differences). */
+/* rl/test_algo.c: hand-computed checks of the RL algorithm math (src/rl/algo.c,
+ * advantages.c, losses.c) and the edge cases of ALGORITHMS.md §9. Expected values are
+ * literals with their arithmetic in the comments; tolerances are stated per check (1e-6
+ * for values that pass through fp32, 1e-4 relative for finite differences). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,12 +18,15 @@ static void tb_make(struct tb *t, int n_seq, const int *len, const float *mask, 
                     int n_group) {
   t->off[0] = 0;
   for (int i = 0; i < n_seq; i++) t->off[i + 1] = t->off[i] + len[i];
-  t->b = (struct algo_batch){n_seq, t->off, mask, group, n_group};
+  t->b = (struct algo_batch){.n_seq = n_seq, .off = t->off, .mask = mask, .group = group,
+                             .n_group = n_group};
 }
 
 static struct algo_params params(int pl, int agg) {
-  struct algo_params p = {pl, agg, KL_K3, KL_IN_LOSS, 0.2, 0.28, 3.0, 0.0, 0.0, 0.1, 0.0, 4};
-  return p;
+  return (struct algo_params){.policy_loss = pl, .loss_agg = agg, .kl_estimator = KL_K3,
+                              .kl_in = KL_IN_LOSS, .clip_low = 0.2, .clip_high = 0.28,
+                              .dual_clip = 3.0, .kl_coef = 0.0, .entropy_coef = 0.0,
+                              .vf_coef = 0.1, .value_clip = 0.0, .l_max = 4};
 }
 
 /* ---- advantages ------------------------------------------------------------------ */
@@ -74,7 +77,7 @@ static void test_adv_all_equal(void) {
   struct algo_params p = params(PL_PPO_CLIP, AGG_TOKEN_MEAN);
   struct algo_counts c;
   algo_counts_local(&t.b, &c);
-  struct algo_tokens in = {lp, lp, NULL, adv, NULL, NULL};
+  struct algo_tokens in = {.lp = lp, .lp_old = lp, .adv = adv};
   struct algo_stats st = {0};
   double loss = algo_policy_loss(&p, &t.b, &c, &in, dlp, NULL, &st);
   CHECK(loss == 0.0);
@@ -166,7 +169,7 @@ static double ppo_eval(const float *lp, const float *lp_old, float *dlp, struct 
   struct algo_params p = params(PL_PPO_CLIP, AGG_TOKEN_MEAN);
   struct algo_counts c;
   algo_counts_local(&t.b, &c);
-  struct algo_tokens in = {lp, lp_old, NULL, ppo_adv, NULL, NULL};
+  struct algo_tokens in = {.lp = lp, .lp_old = lp_old, .adv = ppo_adv};
   return algo_policy_loss(&p, &t.b, &c, &in, dlp, NULL, st);
 }
 
@@ -229,7 +232,7 @@ static void test_cispo(void) {
   struct algo_params p = params(PL_CISPO, AGG_TOKEN_MEAN);
   struct algo_counts c;
   algo_counts_local(&t.b, &c);
-  struct algo_tokens in = {lp, lp_old, NULL, adv, NULL, NULL};
+  struct algo_tokens in = {.lp = lp, .lp_old = lp_old, .adv = adv};
   struct algo_stats st = {0};
   double loss = algo_policy_loss(&p, &t.b, &c, &in, dlp, NULL, &st);
   /* d/dlp = -sg(clip(r, 0.8, 1.28)) A: {-1.28, -1.1, -(0.8)(-2) = 1.6} / 3; the ratio
@@ -269,7 +272,7 @@ static void test_gspo(void) {
   p.clip_low = 3e-4, p.clip_high = 4e-4;
   struct algo_counts c;
   algo_counts_local(&t.b, &c);
-  struct algo_tokens in = {lp, lp_old, NULL, adv, NULL, NULL};
+  struct algo_tokens in = {.lp = lp, .lp_old = lp_old, .adv = adv};
   struct algo_stats st = {0};
   double loss = algo_policy_loss(&p, &t.b, &c, &in, dlp, NULL, &st);
   /* seq-mean-token-mean over 2 sequences: (1.0010005 - 1.0004)/2 */
@@ -326,7 +329,7 @@ static void test_aggregation(void) {
   CHECK(c.n_tok == 0.0 && c.n_seq_valid == 0.0);
   for (int mode = AGG_TOKEN_MEAN; mode <= AGG_SEQ_MEAN_TOKEN_SUM_NORM; mode++) {
     struct algo_params p = params(PL_PPO_CLIP, mode);
-    struct algo_tokens in = {lp, lp, lp, adv, NULL, NULL};
+    struct algo_tokens in = {.lp = lp, .lp_old = lp, .lp_ref = lp, .adv = adv};
     struct algo_stats st = {0};
     double loss = algo_policy_loss(&p, &t.b, &c, &in, dlp, NULL, &st);
     CHECK(loss == 0.0);
@@ -360,8 +363,10 @@ static void test_micro_batches(void) {
     for (int mode = AGG_TOKEN_MEAN; mode <= AGG_SEQ_MEAN_TOKEN_SUM_NORM; mode++) {
       struct algo_params p = params(pl, mode);
       p.kl_coef = 0.1, p.entropy_coef = 0.01;
-      struct algo_tokens in = {lp, lp_old, lp_ref, adv, NULL, ent};
-      struct algo_tokens in2 = {lp + 8, lp_old + 8, lp_ref + 8, adv + 8, NULL, ent + 8};
+      struct algo_tokens in = {.lp = lp, .lp_old = lp_old, .lp_ref = lp_ref, .adv = adv,
+                               .entropy = ent};
+      struct algo_tokens in2 = {.lp = lp + 8, .lp_old = lp_old + 8, .lp_ref = lp_ref + 8,
+                                .adv = adv + 8, .entropy = ent + 8};
       struct algo_stats s = {0}, s2 = {0};
       double one = algo_policy_loss(&p, &whole.b, &g, &in, dlp, dent, &s);
       double two = algo_policy_loss(&p, &m1.b, &g, &in, dlp2, dent2, &s2) +
@@ -411,7 +416,7 @@ static void test_kl(void) {
   p.kl_coef = 0.1, p.entropy_coef = 0.01;
   struct algo_counts c;
   algo_counts_local(&t.b, &c);
-  struct algo_tokens in = {lp, lp, ref, adv, NULL, ent};
+  struct algo_tokens in = {.lp = lp, .lp_old = lp, .lp_ref = ref, .adv = adv, .entropy = ent};
   struct algo_stats st = {0};
   double loss = algo_policy_loss(&p, &t.b, &c, &in, dlp, dent, &st);
   /* (0.1*0.10653066 + 0.1*0 - 0.02 - 0.02)/2 */
@@ -469,7 +474,9 @@ static void test_dpo(void) {
   /* Delta_w = -5 - (-6) = 1, Delta_l = -7 - (-6.5) = -0.5, beta 0.1: z = 0.15,
    * loss = log(1 + e^-0.15) = 0.62095705, dz = -sigmoid(-0.15) = -0.46257015,
    * d_w = 0.1 * dz = -0.046257015 */
-  struct algo_dpo_pair q[2] = {{-5, -7, -6, -6.5, 2, 4}, {-5, -7, -6, -6.5, 2, 4}};
+  const struct algo_dpo_pair pair = {.logp_w = -5, .logp_l = -7, .ref_w = -6, .ref_l = -6.5,
+                                     .n_w = 2, .n_l = 4};
+  const struct algo_dpo_pair q[2] = {pair, pair};
   double dw[2], dl[2];
   struct algo_dpo_stats st = {0};
   double loss = algo_dpo_loss(DPO_SIGMOID, 0.1, q, 1, 1.0, dw, dl, &st);
@@ -484,7 +491,8 @@ static void test_dpo(void) {
   CHECK_NEAR(loss, 0.6209570477895321, 1e-12);
   CHECK_NEAR(dw[1], -0.04625701546562505 / 2.0, 1e-12);
   /* z = -1000: -log sigmoid(-1000) = 1000 without overflow, d_w = -0.1 */
-  struct algo_dpo_pair far = {-5000, 5000, 0, 0, 1, 1};
+  const struct algo_dpo_pair far = {.logp_w = -5000, .logp_l = 5000, .ref_w = 0, .ref_l = 0,
+                                    .n_w = 1, .n_l = 1};
   loss = algo_dpo_loss(DPO_SIGMOID, 0.1, &far, 1, 1.0, dw, dl, &st);
   CHECK_NEAR(loss, 1000.0, 1e-9);
   CHECK_NEAR(dw[0], -0.1, 1e-12);
@@ -533,7 +541,7 @@ static void test_tis(void) {
   struct algo_params p = params(PL_PPO_CLIP, AGG_TOKEN_MEAN);
   struct algo_counts c;
   algo_counts_local(&t1.b, &c);
-  struct algo_tokens in = {lp, lp, NULL, a, wi, NULL};
+  struct algo_tokens in = {.lp = lp, .lp_old = lp, .adv = a, .w_is = wi};
   struct algo_stats st = {0};
   CHECK_NEAR(algo_policy_loss(&p, &t1.b, &c, &in, dlp, NULL, &st), -0.5, 1e-7);
   CHECK_NEAR(dlp[0], -0.5, 1e-7);
@@ -580,62 +588,18 @@ static void test_sanitize(void) {
   CHECK(lp[0] == -20.0f && lp[1] == -20.0f && lp[2] == -5.0f && lp[3] == -20.0f);
 }
 
-static void test_presets(void) {
+/* algo_params_from_config copies the loss functions' knobs from the deck. */
+static void test_params_from_config(void) {
   struct config cfg;
-  memset(&cfg, 0, sizeof cfg);
   config_defaults(&cfg);
   cfg.rollout.max_new_tokens = 16;
-  cfg.algo.name = ALGO_DAPO;
-  algo_apply_preset(&cfg);
-  CHECK_NEAR(cfg.algo.clip_high, 0.28, 1e-15);
-  CHECK(cfg.algo.kl_coef == 0.0 && cfg.algo.dynamic_sampling == 1);
-  CHECK(cfg.algo.overlong_buffer == 3);  /* 16/5 */
-  CHECK(cfg.algo.loss_agg == AGG_TOKEN_MEAN);
-  /* switching back to grpo resets DAPO's choices */
-  cfg.algo.name = ALGO_GRPO;
-  algo_apply_preset(&cfg);
-  CHECK_NEAR(cfg.algo.clip_high, 0.2, 1e-15);
-  CHECK(cfg.algo.kl_estimator == KL_K3 && cfg.algo.kl_in == KL_IN_LOSS);
-  CHECK_NEAR(cfg.algo.kl_coef, 0.001, 1e-15);
-  CHECK_NEAR(cfg.algo.adv_eps, 1e-6, 1e-20);
-  CHECK(cfg.algo.dynamic_sampling == 0 && cfg.algo.overlong_buffer == 0);
-  cfg.algo.name = ALGO_GSPO;
-  algo_apply_preset(&cfg);
-  CHECK(cfg.algo.policy_loss == PL_GSPO && cfg.algo.loss_agg == AGG_SEQ_MEAN_TOKEN_MEAN);
-  CHECK_NEAR(cfg.algo.clip_low, 3e-4, 1e-15);
-  CHECK_NEAR(cfg.algo.clip_high, 4e-4, 1e-15);
-  cfg.algo.name = ALGO_DR_GRPO;
-  algo_apply_preset(&cfg);
-  CHECK(cfg.algo.adv_estimator == ADV_DR_GRPO && cfg.algo.loss_agg == AGG_SEQ_MEAN_TOKEN_SUM_NORM);
-  cfg.algo.name = ALGO_PPO;
-  algo_apply_preset(&cfg);
-  CHECK(cfg.algo.adv_estimator == ADV_GAE && cfg.algo.whiten_adv == 1);
-  CHECK(cfg.algo.kl_in == KL_IN_REWARD && cfg.algo.kl_estimator == KL_K1);
-  CHECK_NEAR(cfg.algo.value_clip, 0.5, 1e-15);
-  CHECK(cfg.algo.gamma == 1.0 && cfg.algo.lam == 1.0);
-  cfg.algo.name = ALGO_RLOO;
-  algo_apply_preset(&cfg);
-  CHECK(cfg.algo.adv_estimator == ADV_RLOO && cfg.algo.kl_in == KL_IN_LOSS);
-  cfg.algo.name = ALGO_REINFORCE_PP;
-  algo_apply_preset(&cfg);
-  CHECK(cfg.algo.adv_estimator == ADV_REINFORCE_PP && cfg.algo.kl_in == KL_IN_REWARD);
-  cfg.algo.name = ALGO_DPO;
-  algo_apply_preset(&cfg);
-  CHECK(cfg.algo.dpo_loss == DPO_SIGMOID && cfg.algo.dpo_beta == 0.1);
-  /* a key the user set is kept */
-  int r = config_find("algo", "clip_high");
-  CHECK(r >= 0);
-  if (r >= 0) {
-    cfg.src[r] = 7;  /* deck line 7 */
-    cfg.algo.clip_high = 0.3;
-    cfg.algo.name = ALGO_DAPO;
-    algo_apply_preset(&cfg);
-    CHECK_NEAR(cfg.algo.clip_high, 0.3, 1e-15);
-    CHECK(cfg.algo.dynamic_sampling == 1);
-  }
+  cfg.algo.clip_high = 0.3;
+  cfg.algo.policy_loss = PL_GSPO;
+  cfg.algo.vf_coef = 0.25;
   struct algo_params p;
   algo_params_from_config(&cfg, &p);
-  CHECK(p.l_max == 16 && p.clip_high == 0.3);
+  CHECK(p.l_max == 16 && p.clip_high == 0.3 && p.policy_loss == PL_GSPO && p.vf_coef == 0.25);
+  CHECK(p.loss_agg == cfg.algo.loss_agg && p.kl_in == cfg.algo.kl_in && p.clip_low == cfg.algo.clip_low);
 }
 
 int main(void) {
@@ -655,6 +619,6 @@ int main(void) {
   test_dapo_helpers();
   test_pass_at_k();
   test_sanitize();
-  test_presets();
+  test_params_from_config();
   return TEST_RESULT("test_algo");
 }

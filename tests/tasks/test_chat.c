@@ -22,8 +22,10 @@ static void expect(const struct chat_template *ct, const struct chat_msg *m, int
 int main(void) {
   struct chat_template ct;
   char err[256];
-  const struct chat_msg user[] = {{"user", "Hi"}};
-  const struct chat_msg conv[] = {{"system", "Be brief."}, {"user", " 2+2? "}, {"assistant", "4"}};
+  const struct chat_msg user[] = {{.role = "user", .content = "Hi"}};
+  const struct chat_msg conv[] = {{.role = "system", .content = "Be brief."},
+                                  {.role = "user", .content = " 2+2? "},
+                                  {.role = "assistant", .content = "4"}};
 
   CHECK(chat_template_by_name(&ct, "chatml", err, sizeof err) == 0 && ct.kind == CHAT_CHATML);
   expect(&ct, user, 1, 1, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
@@ -60,7 +62,7 @@ int main(void) {
                       "'<|end_header_id|>\n\n' + m['content'] | trim + '<|eot_id|>' }}{% endfor %}";
   CHECK(chat_template_detect(&ct, llama, strlen(llama), err, sizeof err) == 0 && ct.kind == CHAT_LLAMA3);
   CHECK(chat_template_detect(&ct, "[INST]", 6, err, sizeof err) == -1 && strstr(err, "not recognised"));
-  const struct chat_msg bad[] = {{"user", NULL}};
+  const struct chat_msg bad[] = {{.role = "user", .content = NULL}};
   CHECK(chat_format(&ct, bad, 1, 1, NULL) == NULL);
   return TEST_RESULT("test_chat");
 }

@@ -11,6 +11,7 @@
 #include "io/hf_tokenizer.h"
 #include "io/jsonl.h"
 #include "tasks/dataset.h"
+#include "tasks/tasks.h"
 #include "testutil.h"
 
 static char g_dir[] = "/tmp/rlpt_test_dataset_XXXXXX";
@@ -303,7 +304,7 @@ static void test_fit(void) {
   tokenizer_init_char(&ch);
   CHECK(hf_tokenizer_load(&bpe, dir, NULL, err, sizeof err) == 0);
   struct task t;
-  CHECK(task_init(&t, &cfg, err, sizeof err) == 0);  /* load no longer judges lengths */
+  CHECK(task_init(&t, &cfg, err, sizeof err) == 0);  /* loading does not judge lengths in tokens */
   struct fit_limits l = {.max_seq = 32, .max_new = 16, .sft = 1, .where = "deck", .limit = "[model] max_seq"};
   CHECK(task_check_fit(&t, &ch, &l, 1, 1, err, sizeof err) == 2);  /* 32 bytes + BOS = 33 tokens */
   CHECK_MSG(strstr(err, "long.jsonl:2: the prompt takes 33 tokens but [model] max_seq - [rollout] "

@@ -16,53 +16,53 @@ static const long NUMS[] = {3, 7, 25, 50};
 #define TARGET 46L
 
 static const struct cd_case cases[] = {
-  {"25+3*7", CD_OK},
-  {"3*7+25", CD_OK},
-  {" 25 + 3 * 7 ", CD_OK},
-  {"(3*7)+25", CD_OK},
-  {"((3*7))+(25)", CD_OK},
-  {"25+7*3", CD_OK},
-  {"50-7+3", CD_OK},          /* 46 */
-  {"50-(7-3)", CD_OK},        /* 46 */
-  {"50/25*3*7+3+1", CD_BAD_NUMBER},  /* 1 is not given */
-  {"25+3*7=46", CD_OK},
-  {"25+3*7 = 46", CD_OK},
-  {"25+3*7=47", CD_WRONG_VALUE},
-  {"25+3*7=", CD_SYNTAX},
-  {"25+3*7=46=46", CD_SYNTAX},
-  {"(50*3-7-25)/3", CD_BAD_NUMBER},  /* 3 used twice */
-  {"50+3-7", CD_OK},                 /* 46 */
-  {"25+3+7", CD_WRONG_VALUE},        /* 35 */
-  {"25*3*7", CD_WRONG_VALUE},
-  {"50", CD_WRONG_VALUE},
-  {"3*7+25+0", CD_BAD_NUMBER},
-  {"25+25-3-1", CD_BAD_NUMBER},      /* 25 twice */
-  {"46", CD_BAD_NUMBER},
-  {"", CD_EMPTY},
-  {"   ", CD_EMPTY},
-  {"\n\t", CD_EMPTY},
-  {"25+", CD_SYNTAX},
-  {"+25", CD_SYNTAX},
-  {"-3+50-1", CD_SYNTAX},
-  {"25++3*7", CD_SYNTAX},
-  {"(25+3*7", CD_SYNTAX},
-  {"25+3*7)", CD_SYNTAX},
-  {"()", CD_SYNTAX},
-  {"25 3 7", CD_SYNTAX},
-  {"25+3x7", CD_SYNTAX},
-  {"25+3\xc3\x97" "7", CD_SYNTAX},     /* U+00D7 multiplication sign */
-  {"\xef\xbb\xbf" "25+3*7", CD_SYNTAX},  /* BOM */
-  {"25+3*7\xff", CD_SYNTAX},
-  {"25.0+3*7", CD_SYNTAX},
-  {"25+3*7 because", CD_SYNTAX},
-  {"The answer: 25+3*7", CD_SYNTAX},
-  {"3/(7-7)", CD_BAD_NUMBER},        /* 7 twice is caught before the division */
-  {"50/(7-3-3)", CD_BAD_NUMBER},
-  {"(50-25)/(7-7)", CD_BAD_NUMBER},
-  {"00025+3*7", CD_OK},              /* leading zeros read as the same number */
-  {"9999999999999+3", CD_OVERFLOW},  /* 13-digit literal */
-  {"25/3*3+7*3", CD_BAD_NUMBER},     /* = 46 exactly, but 3 used three times */
-  {"25/3*3+7+3*7-7", CD_BAD_NUMBER},
+  {.expr = "25+3*7", .want = CD_OK},
+  {.expr = "3*7+25", .want = CD_OK},
+  {.expr = " 25 + 3 * 7 ", .want = CD_OK},
+  {.expr = "(3*7)+25", .want = CD_OK},
+  {.expr = "((3*7))+(25)", .want = CD_OK},
+  {.expr = "25+7*3", .want = CD_OK},
+  {.expr = "50-7+3", .want = CD_OK},          /* 46 */
+  {.expr = "50-(7-3)", .want = CD_OK},        /* 46 */
+  {.expr = "50/25*3*7+3+1", .want = CD_BAD_NUMBER},  /* 1 is not given */
+  {.expr = "25+3*7=46", .want = CD_OK},
+  {.expr = "25+3*7 = 46", .want = CD_OK},
+  {.expr = "25+3*7=47", .want = CD_WRONG_VALUE},
+  {.expr = "25+3*7=", .want = CD_SYNTAX},
+  {.expr = "25+3*7=46=46", .want = CD_SYNTAX},
+  {.expr = "(50*3-7-25)/3", .want = CD_BAD_NUMBER},  /* 3 used twice */
+  {.expr = "50+3-7", .want = CD_OK},                 /* 46 */
+  {.expr = "25+3+7", .want = CD_WRONG_VALUE},        /* 35 */
+  {.expr = "25*3*7", .want = CD_WRONG_VALUE},
+  {.expr = "50", .want = CD_WRONG_VALUE},
+  {.expr = "3*7+25+0", .want = CD_BAD_NUMBER},
+  {.expr = "25+25-3-1", .want = CD_BAD_NUMBER},      /* 25 twice */
+  {.expr = "46", .want = CD_BAD_NUMBER},
+  {.expr = "", .want = CD_EMPTY},
+  {.expr = "   ", .want = CD_EMPTY},
+  {.expr = "\n\t", .want = CD_EMPTY},
+  {.expr = "25+", .want = CD_SYNTAX},
+  {.expr = "+25", .want = CD_SYNTAX},
+  {.expr = "-3+50-1", .want = CD_SYNTAX},
+  {.expr = "25++3*7", .want = CD_SYNTAX},
+  {.expr = "(25+3*7", .want = CD_SYNTAX},
+  {.expr = "25+3*7)", .want = CD_SYNTAX},
+  {.expr = "()", .want = CD_SYNTAX},
+  {.expr = "25 3 7", .want = CD_SYNTAX},
+  {.expr = "25+3x7", .want = CD_SYNTAX},
+  {.expr = "25+3\xc3\x97" "7", .want = CD_SYNTAX},     /* U+00D7 multiplication sign */
+  {.expr = "\xef\xbb\xbf" "25+3*7", .want = CD_SYNTAX},  /* BOM */
+  {.expr = "25+3*7\xff", .want = CD_SYNTAX},
+  {.expr = "25.0+3*7", .want = CD_SYNTAX},
+  {.expr = "25+3*7 because", .want = CD_SYNTAX},
+  {.expr = "The answer: 25+3*7", .want = CD_SYNTAX},
+  {.expr = "3/(7-7)", .want = CD_BAD_NUMBER},        /* 7 twice is caught before the division */
+  {.expr = "50/(7-3-3)", .want = CD_BAD_NUMBER},
+  {.expr = "(50-25)/(7-7)", .want = CD_BAD_NUMBER},
+  {.expr = "00025+3*7", .want = CD_OK},              /* leading zeros read as the same number */
+  {.expr = "9999999999999+3", .want = CD_OVERFLOW},  /* 13-digit literal */
+  {.expr = "25/3*3+7*3", .want = CD_BAD_NUMBER},     /* = 46 exactly, but 3 used three times */
+  {.expr = "25/3*3+7+3*7-7", .want = CD_BAD_NUMBER},
 };
 
 static void test_table(void) {

@@ -1,0 +1,24 @@
+/* tasks/prompt.h: one prompt of a task and what its verifier needs, shared by the built-in
+ * tasks (tasks/tasks.h) and the JSONL datasets (tasks/dataset.h) that fill it. */
+#ifndef RLPT_PROMPT_H
+#define RLPT_PROMPT_H
+
+#include <stdint.h>
+
+/* Prompt and answer bytes + NUL: room for dataset rows ([task] name = jsonl, src/tasks/dataset.h). */
+#define TASK_TEXT_MAX 1536
+#define TASK_MAX_NUMS 6
+
+enum task_split { TASK_TRAIN = 0, TASK_EVAL = 1 };
+
+struct task_prompt {
+  uint64_t index;
+  int split;                    /* enum task_split */
+  char text[TASK_TEXT_MAX];     /* the prompt the model sees */
+  char answer[TASK_TEXT_MAX];   /* the reference completion (without EOS) */
+  int n_nums;                   /* countdown */
+  long nums[TASK_MAX_NUMS];
+  long target;
+};
+
+#endif
