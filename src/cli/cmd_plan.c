@@ -7,22 +7,17 @@
  *   --world N   plan for N ranks without MPI (e.g. --world 1000 on a laptop;
  *               deck/plan.h plan_without_mpi); per-rank lines when N <= 64 or
  *               with --ranks.
- *   (no --world) run under MPI (mpirun -np N rlpt plan DECK): the real world
- *               size, the real communicators (mpi/comm.h), threads per node
- *               (run/threads.h) and one line per rank with its host, around the
- *               deck's report (plan_report). */
+ *   (no --world) run under MPI (mpirun -np N rlpt plan DECK): the live rank map
+ *               (run/plan_live.h). */
 #include <limits.h>
-#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "deck/config.h"
 #include "deck/plan.h"
-#include "mpi/comm.h"
-#include "run/threads.h"
+#include "run/plan_live.h"
 #include "util/alloc.h"
-#include "util/error.h"
 
 struct plan_args {
   const char *deck;
@@ -65,49 +60,6 @@ static int parse_args(int n_rest, char **rest, struct plan_args *a) {
   return a->deck ? 0 : usage(2);
 }
 
-static void print_threads(const struct threads_info *t) {
-  char host[MPI_MAX_PROCESSOR_NAME];
-  int len = 0;
-  MPI_Get_processor_name(host, &len);
-  printf("threads: %d per rank; node %s: %d ranks on %d cores (%s)%s\n", t->threads, host,
-         t->ranks_on_node, t->cores, t->cores_from_deck ? "cores_per_node" : "detected",
-         t->oversubscribed ? "; more ranks than cores: oversubscribed, waiting ranks yield" : "");
-}
-
-static int plan_mpi(const struct plan_args *a) {
-  int rank, size, rc;
-  struct config *cfg = malloc_check(sizeof *cfg);
-  struct comms c;
-  struct threads_info t;
-  char err[2048];
-  MPI_Init(NULL, NULL);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  rc = config_load(cfg, a->deck, a->n_over, a->over, MPI_COMM_WORLD);
-  if (!rc) {
-    rc = comms_create(&c, cfg, MPI_COMM_WORLD, err, sizeof err);
-    if (rc && rank == 0) fprintf(stderr, "rlpt: plan: %s\n", err);
-  }
-  if (!rc) {
-    rc = threads_setup(cfg, MPI_COMM_WORLD, &t, err, sizeof err);
-    if (rc && rank == 0) fprintf(stderr, "rlpt: plan: %s\n", err);
-    if (!rc) {
-      if (rank == 0) printf("rlpt plan %s (mpirun: %d ranks)\n", a->deck, size);
-      rc = error_agree(MPI_COMM_WORLD, plan_report(cfg, size, rank == 0, 0));
-      if (rank == 0) {
-        print_threads(&t);
-        printf("rank map (host, role, coordinates)\n");
-        fflush(stdout);
-      }
-      comms_print_map(&c, stdout);
-    }
-    comms_free(&c);
-  }
-  MPI_Finalize();
-  free(cfg);
-  return rc;
-}
-
 int cmd_plan(int argc, char **argv) {
   char **over = calloc_check((size_t)argc + 1, sizeof *over);
   char **rest = calloc_check((size_t)argc + 1, sizeof *rest);
@@ -117,7 +69,7 @@ int cmd_plan(int argc, char **argv) {
   int rc = parse_args(n_rest, rest, &a);
   if (rc < 0) rc = 0;  /* --help */
   else if (!rc && a.world) rc = plan_without_mpi(a.deck, a.n_over, a.over, a.world, a.per_rank);
-  else if (!rc) rc = plan_mpi(&a);
+  else if (!rc) rc = plan_live(a.deck, a.n_over, a.over);
   free(over);
   free(rest);
   return rc;
