@@ -1,6 +1,6 @@
-/* ckpt.h: HDF5 checkpoints and restart.
+/* io/ckpt.h: HDF5 checkpoints and restart.
  *
- * Layout of DIR/step_%08d.h5 (DESIGN.md "Checkpoint file"; readable by h5ls,
+ * Layout of DIR/step_%08d.h5 (README "Checkpoints and restarts"; readable by h5ls,
  * h5dump and h5py):
  *   /meta                 attrs format_version (int), rlpt_version, step, weight_version,
  *                         model_config (JSON), deck (canonical deck text), used_keys

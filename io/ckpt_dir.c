@@ -1,4 +1,4 @@
-/* ckpt_dir.c: the checkpoint directory (file names, `latest`, fsync, pruning,
+/* io/ckpt_dir.c: the checkpoint directory (file names, `latest`, fsync, pruning,
  * resolving a restart) and the helpers the writer and the reader share.
  *
  * A checkpoint is complete when DIR/step_%08d.h5 exists: the writer only

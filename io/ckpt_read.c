@@ -1,4 +1,4 @@
-/* ckpt_read.c: reading and validating a checkpoint (see ckpt.h).
+/* io/ckpt_read.c: reading and validating a checkpoint (see ckpt.h).
  *
  * Rank 0 opens the file serially, validates it step by step (HDF5 at all, the
  * format version, the model config against the deck, every dataset present with

@@ -1,4 +1,4 @@
-/* ckpt_write.c: the collective, atomic checkpoint writer (see ckpt.h).
+/* io/ckpt_write.c: the collective, atomic checkpoint writer (see ckpt.h).
  *
  * Steps, all ranks of comm in lock-step:
  *   1. checksum and finiteness of each rank's rows, joined in row order by one

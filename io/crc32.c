@@ -1,4 +1,4 @@
-/* crc32.c: CRC-32 of distributed tensors (see crc32.h). The byte-level CRC is
+/* io/crc32.c: CRC-32 of distributed tensors (see crc32.h). The byte-level CRC is
  * zlib's (linked through HDF5, whose deflate filter needs it): a well-kept,
  * fast implementation with crc32_combine, so nothing here is hand-rolled but
  * the row bookkeeping. */

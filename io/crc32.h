@@ -1,4 +1,4 @@
-/* crc32.h: CRC-32 checksums of tensors that are spread over ranks.
+/* io/crc32.h: CRC-32 checksums of tensors that are spread over ranks.
  *
  * The checksum is zlib's CRC-32 (the polynomial of gzip, PNG and Python's
  * zlib.crc32), computed over the little-endian bytes of a full logical tensor

@@ -1,4 +1,4 @@
-/* gguf.c: GGUF v2/v3 parser (header, metadata, tensor infos) with bounds checks
+/* io/gguf.c: GGUF v2/v3 parser (header, metadata, tensor infos) with bounds checks
  * on every read, typed metadata getters, and the model loader that maps
  * llama.cpp tensor names onto the Hugging Face parameter table.
  *

@@ -1,4 +1,4 @@
-/* gguf.h: read GGUF (v2/v3) model files: metadata, tensor infos, dequantized
+/* io/gguf.h: read GGUF (v2/v3) model files: metadata, tensor infos, dequantized
  * tensors, and the whole model into the parameter table.
  *
  * The file is mapped read-only and every length, count and offset is checked

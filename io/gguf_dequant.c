@@ -1,4 +1,4 @@
-/* gguf_dequant.c: ggml tensor data types and their conversion to fp32.
+/* io/gguf_dequant.c: ggml tensor data types and their conversion to fp32.
  *
  * Block layouts follow ggml (ggml-common.h / ggml-quants.c dequantize_row_*);
  * all fields are little-endian and read byte by byte, so nothing here depends

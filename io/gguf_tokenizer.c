@@ -1,4 +1,4 @@
-/* gguf_tokenizer.c: the byte-level BPE tokenizer from a GGUF file's
+/* io/gguf_tokenizer.c: the byte-level BPE tokenizer from a GGUF file's
  * tokenizer.ggml.* metadata (tokenizer/bpe.h): tokens, token types, "LEFT RIGHT"
  * merges, the llama.cpp pre-tokenizer name, bos/eos/pad ids, add_bos_token and
  * the chat template, as a struct bpe_spec that tokenizer_bpe_build turns into

@@ -1,4 +1,4 @@
-/* hf_config.c: Hugging Face model directories (io/safetensors.h): config.json
+/* io/hf_config.c: Hugging Face model directories (io/safetensors.h): config.json
  * to and from struct model_config, and the load / save of a whole directory
  * (single file or shards + model.safetensors.index.json, generation_config.json,
  * tokenizer files). */

@@ -1,4 +1,4 @@
-/* hf_tokenizer.c: tokenizer.json / tokenizer_config.json <-> struct bpe_spec
+/* io/hf_tokenizer.c: tokenizer.json / tokenizer_config.json <-> struct bpe_spec
  * (see hf_tokenizer.h for what is read, accepted and refused). */
 #include "io/hf_tokenizer.h"
 

@@ -1,4 +1,4 @@
-/* hf_tokenizer.h: Hugging Face tokenizer files <-> the byte-level BPE tokenizer
+/* io/hf_tokenizer.h: Hugging Face tokenizer files <-> the byte-level BPE tokenizer
  * (src/tokenizer/bpe.h).
  *
  * Reading a model directory: tokenizer.json gives model.vocab, model.merges

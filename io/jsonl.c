@@ -1,4 +1,4 @@
-/* jsonl.c: the JSON Lines reader (rules in jsonl.h). */
+/* io/jsonl.c: the JSON Lines reader (rules in jsonl.h). */
 #include "io/jsonl.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* jsonl.h: streaming reader for JSON Lines files (one JSON object per line).
+/* io/jsonl.h: streaming reader for JSON Lines files (one JSON object per line).
  *
  * Lines of any length (getline), LF or CRLF endings, a UTF-8 byte-order mark at
  * the start of the file, blank (whitespace-only) lines skipped. Each line must be

@@ -1,4 +1,4 @@
-/* safetensors.c: parse, validate, convert and write safetensors files
+/* io/safetensors.c: parse, validate, convert and write safetensors files
  * (io/safetensors.h). Every number from the file is checked before it is used
  * as a size or an offset; arithmetic that could wrap is done in checked steps. */
 #include "io/safetensors.h"

@@ -1,4 +1,4 @@
-/* safetensors.h: Hugging Face safetensors files and model directories.
+/* io/safetensors.h: Hugging Face safetensors files and model directories.
  *
  * A safetensors file is an 8-byte little-endian header length N, N bytes of
  * JSON {"__metadata__": {str: str}, NAME: {"dtype", "shape", "data_offsets":

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# pool-compare.sh: what RL adds when demonstrations are scarce (issue 6's note).
+# pool-compare.sh: what RL adds when demonstrations are scarce.
 # The quickstart's SFT warm start sees only POOL fixed examples ([sft] pool); then
 #   (a) RL:        the quickstart's GRPO phase (fresh prompts, only the verifier)
 #   (b) SFT, pool: the same SFT phase continued on the same POOL examples for the

@@ -1,4 +1,4 @@
-/* adamw.cu: the optimizer step on the device: AdamW fused over the flat
+/* kernels/adamw.cu: the optimizer step on the device: AdamW fused over the flat
  * parameter buffer (fp32 master weights and moments, optional bf16 working
  * copy), the global gradient norm and the clipping scale.
  *

@@ -1,4 +1,4 @@
-/* attention.cu: causal grouped-query attention over packed variable-length
+/* kernels/attention.cu: causal grouped-query attention over packed variable-length
  * sequences (FlashAttention style), its backward, and decode attention over the
  * paged KV cache.
  *

@@ -1,4 +1,4 @@
-/* cuda_backend.h: the CUDA backend of model/backend.h and the device-only extras the
+/* kernels/cuda_backend.h: the CUDA backend of model/backend.h and the device-only extras the
  * trainer and the rollout engine use beside it.
  *
  * Every pointer an op takes is device memory: tensors, and also the int arrays

@@ -1,4 +1,4 @@
-/* cuda_check.h: check macros for the CUDA libraries. Each prints the rank-free
+/* kernels/cuda_check.h: check macros for the CUDA libraries. Each prints the rank-free
  * location (file:line), the call, the library's error string and a hint, then
  * aborts the job: a CUDA fault on one rank must not leave the others waiting. */
 #ifndef RLPT_CUDA_CHECK_H

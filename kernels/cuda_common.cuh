@@ -1,4 +1,4 @@
-/* cuda_common.cuh: helpers shared by the kernels: warp and block reductions and
+/* kernels/cuda_common.cuh: helpers shared by the kernels: warp and block reductions and
  * the launch check. Blocks that call a block reduction must have a multiple of
  * 32 threads, at most 1024, and every thread must reach the call. */
 #ifndef RLPT_CUDA_COMMON_CUH

@@ -1,4 +1,4 @@
-/* cuda_device.c: device discovery and choice, and the shared failure path of the check macros. */
+/* kernels/cuda_device.c: device discovery and choice, and the shared failure path of the check macros. */
 #include <mpi.h>
 
 #include "kernels/cuda_check.h"

@@ -1,4 +1,4 @@
-/* cuda_kernels.h: the launchers in the .cu files of kernels/ that cuda_ops.c puts into the
+/* kernels/cuda_kernels.h: the launchers in the .cu files of kernels/ that cuda_ops.c puts into the
  * backend table (same signatures and semantics as struct backend_ops; every
  * pointer is device memory). Internal to kernels/. */
 #ifndef RLPT_CUDA_KERNELS_H

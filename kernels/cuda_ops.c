@@ -1,4 +1,4 @@
-/* cuda_ops.c: the CUDA backend's op table (model/backend.h) and its device memory.
+/* kernels/cuda_ops.c: the CUDA backend's op table (model/backend.h) and its device memory.
  * The ops themselves live by concept in gemm_cublaslt.c, norm_rope.cu,
  * attention.cu, elementwise.cu and logprob.cu (see cuda_kernels.h). */
 #include "kernels/cuda_backend.h"

@@ -1,4 +1,4 @@
-/* elementwise.cu: SwiGLU, embedding, bias, residual add and the bf16 conversions.
+/* kernels/elementwise.cu: SwiGLU, embedding, bias, residual add and the bf16 conversions.
  *
  * Accumulations over rows use no atomics, so the sums are deterministic: the
  * embedding backward gives each column to one thread that walks the tokens in

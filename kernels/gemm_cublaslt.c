@@ -1,4 +1,4 @@
-/* gemm_cublaslt.c: the backend's GEMMs through cuBLASLt.
+/* kernels/gemm_cublaslt.c: the backend's GEMMs through cuBLASLt.
  *
  * model/backend.h speaks row-major; cuBLASLt speaks column-major. A row-major matrix
  * is its transpose in column-major, so C = op(A) op(B) is computed as

@@ -1,4 +1,4 @@
-/* gemm_fallback.cu: a plain tiled GEMM for the shapes cuBLASLt's heuristic
+/* kernels/gemm_fallback.cu: a plain tiled GEMM for the shapes cuBLASLt's heuristic
  * returns no algorithm for (odd alignments, degenerate leading dimensions).
  * Row-major, the conventions of backend_ops.matmul, A and B in fp32 or bf16, fp32
  * accumulation and output. Simple and obviously correct, not fast: one 16x16

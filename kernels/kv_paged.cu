@@ -1,4 +1,4 @@
-/* kv_paged.cu: the rollout engine's paged KV pool (rollout/kv_cache.h layout) in device
+/* kernels/kv_paged.cu: the rollout engine's paged KV pool (rollout/kv_cache.h layout) in device
  * memory: the new rows of a step stored into their blocks, the contexts of a
  * prefill gathered back into contiguous rows for the varlen attention, and the
  * copy-on-write of a block. Decode attention reads the blocks in place

@@ -1,4 +1,4 @@
-/* logprob.cu: next-token logprob, entropy and log-sum-exp over a chunk of
+/* kernels/logprob.cu: next-token logprob, entropy and log-sum-exp over a chunk of
  * logits rows, and the backward in place (dL/dlogits). One block per row; the
  * sums run in double as in cpu/ops.c, the exponentials in float. */
 #include "kernels/cuda_backend.h"

@@ -1,4 +1,4 @@
-/* norm_rope.cu: RMSNorm forward/backward and rotary position embedding.
+/* kernels/norm_rope.cu: RMSNorm forward/backward and rotary position embedding.
  *
  * RMSNorm: one block per row for the row reductions; the weight gradient is a
  * column sum over rows (cuda_colsum_accumulate: deterministic, no atomics). */

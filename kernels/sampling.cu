@@ -1,4 +1,4 @@
-/* sampling.cu: temperature / top-k / top-p sampling on the device, with the
+/* kernels/sampling.cu: temperature / top-k / top-p sampling on the device, with the
  * semantics of rollout/sampling.h (the recorded logprob is the full-vocabulary
  * log_softmax(logits / T) of the token; top-k first, then top-p over the sorted
  * kept mass; ties to the lower index; inverse CDF with one uniform per row).

@@ -1,4 +1,4 @@
-/* allreduce.c: polite small all-reduces and the bucketed gradient sum (allreduce.h). */
+/* mpi/allreduce.c: polite small all-reduces and the bucketed gradient sum (allreduce.h). */
 #include "mpi/allreduce.h"
 
 #include "mpi/wait.h"

@@ -1,4 +1,4 @@
-/* allreduce.h: the data-parallel reductions of the train ranks.
+/* mpi/allreduce.h: the data-parallel reductions of the train ranks.
  *
  * Small reductions (token counts, loss sums, statistics) happen where ranks
  * arrive at different times, so they go through MPI_Iallreduce and a polite

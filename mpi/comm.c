@@ -1,4 +1,4 @@
-/* comm.c: resolve the deck's rank layout, place every rank, split the
+/* mpi/comm.c: resolve the deck's rank layout, place every rank, split the
  * communicators (see comm.h for the layouts, the rank order and the grid order). */
 #include "mpi/comm.h"
 

@@ -1,4 +1,4 @@
-/* comm.h: rank roles and the communicators of a run.
+/* mpi/comm.h: rank roles and the communicators of a run.
  *
  * The deck's [ranks] section says how many ranks play each role. This module
  * resolves the `auto` counts, checks the layout against the world size, and

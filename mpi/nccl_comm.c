@@ -1,4 +1,4 @@
-/* nccl_comm.c: NCCL bootstrap over MPI, mirrored sub-communicators and the
+/* mpi/nccl_comm.c: NCCL bootstrap over MPI, mirrored sub-communicators and the
  * collectives the trainer and the weight broadcast need (see nccl_comm.h). Compiled
  * in every build; the NCCL part only with the CUDA backend. */
 #include "mpi/nccl_comm.h"

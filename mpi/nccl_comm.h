@@ -1,4 +1,4 @@
-/* nccl_comm.h: NCCL communicators bootstrapped over MPI, mirroring rlpt's MPI groups.
+/* mpi/nccl_comm.h: NCCL communicators bootstrapped over MPI, mirroring rlpt's MPI groups.
  *
  * Each rank drives the GPU local_rank % devices of its node (model/device.h device_use,
  * with mpi/comm.h comms_node_rank), set before any NCCL init. A

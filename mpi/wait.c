@@ -1,4 +1,4 @@
-/* wait.c: polite MPI waits (MPI_Test / MPI_Iprobe + exponential backoff
+/* mpi/wait.c: polite MPI waits (MPI_Test / MPI_Iprobe + exponential backoff
  * sleep) with optional deadlines; see wait.h. */
 #include "mpi/wait.h"
 

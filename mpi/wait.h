@@ -1,4 +1,4 @@
-/* wait.h: polite waiting on MPI.
+/* mpi/wait.h: polite waiting on MPI.
  *
  * Open MPI busy-polls inside MPI_Recv, MPI_Wait, MPI_Probe and blocking
  * collectives. A rank that waits for its peer therefore burns a whole core; on

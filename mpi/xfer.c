@@ -1,4 +1,4 @@
-/* xfer.c: the wire format of sample batches, sized point-to-point messages
+/* mpi/xfer.c: the wire format of sample batches, sized point-to-point messages
  * and the chunked weight broadcast (see xfer.h). */
 #include "mpi/xfer.h"
 

@@ -1,4 +1,4 @@
-/* xfer.h: the messages between rlpt's MPI roles, and the weight broadcast.
+/* mpi/xfer.h: the messages between rlpt's MPI roles, and the weight broadcast.
  *
  * Sample batches travel as one byte buffer in a fixed wire format (below),
  * packed field by field in little-endian order whatever the host, so the

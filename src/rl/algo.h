@@ -1,4 +1,4 @@
-/* rl/algo.h: the RL algorithm math of rlpt (see /work/shared/ALGORITHMS.md):
+/* rl/algo.h: the RL algorithm math of rlpt (the formulas: rl/README.md):
  * advantages, per-token policy losses, loss aggregation, KL estimators, the value
  * loss, DPO/IPO, off-policy importance weights, DAPO's reward shaping and group
  * filter and pass@k. The presets behind [algo] name are the deck's (deck/presets.h).

@@ -16,7 +16,7 @@
  * with BW measured here right before the batch-1 run (a STREAM-like read of a 512 MB
  * buffer by the bench's threads, four sequential streams each as the decode GEMV
  * reads: bench_read.h; wall GB/s and GB per CPU-second, the latter the fair
- * one on a shared machine) and, for scale, the issue's 30 GB/s. Never asserts a time;
+ * one on a shared machine) and, for scale, a fixed 30 GB/s (this VM's measured bandwidth). Never asserts a time;
  * exits 0 unless the engine fails.
  *
  * usage: bench_generate [--shape tiny|smollm|all] [--threads N] [--new N] [--batch B] [--no-ref]
@@ -37,7 +37,7 @@
 
 #define BENCH_G 8
 #define BENCH_PROMPT 32
-#define BENCH_BW 30e9 /* the bytes/s for the batch-1 bound, for scale */
+#define BENCH_BW 30e9 /* bytes/s of a fixed batch-1 bound, for scale */
 #define BW_BYTES ((size_t)512 << 20)
 
 static const int BATCHES[] = { 1, 16, 64 };

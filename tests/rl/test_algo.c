@@ -1,5 +1,5 @@
 /* rl/test_algo.c: hand-computed checks of the RL algorithm math (src/rl/algo.c,
- * advantages.c, losses.c) and the edge cases of ALGORITHMS.md §9. Expected values are
+ * advantages.c, losses.c) and the edge cases of src/rl/README.md §9. Expected values are
  * literals with their arithmetic in the comments; tolerances are stated per check (1e-6
  * for values that pass through fp32, 1e-4 relative for finite differences). */
 #include <math.h>
