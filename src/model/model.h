@@ -45,10 +45,11 @@ struct model {
   struct model_config cfg;
   struct param_table table;
   const struct backend_ops *ops;
-  /* The weights and where they are current (model/weights.h): the forward and backward
-   * read their device copy, the rest of the program the host one, which params names
-   * (weights.host: the loaders, the CLI, the optimizer and the checkpoints read and fill
-   * it; a writer of a model whose host writes are tracked calls weights_host_written).
+  /* The weights (model/weights.h): the forward and backward read their device copy, made
+   * current first; everything else reads and fills the host buffer, which params names
+   * (weights.host: the loaders, the CLI, the optimizer, the checkpoints). A forward after
+   * a host write uploads it unless the weights' host writes are tracked (the rollout
+   * engine's: then the writer calls weights_host_written).
    * grads is host memory on every backend; the backward accumulates into dgrads (the
    * same buffer on a host backend) and, on a device backend, downloads them into grads
    * unless grads_on_device. */
