@@ -5,18 +5,20 @@
  * the bf16 working copy of the device buffer that the products read. `state` says which
  * copy is the truth, and only the four transitions below change it:
  *
- *   weights_host_written    a writer rewrote the host buffer        -> RESIDENCY_HOST
- *   weights_device_written  a writer filled the device buffer       -> RESIDENCY_DEVICE
- *   weights_to_device       make the device copy current (upload when the host is the
- *                           truth, bf16 working copy remade)        -> RESIDENCY_BOTH
- *   weights_to_host         make the host copy current (download when the device is the
- *                           truth)                                  -> RESIDENCY_BOTH
+ *   weights_host_written    a writer rewrote the host buffer           -> RESIDENCY_HOST
+ *   weights_device_written  a writer filled the device buffer          -> RESIDENCY_DEVICE
+ *   weights_to_device       make the device copy current: from RESIDENCY_HOST upload
+ *                           (bf16 working copy remade)                 -> RESIDENCY_BOTH
+ *   weights_to_host         make the host copy current: from RESIDENCY_DEVICE
+ *                           download                                   -> RESIDENCY_BOTH
+ * (from any other state the last two copy nothing).
  *
- * Writers of the host buffer either tell (weights_track_host_writes: the rollout engine,
- * which rewrites it at each weight sync, and the trainer's frozen KL reference) or do not
- * (weights_create's default: the loaders, `rlpt score`, the trainer before its device
- * update takes over, tests): then every weights_to_device while the host is the truth
- * uploads, and the state stays RESIDENCY_HOST.
+ * Writers of the host buffer either say so (weights_track_host_writes: the rollout engine,
+ * which rewrites it at each weight sync, and the trainer's frozen KL reference) or need
+ * not (weights_create's default: the loaders, `rlpt score`, tests, the trainer's models):
+ * then every weights_to_device while the host is the truth uploads, and the state stays
+ * RESIDENCY_HOST. Once a device writer has made the device copy the truth, every host
+ * writer says so (the trainer's: trainer_host_changed).
  *
  * On a host backend (ops->upload NULL) the device buffer is the host buffer: nothing is
  * copied, the state is kept for its readers all the same.

@@ -230,7 +230,9 @@ static int update_on_host(struct trainer *t, struct model *m, struct adamw *opt,
     rc = optim_clip_scale(g, (long)n, *grad_norm, cfg->optim.grad_clip);
     if (rc == OPTIM_OK) adamw_step(opt, m->params, g, &h);
   }
-  return rc != OPTIM_NONFINITE;
+  if (rc == OPTIM_NONFINITE) return 0;
+  weights_host_written(&m->weights);
+  return 1;
 }
 
 /* The index of m's moments in the device update. */
