@@ -6,8 +6,10 @@
  * backward, which costs a few elementwise passes and saves two [T, C] and one
  * [T, F] buffer per layer. The attention op takes separate query and key
  * spans (struct attn_batch), so a KV-cache path can call the same layer code
- * with cached keys. On a mixed-precision backend ([model] dtype = bf16, model/backend.h's
- * matmul_w16) the products take their weights from a bf16 copy made at each upload. */
+ * with cached keys. A forward reads the device copy of its weights (model/weights.h: the
+ * model's own, or the KL reference's given to model_forward_with), made current first; on
+ * a mixed-precision backend ([model] dtype = bf16, model/backend.h's matmul_w16) the
+ * products take their weight operands from its bf16 working copy. */
 #include "model/model.h"
 
 #include <math.h>
@@ -18,12 +20,15 @@
 #include "util/huge_alloc.h"
 #include "util/rng.h"
 
-static float *W(const struct model *m, enum param_kind kind, int layer) {
+/* The tensor (kind, layer) in the weights the forward reads; NULL when the model has none
+ * (a bias of a model without biases, an lm_head tied to the embedding). */
+static const float *param_ptr(const struct model *m, enum param_kind kind, int layer) {
   size_t off = param_offset(&m->table, kind, layer);
-  return off == (size_t)-1 ? NULL : m->dparams + off;
+  return off == (size_t)-1 ? NULL : m->fwd_params + off;
 }
 
-static float *G(const struct model *m, enum param_kind kind, int layer) {
+/* Its gradient in dgrads. */
+static float *grad_ptr(const struct model *m, enum param_kind kind, int layer) {
   size_t off = param_offset(&m->table, kind, layer);
   return off == (size_t)-1 ? NULL : m->dgrads + off;
 }
@@ -180,47 +185,38 @@ int model_create(struct model *m, const struct model_config *mc, int max_tokens,
   m->ops = ops;
   m->on_device = ops->upload != NULL;
   m->exact = 1;
-  m->params_version = m->dparams_version = -1;
   m->max_tokens = max_tokens;
   m->logit_chunk = MODEL_LOGIT_CHUNK;
   m->logit_rows = max_tokens < 1 ? 1 : max_tokens < MODEL_LOGIT_CHUNK ? max_tokens : MODEL_LOGIT_CHUNK;
   param_table_build(&m->table, &m->cfg);
   size_t half = (size_t)m->cfg.head_dim / 2;
-  m->params = huge_floats(m->table.total);
+  int weights_rc = weights_create(&m->weights, m->table.total, ops);
+  if (!weights_rc) weights_rc = weights_device_alloc(&m->weights);
+  m->params = m->weights.host;
   m->grads = huge_floats(m->table.total);
-  m->dparams = m->on_device ? ops->alloc(sizeof(float) * m->table.total) : m->params;
   m->dgrads = m->on_device ? ops->alloc(sizeof(float) * m->table.total) : m->grads;
-  int mixed = m->on_device && ops->matmul_w16 && ops->to_bf16;
-  if (mixed) m->dparams16 = ops->alloc(sizeof(uint16_t) * m->table.total);
   int arrays_rc = batch_arrays_alloc(m);
   m->rope_cos = dmem_alloc(m, sizeof(float) * half * mc->max_seq);
   m->rope_sin = dmem_alloc(m, sizeof(float) * half * mc->max_seq);
   m->layers = calloc((size_t)mc->layers, sizeof *m->layers);
-  struct carver count = {NULL, 0};
+  struct carver count = { .base = NULL, .used = 0 };
   model_carve(m, &count);
   m->arena = dmem_alloc(m, sizeof(float) * count.used); /* count.used: whole 64-byte pieces */
-  if (!m->params || !m->grads || !m->dparams || !m->dgrads || (mixed && !m->dparams16) ||
-      arrays_rc || !m->rope_cos ||
-      !m->rope_sin || !m->layers || !m->arena || rope_tables(m)) {
+  if (weights_rc || !m->grads || !m->dgrads || arrays_rc || !m->rope_cos || !m->rope_sin ||
+      !m->layers || !m->arena || rope_tables(m)) {
     fprintf(stderr, "rlpt: out of memory for the model (%zu parameters, %zu activation floats "
             "for %d tokens)\n", m->table.total, count.used, max_tokens);
     model_free(m);
     return -1;
   }
-  struct carver c = {m->arena, 0};
+  struct carver c = { .base = m->arena, .used = 0 };
   model_carve(m, &c);
   return 0;
 }
 
 void model_free(struct model *m) {
-  if (m->dev_update) m->dparams = m->dparams_main;
-  if (m->on_device) {
-    dmem_free(m, m->dparams_alt);
-    dmem_free(m, m->dparams);
-    dmem_free(m, m->dgrads);
-    dmem_free(m, m->dparams16);
-  }
-  free(m->params);
+  weights_free(&m->weights);
+  if (m->on_device) dmem_free(m, m->dgrads);
   free(m->grads);
   batch_arrays_free(m);
   dmem_free(m, m->rope_cos);
@@ -260,89 +256,15 @@ void model_init_params(struct model *m, uint64_t seed) {
 }
 
 void model_zero_grad(struct model *m) {
-  if (!m->dev_update) memset(m->grads, 0, sizeof(float) * m->table.total);
+  if (!m->grads_on_device) memset(m->grads, 0, sizeof(float) * m->table.total);
   if (m->on_device) dmem_zero(m, m->dgrads, sizeof(float) * m->table.total);
 }
 
-/* The bf16 working copy (mixed precision) remade from the fp32 weights at d. */
-static void bf16_refresh(const struct model *m, const float *d) {
-  if (m->dparams16) m->ops->to_bf16(m->dparams16, d, m->table.total);
-}
-
-/* dev_update (model/model.h): a forward reads the device truth, or while params points at
- * another host buffer (the KL reference) that buffer's device copy; the bf16 working
- * copy follows whichever it reads (one device-side conversion per switch). 0, or -1
- * out of device memory (message printed). */
-static int params_select(struct model *m) {
-  size_t n = m->table.total;
-  float *d = m->dparams_main;
-  if (m->params != m->dparams_src) {
-    if (!m->dparams_alt) m->dparams_alt = dmem_alloc(m, sizeof(float) * n);
-    if (!m->dparams_alt) {
-      fprintf(stderr, "rlpt: out of device memory for a second copy of the weights (%zu "
-              "parameters: the KL reference)\n", n);
-      return -1;
-    }
-    if (m->dparams_alt_src != m->params) to_dev(m, m->dparams_alt, m->params, sizeof(float) * n);
-    m->dparams_alt_src = m->params;
-    d = m->dparams_alt;
-  }
-  if (d != m->dparams) bf16_refresh(m, d);
-  m->dparams = d;
-  return 0;
-}
-
-float *model_params_dev(struct model *m) {
-  return m->dev_update ? m->dparams_main : m->dparams;
-}
-
-void model_params_dev_written(struct model *m) {
-  if (!m->on_device) return;
-  if (!m->dev_update) m->dparams_main = m->dparams;
-  m->dparams = m->dparams_main;
-  bf16_refresh(m, m->dparams);
-  m->dparams_src = m->params;
-  m->dparams_alt_src = NULL;
-  m->dev_update = 1;
-}
-
-void model_params_live(struct model *m) {
-  if (!m->on_device) return;
-  to_dev(m, model_params_dev(m), m->params, sizeof(float) * m->table.total);
-  model_params_dev_written(m);
-}
-
-void model_params_to_host(struct model *m) {
-  if (m->dev_update)
-    to_host(m, (float *)m->dparams_src, m->dparams_main, sizeof(float) * m->table.total);
-}
-
-void model_params_on_host(struct model *m) {
-  if (!m->dev_update) return;
-  m->dparams = m->dparams_main;
-  m->dev_update = 0;
-  m->dparams_version = -1;
-  m->dparams_src = NULL;
-}
-
-/* The host params are the truth (model/model.h): a device backend copies them in before
- * a forward unless the owner's params_version says dparams already holds them; a
- * host backend reads them in place, through whatever buffer m->params points at now
- * (the trainer points it at the reference weights for a KL forward). */
-static int params_upload(struct model *m) {
-  if (m->dev_update) return params_select(m);
-  if (m->on_device) {
-    if (m->params_version >= 0 && m->params_version == m->dparams_version &&
-        m->dparams_src == m->params)
-      return 0;
-    to_dev(m, m->dparams, m->params, sizeof(float) * m->table.total);
-    bf16_refresh(m, m->dparams);
-    m->dparams_version = m->params_version;
-    m->dparams_src = m->params;
-  } else {
-    m->dparams = m->params;
-    m->dgrads = m->grads;
-  }
+/* The forward (and its backward) read w's device copy, made current first. 0 or -1. */
+static int weights_bind(struct model *m, struct weights *w) {
+  if (weights_to_device(w)) return -1;
+  m->fwd_params = w->dev;
+  m->fwd_params16 = w->dev16;
   return 0;
 }
 
@@ -392,13 +314,14 @@ static int batch_set(struct model *m, const int *tokens, const int *cu, int nseq
   batch_upload(m, cu[nseq], nseq, 0);
   m->T = cu[nseq];
   m->nseq = nseq;
-  m->attn = (struct attn_batch){nseq, m->cu_seqlens, m->cu_seqlens, maxlen, maxlen};
+  m->attn = (struct attn_batch){ .nseq = nseq, .cu_q = m->cu_seqlens, .cu_kv = m->cu_seqlens,
+                                 .max_q = maxlen, .max_kv = maxlen };
   return 0;
 }
 
-/* The bf16 working copy of the weight at w (a pointer into dparams): same offset. */
-static const uint16_t *w16(const struct model *m, const float *w) {
-  return m->dparams16 + (w - m->dparams);
+/* The bf16 working copy of the weight at w (a pointer into fwd_params): same offset. */
+static const uint16_t *bf16_of(const struct model *m, const float *w) {
+  return m->fwd_params16 + (w - m->fwd_params);
 }
 
 /* C[M,N] = A[M,K] B[N,K]^T + beta C, B a weight: through its bf16 copy on a mixed-precision
@@ -406,8 +329,8 @@ static const uint16_t *w16(const struct model *m, const float *w) {
  * (model/backend.h); else the backend's matmul. */
 static void matmul_abt(const struct model *m, int M, int N, int K, const float *A, int lda,
                        const float *B, int ldb, float beta, float *C, int ldc) {
-  if (m->dparams16)
-    m->ops->matmul_w16(0, 1, M, N, K, 1.0f, A, lda, w16(m, B), ldb, beta, C, ldc);
+  if (m->fwd_params16)
+    m->ops->matmul_w16(0, 1, M, N, K, 1.0f, A, lda, bf16_of(m, B), ldb, beta, C, ldc);
   else if (m->exact && m->ops->matmul_rowinv)
     m->ops->matmul_rowinv(M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
   else
@@ -428,9 +351,9 @@ static void linear_fwd(const struct model *m, float *y, const float *x, const fl
 static void linears_fwd(const struct model *m, const float *x, int T, int in, int n,
                         float *const *y, const float *const *w, const float *const *b,
                         const int *out) {
-  if (!m->dparams16 && m->exact && m->ops->matmul_rowinv && m->ops->matmul_rowinv_shared) {
+  if (!m->fwd_params16 && m->exact && m->ops->matmul_rowinv && m->ops->matmul_rowinv_shared) {
     struct rowinv_product p[3];
-    for (int i = 0; i < n; i++) p[i] = (struct rowinv_product){out[i], w[i], y[i]};
+    for (int i = 0; i < n; i++) p[i] = (struct rowinv_product){ .N = out[i], .B = w[i], .C = y[i] };
     m->ops->matmul_rowinv_shared(T, in, x, in, n, p);
     for (int i = 0; i < n; i++)
       if (b[i]) m->ops->bias_add(y[i], b[i], T, out[i]);
@@ -443,8 +366,8 @@ static void linears_fwd(const struct model *m, const float *x, int T, int in, in
  * through its bf16 copy on a mixed-precision backend. */
 static void matmul_ab(const struct model *m, int M, int N, int K, const float *A, int lda,
                       const float *B, int ldb, float beta, float *C, int ldc) {
-  if (m->dparams16)
-    m->ops->matmul_w16(0, 0, M, N, K, 1.0f, A, lda, w16(m, B), ldb, beta, C, ldc);
+  if (m->fwd_params16)
+    m->ops->matmul_w16(0, 0, M, N, K, 1.0f, A, lda, bf16_of(m, B), ldb, beta, C, ldc);
   else
     m->ops->matmul(0, 0, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
 }
@@ -525,23 +448,27 @@ static int layer_forward(struct model *m, int l, float *out, const struct model_
   struct layer_acts *a = &m->layers[l];
   int T = m->T, C = mc->dim, F = mc->ffn_dim, H = mc->heads, KVH = mc->kv_heads, D = mc->head_dim;
   int KV = KVH * D;
-  ops->rmsnorm_fwd(m->xn, a->rstd1, a->res_in, W(m, P_ATTN_NORM, l), T, C, (float)mc->norm_eps);
+  float eps = (float)mc->norm_eps;
+  ops->rmsnorm_fwd(m->xn, a->rstd1, a->res_in, param_ptr(m, P_ATTN_NORM, l), T, C, eps);
   linears_fwd(m, m->xn, T, C, 3, (float *[]){a->q, a->k, a->v},
-              (const float *[]){W(m, P_WQ, l), W(m, P_WK, l), W(m, P_WV, l)},
-              (const float *[]){W(m, P_BQ, l), W(m, P_BK, l), W(m, P_BV, l)}, (int[]){C, KV, KV});
+              (const float *[]){param_ptr(m, P_WQ, l), param_ptr(m, P_WK, l),
+                                param_ptr(m, P_WV, l)},
+              (const float *[]){param_ptr(m, P_BQ, l), param_ptr(m, P_BK, l),
+                                param_ptr(m, P_BV, l)},
+              (int[]){C, KV, KV});
   ops->rope(a->q, m->pos, m->rope_cos, m->rope_sin, T, H, D, 0);
   ops->rope(a->k, m->pos, m->rope_cos, m->rope_sin, T, KVH, D, 0);
   if (attention_forward(m, l, io)) return -1;
   /* res_mid = res_in + att Wo^T (GEMM with beta = 1 adds the residual) */
   dmem_copy(m, a->res_mid, a->res_in, (size_t)T * C);
-  linear_fwd(m, a->res_mid, a->att, W(m, P_WO, l), NULL, T, C, C, 1.0f);
-  ops->rmsnorm_fwd(m->xn, a->rstd2, a->res_mid, W(m, P_FFN_NORM, l), T, C, (float)mc->norm_eps);
+  linear_fwd(m, a->res_mid, a->att, param_ptr(m, P_WO, l), NULL, T, C, C, 1.0f);
+  ops->rmsnorm_fwd(m->xn, a->rstd2, a->res_mid, param_ptr(m, P_FFN_NORM, l), T, C, eps);
   linears_fwd(m, m->xn, T, C, 2, (float *[]){a->gate, a->up},
-              (const float *[]){W(m, P_WGATE, l), W(m, P_WUP, l)}, (const float *[]){NULL, NULL},
-              (int[]){F, F});
+              (const float *[]){param_ptr(m, P_WGATE, l), param_ptr(m, P_WUP, l)},
+              (const float *[]){NULL, NULL}, (int[]){F, F});
   ops->swiglu_fwd(m->h, a->gate, a->up, (size_t)T * F);
   dmem_copy(m, out, a->res_mid, (size_t)T * C);
-  linear_fwd(m, out, m->h, W(m, P_WDOWN, l), NULL, T, C, F, 1.0f);
+  linear_fwd(m, out, m->h, param_ptr(m, P_WDOWN, l), NULL, T, C, F, 1.0f);
   return 0;
 }
 
@@ -549,16 +476,16 @@ static int layer_forward(struct model *m, int l, float *out, const struct model_
 static int trunk_forward(struct model *m, const struct model_kv_io *io) {
   const struct model_config *mc = &m->cfg;
   int L = mc->layers;
-  m->ops->embed_fwd(m->layers[0].res_in, m->tokens, W(m, P_EMBED, -1), m->T, mc->dim);
+  m->ops->embed_fwd(m->layers[0].res_in, m->tokens, param_ptr(m, P_EMBED, -1), m->T, mc->dim);
   for (int l = 0; l < L; l++)
     if (layer_forward(m, l, l + 1 < L ? m->layers[l + 1].res_in : m->res_final, io)) return -1;
-  m->ops->rmsnorm_fwd(m->xf, m->rstdf, m->res_final, W(m, P_FINAL_NORM, -1), m->T, mc->dim,
-                      (float)mc->norm_eps);
+  m->ops->rmsnorm_fwd(m->xf, m->rstdf, m->res_final, param_ptr(m, P_FINAL_NORM, -1), m->T,
+                      mc->dim, (float)mc->norm_eps);
   return 0;
 }
 
 static const float *lm_head(const struct model *m) {
-  return m->cfg.tie_embeddings ? W(m, P_EMBED, -1) : W(m, P_LM_HEAD, -1);
+  return m->cfg.tie_embeddings ? param_ptr(m, P_EMBED, -1) : param_ptr(m, P_LM_HEAD, -1);
 }
 
 static int chunk_rows(const struct model *m) {
@@ -583,14 +510,26 @@ static void head_forward(struct model *m) {
 
 int model_forward(struct model *m, const int *tokens, const int *cu_seqlens, int nseq,
                   float *logprob_out, float *entropy_out, float *value_out) {
+  return model_forward_with(m, &m->weights, tokens, cu_seqlens, nseq, logprob_out, entropy_out,
+                            value_out);
+}
+
+int model_forward_with(struct model *m, struct weights *w, const int *tokens,
+                       const int *cu_seqlens, int nseq, float *logprob_out, float *entropy_out,
+                       float *value_out) {
+  if (w->n != m->table.total) {
+    fprintf(stderr, "rlpt: model forward with %zu weights for a table of %zu\n", w->n,
+            m->table.total);
+    return -1;
+  }
   if (batch_set(m, tokens, cu_seqlens, nseq)) return -1;
-  if (params_upload(m)) return -1;
+  if (weights_bind(m, w)) return -1;
   const struct model_config *mc = &m->cfg;
   int T = m->T, C = mc->dim;
   trunk_forward(m, NULL);
   if (value_out && mc->value_head) {
     float *v = m->on_device ? m->val_out : value_out;
-    matmul_abt(m, T, 1, C, m->xf, C, W(m, P_SCORE, -1), C, 0.0f, v, 1);
+    matmul_abt(m, T, 1, C, m->xf, C, param_ptr(m, P_SCORE, -1), C, 0.0f, v, 1);
     to_host(m, value_out, v, sizeof(float) * T);
   }
   m->head_done = 0;
@@ -638,7 +577,8 @@ static int kv_batch_set(struct model *m, const int *tokens, const int *cu_new, c
   batch_upload(m, cu_new[nseq], nseq, 1);
   m->T = cu_new[nseq];
   m->nseq = nseq;
-  m->attn = (struct attn_batch){nseq, m->cu_seqlens, m->cu_kv, maxq, maxkv};
+  m->attn = (struct attn_batch){ .nseq = nseq, .cu_q = m->cu_seqlens, .cu_kv = m->cu_kv,
+                                 .max_q = maxq, .max_kv = maxkv };
   return 0;
 }
 
@@ -647,7 +587,7 @@ static int forward_kv(struct model *m, const int *tokens, const int *cu_new, con
                       int nseq, const struct model_kv_io *io, int all_logits, float *logits,
                       int logits_dev) {
   if (kv_batch_set(m, tokens, cu_new, pos0, nseq)) return -1;
-  if (params_upload(m)) return -1;
+  if (weights_bind(m, &m->weights)) return -1;
   if (trunk_forward(m, io)) return -1;
   int C = m->cfg.dim, V = m->cfg.vocab_size, rows = all_logits ? m->T : nseq;
   const float *x = m->xf;
@@ -687,7 +627,7 @@ static void head_backward(struct model *m, const float *dlogprob, const float *d
                           const float *dvalue) {
   const struct model_config *mc = &m->cfg;
   int T = m->T, C = mc->dim, V = mc->vocab_size, R = chunk_rows(m);
-  float *dhead = mc->tie_embeddings ? G(m, P_EMBED, -1) : G(m, P_LM_HEAD, -1);
+  float *dhead = mc->tie_embeddings ? grad_ptr(m, P_EMBED, -1) : grad_ptr(m, P_LM_HEAD, -1);
   dmem_zero(m, m->dxn, sizeof(float) * T * C);
   if (dlogprob || dentropy) {
     if (!m->head_done) head_forward(m); /* the forward skipped the logits (value only) */
@@ -705,8 +645,8 @@ static void head_backward(struct model *m, const float *dlogprob, const float *d
   }
   if (dvalue && mc->value_head) {
     /* value[t] = xf[t] . w:  dxf += dvalue w;  dw += dvalue^T xf */
-    linear_bwd(m, m->dxn, G(m, P_SCORE, -1), NULL, dvalue, m->xf, W(m, P_SCORE, -1), T, 1, C,
-               1.0f);
+    linear_bwd(m, m->dxn, grad_ptr(m, P_SCORE, -1), NULL, dvalue, m->xf,
+               param_ptr(m, P_SCORE, -1), T, 1, C, 1.0f);
   }
 }
 
@@ -718,27 +658,33 @@ static void layer_backward(struct model *m, int l) {
   int KV = KVH * D;
   float eps = (float)mc->norm_eps;
   /* MLP branch: out = res_mid + swiglu(xn2) Wdown^T; dres holds dL/dout. */
-  ops->rmsnorm_fwd(m->xn, a->rstd2, a->res_mid, W(m, P_FFN_NORM, l), T, C, eps);
+  ops->rmsnorm_fwd(m->xn, a->rstd2, a->res_mid, param_ptr(m, P_FFN_NORM, l), T, C, eps);
   /* dh (in dgate) = dres Wdown; one pass then gives dgate, dup and h for dWdown */
-  matmul_ab(m, T, F, C, m->dres, C, W(m, P_WDOWN, l), F, 0.0f, m->dgate, F);
+  matmul_ab(m, T, F, C, m->dres, C, param_ptr(m, P_WDOWN, l), F, 0.0f, m->dgate, F);
   ops->swiglu_bwd(m->dgate, m->dup, m->h, m->dgate, a->gate, a->up, (size_t)T * F);
-  ops->matmul(1, 0, C, F, T, 1.0f, m->dres, C, m->h, F, 1.0f, G(m, P_WDOWN, l), F);
-  linear_bwd(m, m->dxn, G(m, P_WGATE, l), NULL, m->dgate, m->xn, W(m, P_WGATE, l), T, F, C, 0.0f);
-  linear_bwd(m, m->dxn, G(m, P_WUP, l), NULL, m->dup, m->xn, W(m, P_WUP, l), T, F, C, 1.0f);
-  ops->rmsnorm_bwd(m->dres, G(m, P_FFN_NORM, l), m->dxn, a->res_mid, W(m, P_FFN_NORM, l),
-                   a->rstd2, T, C);
+  ops->matmul(1, 0, C, F, T, 1.0f, m->dres, C, m->h, F, 1.0f, grad_ptr(m, P_WDOWN, l), F);
+  linear_bwd(m, m->dxn, grad_ptr(m, P_WGATE, l), NULL, m->dgate, m->xn,
+             param_ptr(m, P_WGATE, l), T, F, C, 0.0f);
+  linear_bwd(m, m->dxn, grad_ptr(m, P_WUP, l), NULL, m->dup, m->xn, param_ptr(m, P_WUP, l), T, F,
+             C, 1.0f);
+  ops->rmsnorm_bwd(m->dres, grad_ptr(m, P_FFN_NORM, l), m->dxn, a->res_mid,
+                   param_ptr(m, P_FFN_NORM, l), a->rstd2, T, C);
   /* Attention branch: res_mid = res_in + att Wo^T; dres now holds dL/dres_mid. */
-  linear_bwd(m, m->datt, G(m, P_WO, l), NULL, m->dres, a->att, W(m, P_WO, l), T, C, C, 0.0f);
+  linear_bwd(m, m->datt, grad_ptr(m, P_WO, l), NULL, m->dres, a->att, param_ptr(m, P_WO, l), T,
+             C, C, 0.0f);
   ops->attention_bwd(m->dq, m->dk, m->dv, m->datt, a->att, a->lse, a->q, a->k, a->v, &m->attn, H,
                      KVH, D, 1.0f / sqrtf((float)D), m->attn_scratch);
   ops->rope(m->dq, m->pos, m->rope_cos, m->rope_sin, T, H, D, 1);
   ops->rope(m->dk, m->pos, m->rope_cos, m->rope_sin, T, KVH, D, 1);
-  ops->rmsnorm_fwd(m->xn, a->rstd1, a->res_in, W(m, P_ATTN_NORM, l), T, C, eps);
-  linear_bwd(m, m->dxn, G(m, P_WQ, l), G(m, P_BQ, l), m->dq, m->xn, W(m, P_WQ, l), T, C, C, 0.0f);
-  linear_bwd(m, m->dxn, G(m, P_WK, l), G(m, P_BK, l), m->dk, m->xn, W(m, P_WK, l), T, KV, C, 1.0f);
-  linear_bwd(m, m->dxn, G(m, P_WV, l), G(m, P_BV, l), m->dv, m->xn, W(m, P_WV, l), T, KV, C, 1.0f);
-  ops->rmsnorm_bwd(m->dres, G(m, P_ATTN_NORM, l), m->dxn, a->res_in, W(m, P_ATTN_NORM, l),
-                   a->rstd1, T, C);
+  ops->rmsnorm_fwd(m->xn, a->rstd1, a->res_in, param_ptr(m, P_ATTN_NORM, l), T, C, eps);
+  linear_bwd(m, m->dxn, grad_ptr(m, P_WQ, l), grad_ptr(m, P_BQ, l), m->dq, m->xn,
+             param_ptr(m, P_WQ, l), T, C, C, 0.0f);
+  linear_bwd(m, m->dxn, grad_ptr(m, P_WK, l), grad_ptr(m, P_BK, l), m->dk, m->xn,
+             param_ptr(m, P_WK, l), T, KV, C, 1.0f);
+  linear_bwd(m, m->dxn, grad_ptr(m, P_WV, l), grad_ptr(m, P_BV, l), m->dv, m->xn,
+             param_ptr(m, P_WV, l), T, KV, C, 1.0f);
+  ops->rmsnorm_bwd(m->dres, grad_ptr(m, P_ATTN_NORM, l), m->dxn, a->res_in,
+                   param_ptr(m, P_ATTN_NORM, l), a->rstd1, T, C);
 }
 
 /* Copies host x[T] (NULL: none) into the op buffer d; returns what the ops should read. */
@@ -759,10 +705,10 @@ void model_backward(struct model *m, const float *dlogprob, const float *dentrop
   }
   head_backward(m, dlogprob, dentropy, dvalue);
   dmem_zero(m, m->dres, sizeof(float) * T * C);
-  m->ops->rmsnorm_bwd(m->dres, G(m, P_FINAL_NORM, -1), m->dxn, m->res_final,
-                      W(m, P_FINAL_NORM, -1), m->rstdf, T, C);
+  m->ops->rmsnorm_bwd(m->dres, grad_ptr(m, P_FINAL_NORM, -1), m->dxn, m->res_final,
+                      param_ptr(m, P_FINAL_NORM, -1), m->rstdf, T, C);
   for (int l = mc->layers - 1; l >= 0; l--) layer_backward(m, l);
-  m->ops->embed_bwd(G(m, P_EMBED, -1), m->tokens, m->dres, T, C);
-  if (m->on_device && !m->dev_update)
+  m->ops->embed_bwd(grad_ptr(m, P_EMBED, -1), m->tokens, m->dres, T, C);
+  if (m->on_device && !m->grads_on_device)
     to_host(m, m->grads, m->dgrads, sizeof(float) * m->table.total);
 }

@@ -18,6 +18,7 @@
 
 #include "model/backend.h"
 #include "model/params.h"
+#include "model/weights.h"
 
 /* Default rows of logits computed at a time (at most max_tokens are allocated). 256
  * rather than 128: the lm_head's dW product accumulates over K = 256 rows per pass
@@ -44,40 +45,24 @@ struct model {
   struct model_config cfg;
   struct param_table table;
   const struct backend_ops *ops;
-  /* Host mirror: params and grads are host memory on every backend, so the trainer,
-   * the optimizer, checkpoints and the weight broadcast use them unchanged. The ops
-   * read dparams and accumulate into dgrads; on a host backend (ops->upload NULL)
-   * these are the same buffers. On a device backend model_forward and
-   * model_forward_kv upload params before they run (the host copy is the truth;
-   * one host-to-device copy of the weights per call unless params_version below says
-   * they did not change), model_zero_grad clears both
-   * copies, and model_backward downloads the accumulated dgrads into grads. */
-  float *params, *grads;  /* table.total floats each */
-  float *dparams, *dgrads;
-  /* Mixed precision ([model] dtype = bf16: a backend with matmul_w16, model/backend.h): the
-   * bf16 working copy of dparams, remade by one to_bf16 at each upload; the products
-   * read their weight operand from it, the norms, biases and the embedding read dparams
-   * (fp32). NULL on an fp32 backend. */
-  uint16_t *dparams16;
-  /* Resident weights on a device backend. params_version < 0 (model_create's default):
-   * every forward uploads params. >= 0: the owner promises to change it whenever it
-   * writes params (the rollout engine: at every weight sync), and a forward uploads
-   * only when it differs from dparams_version (the version dparams holds, -1: none)
-   * or params points at another buffer than dparams_src. */
-  int64_t params_version, dparams_version;
-  const float *dparams_src;
-  /* The trainer's update on the device (model_params_live; train/device_update.c), or the
-   * rollout model after a weight broadcast over NCCL (model_params_dev_written;
-   * run/weight_sync.c): dparams_main is the truth, written by the device AdamW or the
-   * broadcast; the host params (dparams_src) are stale until model_params_to_host, and
-   * the gradients stay in dgrads (model_backward downloads nothing, model_zero_grad
-   * leaves the host grads alone). A forward while params points
-   * at another host buffer (the trainer's KL reference) reads that buffer's device copy,
-   * dparams_alt (allocated on first use), uploaded when dparams_alt_src differs; dparams
-   * is whichever of the two the last forward read. */
-  int dev_update;
-  float *dparams_main, *dparams_alt;
-  const float *dparams_alt_src;
+  /* The weights (model/weights.h): the forward and backward read their device copy, made
+   * current first; everything else reads and fills the host buffer, which params names
+   * (weights.host: the loaders, the CLI, the optimizer, the checkpoints). A forward after
+   * a host write uploads it unless the weights' host writes are tracked (the rollout
+   * engine's: then the writer calls weights_host_written).
+   * grads is host memory on every backend; the backward accumulates into dgrads (the
+   * same buffer on a host backend) and, on a device backend, downloads them into grads
+   * unless grads_on_device. */
+  struct weights weights;
+  float *params;          /* weights.host: table.total floats */
+  float *grads, *dgrads;  /* table.total floats each */
+  int grads_on_device;    /* 1: the gradients' reader works on dgrads (the trainer's device
+                             update): model_backward downloads nothing and model_zero_grad
+                             leaves grads alone */
+  /* The device weights the last forward read (its backward reads them too): weights', or
+   * those given to model_forward_with; fwd_params16 their bf16 working copy or NULL. */
+  const float *fwd_params;
+  const uint16_t *fwd_params16;
   int on_device;          /* ops work on their own memory (ops->upload set) */
   int exact;              /* 1 (model_create's default): A B^T products through the backend's
                              row-invariant matmul, so a row's logprob does not depend on the
@@ -130,21 +115,6 @@ void model_init_params(struct model *m, uint64_t seed);
 void model_params_init(const struct param_table *t, float *params, double init_std,
                        uint64_t seed);
 void model_zero_grad(struct model *m);
-/* Device backend (no-ops on a host backend): model_params_live uploads the host params
- * once and makes the device copy the truth (dev_update above); model_params_to_host
- * downloads it into the host params; model_params_on_host makes the host params the
- * truth again (they were rewritten: every forward uploads them, model_create's state). */
-void model_params_live(struct model *m);
-void model_params_to_host(struct model *m);
-void model_params_on_host(struct model *m);
-/* The device buffer of the fp32 weights (dparams_main under dev_update, else dparams),
- * for a writer that fills it on the device (the weight broadcast over NCCL), which then
- * calls model_params_dev_written: the device copy is the truth as after
- * model_params_live (bf16 working copy remade, host params stale until
- * model_params_to_host), without the upload. */
-float *model_params_dev(struct model *m);
-void model_params_dev_written(struct model *m);
-
 /* Forward on nseq packed sequences (cu_seqlens[nseq] tokens in all).
  * logprob_out[t] = log p(tokens[t+1] | tokens[start..t]) within the sequence;
  * the last token of each sequence has no target and gets 0.
@@ -157,9 +127,16 @@ void model_params_dev_written(struct model *m);
  * (message printed). */
 int model_forward(struct model *m, const int *tokens, const int *cu_seqlens, int nseq,
                   float *logprob_out, float *entropy_out, float *value_out);
+/* model_forward reading the weights w instead of m->weights (w spans m's table: the
+ * trainer's frozen KL reference, whose device copy is made current as m's would be).
+ * Returns -1 also when w's device copy cannot be made (message printed). */
+int model_forward_with(struct model *m, struct weights *w, const int *tokens,
+                       const int *cu_seqlens, int nseq, float *logprob_out, float *entropy_out,
+                       float *value_out);
 
 /* Backward of L = sum_t dlogprob[t] logprob[t] + dentropy[t] entropy[t]
- * + dvalue[t] value[t] through the last forward; accumulates into m->grads.
+ * + dvalue[t] value[t] through the last forward, with the weights it read; accumulates
+ * into m->grads (into m->dgrads alone when grads_on_device).
  * Any of the three may be NULL (zero); with dlogprob and dentropy both NULL
  * the lm_head is skipped. */
 void model_backward(struct model *m, const float *dlogprob, const float *dentropy,

@@ -172,8 +172,8 @@ int rollout_create(struct rollout_engine **out, struct model *m, const struct co
   if (!re) return rfail(err, errlen, 1, "rollout: out of memory");
   re->m = m;
   /* the engine's callers write m->params only before a rollout_weights_changed: on a
-   * device backend the weights stay resident between weight syncs (model/model.h) */
-  m->params_version = 0;
+   * device backend the weights stay resident between weight syncs (model/weights.h) */
+  weights_track_host_writes(&m->weights);
   gen_config_from_deck(&re->g, cfg);
   /* one forward never exceeds the model's token budget (its activations are sized by it) */
   if (re->g.max_batch_tokens > m->max_tokens) re->g.max_batch_tokens = m->max_tokens;
@@ -243,13 +243,12 @@ void rollout_set_sampling(struct rollout_engine *re, double temperature, double 
 
 void rollout_weights_changed(struct rollout_engine *re, int64_t weight_version) {
   kv_set_version(&re->kv, (uint64_t)weight_version);
-  model_params_on_host(re->m); /* the host copy is the truth again (after an on-device sync) */
-  re->m->params_version++;     /* the next forward uploads the new weights */
+  weights_host_written(&re->m->weights); /* the next forward uploads them */
 }
 
 void rollout_weights_on_device(struct rollout_engine *re, int64_t weight_version) {
   kv_set_version(&re->kv, (uint64_t)weight_version);
-  model_params_dev_written(re->m);
+  weights_device_written(&re->m->weights, WEIGHTS_BF16_STALE);
 }
 
 static enum finish_reason finish_of(int gen_finish) {

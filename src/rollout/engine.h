@@ -54,11 +54,12 @@ int rollout_generate(struct rollout_engine *re, const struct rollout_prompt *pro
                      struct sample_batch *out, struct gen_stats *stats, char *err, size_t errlen);
 
 /* The model's host params were rewritten with weight_version: the prefix cache of
- * older versions is never reused after this, and the next forward uploads them. */
+ * older versions is never reused after this, and the next forward uploads them
+ * (weights_host_written, model/weights.h). */
 void rollout_weights_changed(struct rollout_engine *re, int64_t weight_version);
 /* The same for weights written straight into the model's device buffer
- * (model_params_dev: the weight broadcast over NCCL): the device copy becomes the
- * truth (model_params_dev_written), the host params stale. */
+ * (weights_device_target: the weight broadcast over NCCL): the device copy becomes the
+ * truth (weights_device_written, the bf16 working copy remade), the host params stale. */
 void rollout_weights_on_device(struct rollout_engine *re, int64_t weight_version);
 
 /* max |rollout logprob - model_forward logprob| over the response tokens of

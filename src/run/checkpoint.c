@@ -15,7 +15,6 @@
 #include "run/partial.h"
 #include "run/restart.h"
 #include "run/run.h"
-#include "train/device_update.h"
 #include "train/trainer.h"
 #include "train/zero.h"
 #include "util/clock.h"
@@ -47,7 +46,7 @@ void run_checkpoint(struct run *r, long step) {
   struct ckpt_state st;
   memset(&st, 0, sizeof st);
   float *tmp[4] = {NULL, NULL, NULL, NULL};
-  trainer_sync_host(t, 1);  /* the device's params and moments, when it trains there */
+  trainer_sync_host(t, 1);  /* the host weights and moments made current */
   st.step = step;
   st.weight_version = t->weight_version;
   st.mc = r->mc;
@@ -56,8 +55,8 @@ void run_checkpoint(struct run *r, long step) {
   full_moments(t, &t->policy, &t->opt, &st.adam_m, &st.adam_v, &tmp[0], &tmp[1]);
   st.adam_t = t->opt.t;
   st.lr = optim_lr_at(&t->sched, t->step > 0 ? t->step - 1 : 0);
-  st.has_ref = t->ref_params != NULL;
-  st.ref_params = t->ref_params;
+  st.has_ref = t->ref.host != NULL;
+  st.ref_params = t->ref.host;
   st.has_critic = t->has_critic;
   st.critic_mc = t->critic.cfg;
   st.critic_params = t->critic.params;

@@ -12,7 +12,6 @@
 
 #include "io/ckpt.h"
 #include "run/run.h"
-#include "train/device_update.h"
 #include "train/trainer.h"
 #include "util/error.h"
 
@@ -185,7 +184,10 @@ void restart_apply_rl(struct run *r, struct restart_point *rp) {
   t->update = (long)ctrl_get(st, "trainer_update");
   t->weight_version = st->weight_version;
   /* trainer_begin_rl set the reference to the current policy; the run's is the one it had */
-  if (t->ref_params && st->has_ref) memcpy(t->ref_params, st->ref_params, sizeof(float) * n);
+  if (t->ref.host && st->has_ref) {
+    memcpy(t->ref.host, st->ref_params, sizeof(float) * n);
+    weights_host_written(&t->ref);
+  }
   if (t->has_critic && st->has_critic) {
     if (model_param_count(&st->critic_mc) != t->critic.table.total)
       die_local("restart: the checkpoint's critic does not match the deck's");

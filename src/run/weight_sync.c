@@ -2,17 +2,19 @@
  * train dp 0 (weight_comm rank 0, the root) to every rollout rank, on one of two paths
  * chosen once per run:
  *   NCCL  every rank of weight_comm runs its model on a GPU of its own: the root
- *         broadcasts its device fp32 weights (the trainer's device master) straight into
- *         each rollout model's device buffer, which becomes the truth (bf16 working copy
- *         remade; rollout_weights_on_device). A rank that is both (colocated layout)
- *         gets them device to device (the broadcast's out-of-place copy). The rollout
- *         ranks' host params go stale: nothing in a run reads them (generation, eval and
- *         the logprob check run on the device; the train ranks write the checkpoints
- *         from their own copy), and a reader would call model_params_to_host first.
- *   MPI   the root's params come to the host (trainer_sync_host), xfer_bcast_weights
- *         moves them, and each rollout rank uploads them at its next forward: CPU runs,
- *         [run] weight_sync = mpi, and device runs NCCL cannot serve (a member on the
- *         CPU, two members of a node on one GPU).
+ *         broadcasts the device copy of its policy's weights (model/weights.h: the
+ *         trainer's device master, made current first) straight into each rollout
+ *         model's device buffer (weights_device_target), which becomes the truth (bf16
+ *         working copy remade; rollout_weights_on_device). A rank that is both
+ *         (colocated layout) gets them device to device (the broadcast's out-of-place
+ *         copy). The rollout ranks' host params go stale: nothing in a run reads them
+ *         (generation, eval and the logprob check run on the device; the train ranks
+ *         write the checkpoints from their own copy), and a reader would make them
+ *         current first (weights_to_host).
+ *   MPI   the root makes its policy's host weights current (weights_to_host),
+ *         xfer_bcast_weights moves them, and each rollout rank uploads them at its next
+ *         forward (rollout_weights_changed): CPU runs, [run] weight_sync = mpi, and device
+ *         runs NCCL cannot serve (a member on the CPU, two members of a node on one GPU).
  * The metrics are the root's: t_sync from entering the sync (the wait for the peers
  * included) to the end of the copy, the MPI path's download included; sync_gbps the
  * parameter bytes over the time after the wait. */
@@ -28,8 +30,8 @@
 #include "run/partial.h"
 #include "run/run.h"
 #include "run/weight_sync.h"
-#include "train/device_update.h"
 #include "train/trainer.h"
+#include "util/alloc.h"
 #include "util/clock.h"
 #include "util/error.h"
 
@@ -88,13 +90,11 @@ static void choose_path(struct run *r, struct weight_sync *ws, MPI_Comm wc, int 
 }
 
 /* The root's weights in device memory: the device master, or (the host params are the
- * truth: before the first update, after a restart) the host params uploaded into the
- * policy's device buffer, which its next forward uploads again anyway. */
+ * truth: before the first update, after a restart) the host params uploaded. */
 static const float *root_weights(struct trainer *t) {
-  struct model *m = &t->policy;
-  if (!m->dev_update)
-    m->ops->upload(model_params_dev(m), m->params, sizeof(float) * m->table.total);
-  return model_params_dev(m);
+  struct weights *w = &t->policy.weights;
+  if (weights_to_device(w)) die_local("out of device memory for the weight broadcast");
+  return w->dev;
 }
 
 static void sync_nccl(struct run *r, struct weight_sync *ws, int root, int64_t v,
@@ -103,7 +103,8 @@ static void sync_nccl(struct run *r, struct weight_sync *ws, int root, int64_t v
   double t0 = clock_seconds();
   wait_barrier(r->comms.weight_comm);  /* politely: the NCCL wait would otherwise hold the peers */
   double t1 = clock_seconds();
-  float *recv = r->is_rollout ? model_params_dev(r->rmodel) : NULL;
+  float *recv = r->is_rollout ? weights_device_target(&r->rmodel->weights) : NULL;
+  if (r->is_rollout && !recv) die_local("out of device memory for the weight broadcast");
   const float *send = root ? root_weights(r->trainer) : recv;
   nccl_broadcast_to(&ws->nc, send, recv ? recv : (float *)send, n, 0);
   if (r->is_rollout) rollout_weights_on_device(r->engine, v);
@@ -117,7 +118,7 @@ static void sync_nccl(struct run *r, struct weight_sync *ws, int root, int64_t v
 static void sync_mpi(struct run *r, int64_t v, struct xfer_stats *st) {
   struct model *m = sync_model(r);
   double t0 = clock_seconds();  /* params trained on the device come down first: in t_sync */
-  if (r->is_train) trainer_sync_host(r->trainer, 0);
+  if (r->is_train) weights_to_host(&m->weights);
   double t_down = clock_seconds() - t0;
   int rc = xfer_bcast_weights(m->params, &m->table, 0, r->comms.weight_comm, st);
   if (rc != XFER_OK) die_local("weight broadcast failed: %s", xfer_strerror(rc));
@@ -132,7 +133,7 @@ void run_sync_weights(struct run *r) {
   if (wc == MPI_COMM_NULL) return;
   int root = r->comms.place.weight_rank == 0;
   if (!r->wsync) {
-    if (!(r->wsync = calloc(1, sizeof *r->wsync))) die_local("out of memory");
+    r->wsync = calloc_check(1, sizeof *r->wsync);
 #ifdef RLPT_HAVE_CUDA
     choose_path(r, r->wsync, wc, root);
 #endif

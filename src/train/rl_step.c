@@ -115,13 +115,19 @@ static int rl_pack(struct rl_data *d, const struct sample_batch *b, int n_mb) {
   return 0;
 }
 
-/* Logprobs (and entropies when ent) of every packed sequence, without backward. */
-static int rl_forward_all(struct trainer *t, const struct rl_data *d, float *lp, float *ent) {
+/* Sequences [a, e) of the packed samples as a loss batch (no groups). */
+static struct algo_batch rl_span(const struct rl_data *d, int a, int e) {
+  return (struct algo_batch){ .n_seq = e - a, .off = d->cu + a, .mask = d->mask };
+}
+
+/* Logprobs of every packed sequence under the policy with weights w (its own or the
+ * reference), without backward. */
+static int rl_forward_all(struct trainer *t, const struct rl_data *d, struct weights *w,
+                          float *lp) {
   for (int s0 = 0; s0 < d->n;) {
     int s1 = trainer_micro_end(t, d->cu, s0, d->n);
     int o = d->cu[s0];
-    if (trainer_forward_micro(t, &t->policy, d->tokens, d->cu, s0, s1, lp + o, ent ? ent + o : NULL,
-                              NULL))
+    if (trainer_forward_micro(t, &t->policy, w, d->tokens, d->cu, s0, s1, lp + o, NULL, NULL))
       return 1;
     s0 = s1;
   }
@@ -132,7 +138,8 @@ static int rl_forward_all(struct trainer *t, const struct rl_data *d, float *lp,
  * no vocabulary GEMM). 0 or -1. */
 static int critic_forward(struct trainer *t, const struct rl_data *d, int s0, int s1, float *val) {
   int o = d->cu[s0];
-  return trainer_forward_micro(t, &t->critic, d->tokens, d->cu, s0, s1, NULL, NULL, val + o);
+  return trainer_forward_micro(t, &t->critic, &t->critic.weights, d->tokens, d->cu, s0, s1, NULL,
+                               NULL, val + o);
 }
 
 /* v_old: the critic's values of every sequence before the step's updates. */
@@ -175,19 +182,14 @@ static void rl_finish_logprobs(const struct trainer *t, struct rl_data *d, int u
   if (use_ref) algo_clamp_logprobs(d->lp_ref, d->n_tok, lp_min);
 }
 
-/* lp_ref under the frozen reference (the params pointer is swapped: no second
- * model, no second activation arena), lp_old by recompute or from the rollout
+/* lp_ref under the frozen reference (the policy's model reading the reference weights:
+ * no second model, no second activation arena), lp_old by recompute or from the rollout
  * (OLD_FUSED: later, in the update). */
 static int rl_logprobs(struct trainer *t, struct rl_data *d, int use_ref, int mode) {
   int rc = 0;
-  if (use_ref) {
-    float *own = t->policy.params;
-    t->policy.params = t->ref_params;
-    rc = rl_forward_all(t, d, d->lp_ref, NULL);
-    t->policy.params = own;
-  }
+  if (use_ref) rc = rl_forward_all(t, d, &t->ref, d->lp_ref);
   if (mode == OLD_ROLLOUT) memcpy(d->lp_old, d->lp_roll, sizeof(float) * (size_t)d->n_tok);
-  if (mode == OLD_RECOMPUTE && !rc) rc = rl_forward_all(t, d, d->lp_old, NULL);
+  if (mode == OLD_RECOMPUTE && !rc) rc = rl_forward_all(t, d, &t->policy.weights, d->lp_old);
   if (mode != OLD_FUSED) rl_finish_logprobs(t, d, use_ref);
   return rc;
 }
@@ -322,7 +324,7 @@ static int critic_update(struct rl_ctx *x, int a, int e, const struct algo_count
     int s1 = trainer_micro_end(t, d->cu, s0, e), o = d->cu[s0];
     rc = critic_forward(t, d, s0, s1, d->val) != 0;
     if (rc) break;
-    struct algo_batch ub = {s1 - s0, d->cu + s0, d->mask, NULL, 0};
+    struct algo_batch ub = rl_span(d, s0, s1);
     algo_value_loss(&x->p, &ub, c, d->val, d->v_old, d->ret, d->dval, &x->sum.st);
     model_backward(&t->critic, NULL, NULL, d->dval + o);
     s0 = s1;
@@ -346,26 +348,27 @@ enum rl_update_result {
 static enum rl_update_result rl_update(struct rl_ctx *x, int a, int e) {
   struct trainer *t = x->t;
   struct rl_data *d = &x->d;
-  struct algo_batch mb = {e - a, d->cu + a, d->mask, NULL, 0};
+  struct algo_batch mb = rl_span(d, a, e);
   struct algo_counts c;
   algo_counts_local(&mb, &c);
   allreduce_polite(&c, 3, MPI_DOUBLE, MPI_SUM, t->dp);
   if (c.n_seq == 0.0) return UPDATE_EMPTY;  /* no group of any rank fell in this mini-batch */
   model_zero_grad(&t->policy);
   int rc = 0, use_ent = x->p.entropy_coef != 0.0;
-  struct algo_tokens in = {d->lp, d->lp_old, x->use_ref ? d->lp_ref : NULL, d->adv,
-                           x->tis != TIS_OFF ? d->w_is : NULL, d->ent};
+  struct algo_tokens in = { .lp = d->lp, .lp_old = d->lp_old,
+                            .lp_ref = x->use_ref ? d->lp_ref : NULL, .adv = d->adv,
+                            .w_is = x->tis != TIS_OFF ? d->w_is : NULL, .entropy = d->ent };
   for (int s0 = a; s0 < e && !rc;) {
     int s1 = trainer_micro_end(t, d->cu, s0, e), o = d->cu[s0], T = d->cu[s1] - o;
     /* The fused pass's logprobs are the old ones, compared with the rollout's
      * (logprob_diff_max): row-invariant products. Otherwise the old ones came from
      * rl_forward_all and this pass may take the faster ones (model/model.h, exact). */
     t->policy.exact = x->mode == OLD_FUSED;
-    rc = trainer_forward_micro(t, &t->policy, d->tokens, d->cu, s0, s1, d->lp + o, d->ent + o,
-                               NULL) != 0;
+    rc = trainer_forward_micro(t, &t->policy, &t->policy.weights, d->tokens, d->cu, s0, s1,
+                               d->lp + o, d->ent + o, NULL) != 0;
     if (rc) break;
     if (x->mode == OLD_FUSED) memcpy(d->lp_old + o, d->lp + o, sizeof(float) * (size_t)T);
-    struct algo_batch ub = {s1 - s0, d->cu + s0, d->mask, NULL, 0};
+    struct algo_batch ub = rl_span(d, s0, s1);
     algo_policy_loss(&x->p, &ub, &c, &in, d->dlp, d->dent, &x->sum.st);
     model_backward(&t->policy, d->dlp + o, use_ent ? d->dent + o : NULL, NULL);
     x->sum.tok_trained += T;
@@ -437,7 +440,7 @@ static void rl_tis(struct rl_ctx *x, const struct sample_batch *b) {
   struct rl_data *d = &x->d;
   double clipped = 0.0;
   for (int i = 0; i < d->n; i++) {
-    struct algo_batch one = {1, d->cu + i, d->mask, NULL, 0};
+    struct algo_batch one = rl_span(d, i, i + 1);
     if (x->tis_stale_only && !(b->s[d->sample[i]].flags & SAMPLE_STALE)) {
       for (int k = d->cu[i]; k < d->cu[i + 1]; k++) d->w_is[k] = d->mask[k];
       continue;
@@ -451,7 +454,8 @@ static void rl_tis(struct rl_ctx *x, const struct sample_batch *b) {
 /* Advantages and TIS weights (collective: whitening all-reduces). 0 or 1 (agreed). */
 static int rl_prepare(struct rl_ctx *x, struct sample_batch *b) {
   struct rl_data *d = &x->d;
-  struct algo_batch ab = {d->n, d->cu, d->mask, d->group, d->n_group};
+  struct algo_batch ab = { .n_seq = d->n, .off = d->cu, .mask = d->mask, .group = d->group,
+                           .n_group = d->n_group };
   int rc = rl_advantages(x->t, d, b, &ab, x->use_ref);
   if (!rc && x->tis != TIS_OFF) rl_tis(x, b);
   return error_agree(x->t->dp, rc);
@@ -486,7 +490,7 @@ int trainer_rl_step(struct trainer *t, struct sample_batch *b, struct step_metri
   struct rl_ctx x;
   memset(&x, 0, sizeof x);
   x.t = t;
-  x.use_ref = t->ref_params != NULL && cfg->algo.kl_coef > 0.0;
+  x.use_ref = t->ref.host != NULL && cfg->algo.kl_coef > 0.0;
   x.lr = optim_lr_at(&t->sched, t->step);
   x.norm = NAN;
   algo_params_from_config(cfg, &x.p);

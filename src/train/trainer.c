@@ -88,6 +88,7 @@ static int critic_create(struct trainer *t, char *err, size_t errlen) {
              model_param_count(&cm));
     return 1;
   }
+  t->critic.grads_on_device = device_update_on(&t->critic);
   t->has_critic = 1;
   return 0;
 }
@@ -118,9 +119,11 @@ int trainer_create(struct trainer *t, const struct config *cfg, const struct mod
   t->dlp = malloc(sizeof(float) * n);
   t->cu_mb = malloc(sizeof(int) * (n + 1));
   int need_ref = cfg->run.steps > 0 && cfg->algo.kl_coef > 0.0;
-  if (need_ref) t->ref_params = malloc(sizeof(float) * t->policy.table.total);
-  if (!t->lp || !t->ent || !t->dlp || !t->cu_mb || (need_ref && !t->ref_params) ||
-      opt_init(t, &t->policy, &t->opt)) {
+  int ref_rc = need_ref ? weights_create(&t->ref, t->policy.table.total, ops) : 0;
+  if (need_ref && !ref_rc) weights_track_host_writes(&t->ref);
+  /* a device update reads the gradients where the backward leaves them */
+  t->policy.grads_on_device = device_update_on(&t->policy);
+  if (!t->lp || !t->ent || !t->dlp || !t->cu_mb || ref_rc || opt_init(t, &t->policy, &t->opt)) {
     snprintf(err, errlen, "out of memory for the trainer (%zu parameters)", t->policy.table.total);
     trainer_free(t);
     return 1;
@@ -133,12 +136,12 @@ int trainer_create(struct trainer *t, const struct config *cfg, const struct mod
 }
 
 void trainer_free(struct trainer *t) {
-  trainer_device_free(t);
+  device_update_free(t->dev);
   model_free(&t->policy);
   adamw_free(&t->opt);
   model_free(&t->critic);
   adamw_free(&t->critic_opt);
-  free(t->ref_params);
+  weights_free(&t->ref);
   free(t->lp);
   free(t->ent);
   free(t->dlp);
@@ -155,7 +158,7 @@ static void adamw_reset(struct adamw *o) {
 }
 
 static void reset_optimizer(struct trainer *t) {
-  /* a phase starts from the host copies (the current ones: train/device_update.h) */
+  /* a phase starts from the host copies, made current first */
   trainer_sync_host(t, 0);
   trainer_host_changed(t);
   adamw_reset(&t->opt);
@@ -176,8 +179,10 @@ void trainer_begin_sft(struct trainer *t) {
 void trainer_begin_rl(struct trainer *t) {
   reset_optimizer(t);
   optim_sched_from_config(t->cfg, &t->sched);
-  if (t->ref_params)
-    memcpy(t->ref_params, t->policy.params, sizeof(float) * t->policy.table.total);
+  if (t->ref.host) {
+    memcpy(t->ref.host, t->policy.params, sizeof(float) * t->policy.table.total);
+    weights_host_written(&t->ref);
+  }
   if (t->has_critic) {
     /* the critic starts as the policy's trunk with a zero value head (values 0):
      * the table is the policy's, then score.weight last (model/params.h layout) */
@@ -185,6 +190,7 @@ void trainer_begin_rl(struct trainer *t) {
     memcpy(t->critic.params, t->policy.params, sizeof(float) * n);
     if (!t->policy.cfg.value_head)
       memset(t->critic.params + n, 0, sizeof(float) * (t->critic.table.total - n));
+    weights_host_written(&t->critic.weights);
     adamw_reset(&t->critic_opt);
   }
 }
@@ -198,19 +204,20 @@ int trainer_micro_end(const struct trainer *t, const int *cu, int s0, int nseq) 
   return s1;
 }
 
-int trainer_forward_micro(struct trainer *t, struct model *m, const int *tokens, const int *cu,
-                          int s0, int s1, float *lp, float *ent, float *val) {
+int trainer_forward_micro(struct trainer *t, struct model *m, struct weights *w,
+                          const int *tokens, const int *cu, int s0, int s1, float *lp, float *ent,
+                          float *val) {
   int base = cu[s0];
   for (int s = s0; s <= s1; s++) t->cu_mb[s - s0] = cu[s] - base;
-  return model_forward(m, tokens + base, t->cu_mb, s1 - s0, lp, ent, val);
+  return model_forward_with(m, w, tokens + base, t->cu_mb, s1 - s0, lp, ent, val);
 }
 
-int trainer_update_model(struct trainer *t, struct model *m, struct adamw *opt, double lr,
-                         double *grad_norm) {
-  if (trainer_device_on(m)) return trainer_update_device(t, m, opt, lr, grad_norm);
+/* The update of m on the host: 1 applied, 0 skipped (non-finite gradient norm). */
+static int update_on_host(struct trainer *t, struct model *m, struct adamw *opt, double lr,
+                          double *grad_norm) {
   const struct config *cfg = t->cfg;
-  struct adamw_hparams h = {lr, cfg->optim.beta1, cfg->optim.beta2, cfg->optim.eps,
-                            cfg->optim.weight_decay};
+  struct adamw_hparams h = { .lr = lr, .beta1 = cfg->optim.beta1, .beta2 = cfg->optim.beta2,
+                             .eps = cfg->optim.eps, .weight_decay = cfg->optim.weight_decay };
   float *g = m->grads;
   size_t n = m->table.total;
   int rc;
@@ -223,11 +230,43 @@ int trainer_update_model(struct trainer *t, struct model *m, struct adamw *opt, 
     rc = optim_clip_scale(g, (long)n, *grad_norm, cfg->optim.grad_clip);
     if (rc == OPTIM_OK) adamw_step(opt, m->params, g, &h);
   }
-  if (rc == OPTIM_NONFINITE) {
-    t->skipped_nonfinite++;
-    return 0;
-  }
+  if (rc == OPTIM_NONFINITE) return 0;
+  weights_host_written(&m->weights);
   return 1;
+}
+
+/* The index of m's moments in the device update. */
+static int device_slot(const struct trainer *t, const struct model *m) {
+  return m == &t->critic;
+}
+
+int trainer_update_model(struct trainer *t, struct model *m, struct adamw *opt, double lr,
+                         double *grad_norm) {
+  int applied;
+  if (device_update_on(m)) {
+    if (!t->dev) t->dev = device_update_create(t->cfg, t->dp, t->zero);
+    applied = device_update_step(t->dev, device_slot(t, m), m, opt, lr, grad_norm);
+  } else {
+    applied = update_on_host(t, m, opt, lr, grad_norm);
+  }
+  t->skipped_nonfinite += !applied;
+  return applied;
+}
+
+void trainer_sync_host(struct trainer *t, int with_optim) {
+  struct model *models[2] = {&t->policy, &t->critic};
+  struct adamw *opts[2] = {&t->opt, &t->critic_opt};
+  for (int i = 0; i < 2; i++) {
+    weights_to_host(&models[i]->weights);
+    if (with_optim && t->dev)
+      device_update_moments_to_host(t->dev, device_slot(t, models[i]), opts[i]);
+  }
+}
+
+void trainer_host_changed(struct trainer *t) {
+  weights_host_written(&t->policy.weights);
+  weights_host_written(&t->critic.weights);
+  if (t->dev) device_update_moments_written(t->dev);
 }
 
 int trainer_apply_update(struct trainer *t, double lr, double *grad_norm) {
@@ -241,7 +280,9 @@ int trainer_apply_update(struct trainer *t, double lr, double *grad_norm) {
 /* Forward + backward of one micro-batch; adds -sum m lp / n_glob and sum m H. */
 static int sft_micro_pass(struct trainer *t, const int *tokens, const int *cu, const float *mask,
                           int s0, int s1, double n_glob, double sums[2]) {
-  if (trainer_forward_micro(t, &t->policy, tokens, cu, s0, s1, t->lp, t->ent, NULL)) return 1;
+  if (trainer_forward_micro(t, &t->policy, &t->policy.weights, tokens, cu, s0, s1, t->lp, t->ent,
+                            NULL))
+    return 1;
   int T = cu[s1] - cu[s0];
   const float *mk = mask + cu[s0];
   float inv = (float)(1.0 / n_glob);
@@ -311,7 +352,8 @@ void sft_batch_free(struct sft_batch *b) {
 
 uint64_t trainer_sft_example(const struct config *cfg, long step, long k) {
   if (cfg->sft.pool <= 0) return (uint64_t)step * (uint64_t)cfg->sft.batch_size + (uint64_t)k;
-  struct rng_key key = {(uint64_t)cfg->run.seed, RNG_STREAM_SFT, (uint32_t)step, 0, (uint32_t)k, 0};
+  struct rng_key key = { .seed = (uint64_t)cfg->run.seed, .stream = RNG_STREAM_SFT,
+                         .step = (uint32_t)step, .prompt = 0, .sample = (uint32_t)k, .pos = 0 };
   return rng_below(&key, (uint64_t)cfg->sft.pool);
 }
 

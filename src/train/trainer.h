@@ -21,20 +21,16 @@
  *   Batch-wide statistics (REINFORCE++ and whiten_adv whitening, counts, metrics)
  *   are all-reduced over dp. Every DP rank must call the step, even with no samples.
  * - The model runs on [run] device's backend. On a device the update runs there too
- *   (train/device_update.h): host params and moments are then copies made for their readers.
- * - [model] init: scratch ([run] seed) or ckpt:PATH (the /model weights of an
+ *   (train/device_update.h): the device copies of the weights and moments are then the
+ *   truth, and the host ones are made current for their readers (trainer_sync_host).
+ * - [model] init: scratch ([run] seed), ckpt:PATH (the /model weights of an
  *   rlpt model file from `rlpt init` or of a checkpoint; the shape must match
- *   the deck). gguf:/hf: are refused with a message (convert them first).
+ *   the deck), or gguf:PATH / hf:DIR (imported, model/import.h).
  * - [optim] zero = 1 with more than one DP rank: ZeRO-1 (train/zero.h), the AdamW
  *   moments sharded over dp, gradients reduce-scattered and parameters all-gathered;
  *   the same update as zero = 0 up to fp32 summation order. On one rank it is zero = 0.
  * - [algo] adv_estimator = gae (PPO) trains a critic beside the policy (has_critic);
- *   a checkpoint holds its weights in /critic and its AdamW moments in /critic_optim.
- * - Added beside the original interface: fields step, warned_single_groups,
- *   max_tokens, the critic and the scratch buffers; trainer_update_model; struct sft_batch and
- *   trainer_sft_batch_from_task / trainer_sft_example / trainer_sft_share (the
- *   SFT data path); trainer_apply_update, trainer_micro_end and
- *   trainer_forward_micro (shared by both steps). */
+ *   a checkpoint holds its weights in /critic and its AdamW moments in /critic_optim. */
 #ifndef RLPT_TRAINER_H
 #define RLPT_TRAINER_H
 
@@ -53,8 +49,9 @@ struct tokenizer;
 struct trainer {
   const struct config *cfg;
   struct model policy;       /* params, grads, activations */
-  float *ref_params;         /* frozen reference policy: only when [run] steps > 0 and
-                                [algo] kl_coef > 0 (else NULL, and the kl metric is NaN) */
+  struct weights ref;        /* frozen reference policy, the policy's table (ref.host):
+                                only when [run] steps > 0 and [algo] kl_coef > 0 (else
+                                ref.host is NULL, and the kl metric is NaN) */
   struct adamw opt;
   struct optim_sched sched;  /* of the current phase */
   long update;               /* optimizer updates applied in the current phase */
@@ -75,7 +72,7 @@ struct trainer {
   struct adamw critic_opt;
   /* the update on the device (train/device_update.h): device moments, NCCL; NULL until the
    * first device update */
-  struct trainer_dev *dev;
+  struct device_update *dev;
   /* scratch of one SFT micro-batch (max_tokens floats / max_tokens + 1 ints) */
   float *lp, *ent, *dlp;
   int *cu_mb;
@@ -142,15 +139,25 @@ int trainer_update_model(struct trainer *t, struct model *m, struct adamw *opt, 
  * (train/zero.h). A restart copies that slice of the checkpoint's moments. */
 void trainer_opt_range(const struct trainer *t, const struct model *m, long *lo, long *hi);
 
+/* The host copies of the policy's and the critic's weights (and with with_optim their
+ * AdamW m and v) made current from the device when it trains there; each is
+ * downloaded at most once per update. */
+void trainer_sync_host(struct trainer *t, int with_optim);
+/* The host weights or moments of the policy and the critic were written: they are the
+ * truth again (a device trainer uploads them at the next forward and update). Make them
+ * current first with trainer_sync_host when keeping part of them. */
+void trainer_host_changed(struct trainer *t);
+
 /* Micro-batching over packed sequences (cu[nseq + 1] offsets): the end of the
  * micro-batch that starts at sequence s0 (at most micro_batch_seqs sequences and
  * max_tokens tokens; always at least one sequence). */
 int trainer_micro_end(const struct trainer *t, const int *cu, int s0, int nseq);
-/* model_forward of m (the policy or the critic) on sequences [s0, s1) of a
- * packed batch; lp, ent and val (may be NULL) receive the cu[s1] - cu[s0]
- * logprobs, entropies and values of those tokens. 0 or -1. */
-int trainer_forward_micro(struct trainer *t, struct model *m, const int *tokens, const int *cu,
-                          int s0, int s1, float *lp, float *ent, float *val);
+/* model_forward_with of m (the policy or the critic) and weights w (m's own, or the
+ * reference) on sequences [s0, s1) of a packed batch; lp, ent and val (may be NULL)
+ * receive the cu[s1] - cu[s0] logprobs, entropies and values of those tokens. 0 or -1. */
+int trainer_forward_micro(struct trainer *t, struct model *m, struct weights *w,
+                          const int *tokens, const int *cu, int s0, int s1, float *lp, float *ent,
+                          float *val);
 
 /* ---- SFT data ---------------------------------------------------------------
  * A packed SFT batch: [BOS] prompt answer [EOS] per sequence, mask[t] = 1 when

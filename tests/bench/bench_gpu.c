@@ -324,7 +324,7 @@ static void bench_whole_model(const struct peak *pk, int big, int quick, struct 
   double T = TRAIN_SEQS * len, sumsq = TRAIN_SEQS * (double)len * len;
   double flops = 6.0 * N * T + 3.0 * L * (2.0 * H * D * sumsq);
   double t0 = now_s();
-  cuda_backend.upload(m.dparams, m.params, sizeof(float) * m.table.total);
+  cuda_backend.upload(m.weights.dev, m.params, sizeof(float) * m.table.total);
   cuda_backend.download(m.grads, m.dgrads, sizeof(float) * m.table.total);
   f->xfer_s = now_s() - t0;
   double st = train_step_s(&m, V, len);

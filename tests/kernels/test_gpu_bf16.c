@@ -195,7 +195,7 @@ static void model_check(const struct model_config *mc, int chunk, const char *wh
   CHECK(model_create(&cm, mc, MTOK, &cpu_backend) == 0);
   CHECK(model_create(&fm, mc, MTOK, &cuda_backend) == 0);
   CHECK(model_create(&bm, mc, MTOK, &cuda_backend_bf16) == 0);
-  CHECK(bm.dparams16 != NULL && fm.dparams16 == NULL && cm.dparams16 == NULL);
+  CHECK(bm.weights.dev16 != NULL && fm.weights.dev16 == NULL && cm.weights.dev16 == NULL);
   cm.logit_chunk = fm.logit_chunk = bm.logit_chunk = chunk;
   model_init_params(&cm, 7);
   float *p = malloc(sizeof(float) * cm.table.total);

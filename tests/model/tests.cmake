@@ -12,3 +12,6 @@ add_unit_test(test_gpu_model SOURCES model/test_gpu_model.c LABELS gpu)
 add_test_program(test_gpu_select model/test_gpu_select.c)
 add_mpi_test(NAME test_gpu_select_1 EXE test_gpu_select NUM_PROCS 1 LABELS gpu mpi)
 add_mpi_test(NAME test_gpu_select_2 EXE test_gpu_select NUM_PROCS 2 LABELS gpu mpi)
+# test_weights: the residency states and transitions of struct weights (model/weights.h) and
+# the model's device path through them, on a stand-in device of host memory (no GPU).
+add_unit_test(test_weights SOURCES model/test_weights.c)

@@ -30,7 +30,6 @@
 #include "tasks/tasks.h"
 #include "testutil.h"
 #include "tokenizer/tokenizer.h"
-#include "train/device_update.h"
 #include "train/trainer.h"
 
 static const char *deck_tiny =
@@ -160,7 +159,7 @@ static void run_all(int argc, char **argv) {
   CHECK(before != NULL);
   if (!before) return;
   double norm0 = both_step(cpu, gpu, 0, 0);
-  CHECK(gpu->t.policy.dev_update == 1);  /* the device update took over */
+  CHECK(gpu->t.policy.weights.state == RESIDENCY_DEVICE);  /* the device update took over */
   CHECK(gpu->t.zero == cpu->t.zero);
   compare(cpu, gpu, "after step 0 (no clipping)");
 

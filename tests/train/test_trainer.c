@@ -253,7 +253,7 @@ static void test_rl_reinforce_pp(void) {
                   "ranks.micro_batch_seqs=3", "algo.tis=token_truncate"};
   struct fix f;
   CHECK(fix_make(&f, 5, over) == 0);
-  CHECK(f.t.ref_params != NULL);  /* kl_coef 0.001 in the reward */
+  CHECK(f.t.ref.host != NULL);  /* kl_coef 0.001 in the reward */
   trainer_begin_rl(&f.t);
   struct sample_batch b;
   sample_batch_init(&b);
@@ -294,7 +294,8 @@ static void test_rl_rollout(void) {
     ids[i][0] = f.tok.bos_id;
     CHECK(task_prompt(&f.task, (uint64_t)i, TASK_TRAIN, &tp) == 0);
     CHECK(tokenizer_encode(&f.tok, tp.text, strlen(tp.text), ids[i] + 1, 46, &n, &at) == 0);
-    rp[i] = (struct rollout_prompt){i, i, ids[i], (int)n + 1};
+    rp[i] = (struct rollout_prompt){ .prompt_id = i, .group = i, .tokens = ids[i],
+                                     .n_tokens = (int)n + 1 };
   }
   struct sample_batch b;
   sample_batch_init(&b);
@@ -344,7 +345,7 @@ static void test_ppo_critic(void) {
   char *over[] = {"algo.name=ppo", "algo.mini_batches=2", "ranks.micro_batch_seqs=5"};
   struct fix f;
   CHECK(fix_make(&f, 3, over) == 0);
-  CHECK(f.t.has_critic && f.t.ref_params != NULL);
+  CHECK(f.t.has_critic && f.t.ref.host != NULL);
   trainer_begin_rl(&f.t);
   struct sample_batch b;
   sample_batch_init(&b);
@@ -451,7 +452,8 @@ static double heldout_em(struct fix *f, struct rollout_engine *re, int n_prompts
     p[0] = f->tok.bos_id;
     ok = !task_prompt(&f->task, (uint64_t)i, TASK_EVAL, &tp[i]) &&
          !tokenizer_encode(&f->tok, tp[i].text, strlen(tp[i].text), p + 1, 46, &n, &at);
-    rp[i] = (struct rollout_prompt){(int64_t)i, i, p, (int)n + 1};
+    rp[i] = (struct rollout_prompt){ .prompt_id = (int64_t)i, .group = i, .tokens = p,
+                                     .n_tokens = (int)n + 1 };
   }
   rollout_weights_changed(re, version);
   if (ok && !rollout_generate(re, rp, n_prompts, 1, 0, version, &out, NULL, err, sizeof err)) {
