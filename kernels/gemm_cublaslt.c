@@ -169,8 +169,9 @@ static void gemm_run(int dtype, int ta, int tb, int M, int N, int K, float alpha
                      int lda, const void *B, int ldb, float beta, float *C, int ldc) {
   if (M == 0 || N == 0) return;
   /* all-int key, no padding: compared with memcmp */
-  struct gemm_key k = {dtype, ta != 0, tb != 0, M, N, K, lda, ldb, ldc,
-                       ptr_align(A), ptr_align(B), ptr_align(C)};
+  struct gemm_key k = {.dtype = dtype, .ta = ta != 0, .tb = tb != 0, .M = M, .N = N, .K = K,
+                       .lda = lda, .ldb = ldb, .ldc = ldc, .align_a = ptr_align(A),
+                       .align_b = ptr_align(B), .align_c = ptr_align(C)};
   gemm_check_args(&k, dtype == GEMM_BF16 ? 2 : 4);
   struct gemm_ctx *g = gemm_ctx_get();
   const struct gemm_plan *p = gemm_plan_get(g, &k);

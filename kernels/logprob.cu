@@ -1,6 +1,6 @@
 /* kernels/logprob.cu: next-token logprob, entropy and log-sum-exp over a chunk of
  * logits rows, and the backward in place (dL/dlogits). One block per row; the
- * sums run in double as in cpu/ops.c, the exponentials in float. */
+ * sums run in double as in cpu/logprob.c, the exponentials in float. */
 #include "kernels/cuda_backend.h"
 #include "kernels/cuda_common.cuh"
 #include "kernels/cuda_kernels.h"

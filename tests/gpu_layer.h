@@ -198,7 +198,8 @@ static inline void lin_bwd(const struct net *n, float *dx, float *dw, float *db,
 }
 
 static inline struct attn_batch net_attn(const struct net *n) {
-  return (struct attn_batch){n->d.nseq, n->cu, n->cu, n->maxlen, n->maxlen};
+  return (struct attn_batch){.nseq = n->d.nseq, .cu_q = n->cu, .cu_kv = n->cu, .max_q = n->maxlen,
+                             .max_kv = n->maxlen};
 }
 
 /* A_X (the layer input) -> A_Y (the layer output). */

@@ -1,8 +1,9 @@
 /* model/backend.h: the op interface the model calls.
  *
- * model/model.c is written once against this table; cpu/ops.c implements it with
- * OpenBLAS and plain loops, and a CUDA backend implements the same table later
- * (tested op by op against the CPU one). All tensors are row-major fp32 and
+ * model/model.c is written once against this table; the CPU backend (cpu/ops.c and the
+ * files beside it) implements it with rlpt's GEMM, OpenBLAS and plain loops, the CUDA
+ * backend (kernels/cuda_ops.c) with cuBLASLt and kernels, tested op by op against the
+ * CPU one. All tensors are row-major fp32 and
  * live where the backend wants them (host memory for the CPU backend).
  *
  * Conventions: T is the number of packed token rows, C the model width, H the
@@ -153,7 +154,7 @@ struct backend_ops {
   void (*download)(void *host_dst, const void *src, size_t bytes);
 };
 
-/* The CPU backend (cpu/ops.c): OpenBLAS GEMMs, plain loops elsewhere. */
+/* The CPU backend (cpu/ops.c): rlpt's or OpenBLAS's GEMMs, plain loops elsewhere. */
 extern const struct backend_ops cpu_backend;
 
 #endif

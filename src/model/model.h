@@ -150,7 +150,7 @@ void model_backward(struct model *m, const float *dlogprob, const float *dentrop
  * (cached, then new) laid out by b->cu_kv. Returns 0, or nonzero to abort the
  * forward. With equal weights, the logits are the same bits as model_forward's
  * at the same positions on the CPU backend (its products and attention compute
- * each row in one fixed order, whatever the batch; cpu/ops.c). exchange() always sees host memory (b's
+ * each row in one fixed order, whatever the batch; cpu/rowinv.c, cpu/attention.c). exchange() always sees host memory (b's
  * cu_q/cu_kv included): on a device backend the model downloads the new rows and
  * uploads the returned contexts, per layer (slow, correct; for a cache on the host).
  * A cache in device memory gives attend() instead (the rollout engine's, rollout/kv_device.h). */

@@ -5,7 +5,7 @@
  * The logprob recorded for each generated token is log-softmax(logits / T) over
  * the full vocabulary (rollout/sampling.h); at T = 1 it equals the trainer's
  * model_forward logprob for the same context and weights: on the CPU backend to
- * the bit, whatever the batch the token was decoded in (cpu/ops.c computes each
+ * the bit, whatever the batch the token was decoded in (cpu/rowinv.c computes each
  * row in one fixed order; test_rollout, test_rowinv). */
 #ifndef RLPT_ROLLOUT_H
 #define RLPT_ROLLOUT_H

@@ -29,7 +29,8 @@ struct kv_device {
 #ifdef RLPT_HAVE_CUDA
 static void *dev_alloc(size_t bytes) { return cuda_backend.alloc(bytes); }
 static void dev_free(void *p) { cuda_backend.free(p); }
-static const struct kv_storage cuda_storage = { dev_alloc, dev_free, cuda_kv_copy };
+static const struct kv_storage cuda_storage = {.alloc = dev_alloc, .free = dev_free,
+                                              .copy = cuda_kv_copy};
 #endif
 
 const struct kv_storage *kv_device_storage(const struct model *m) {
@@ -153,7 +154,8 @@ int kv_device_attend(struct kv_device *d, int layer, const struct attn_batch *b,
     float *kc = d->kbuf, *vc = d->kbuf + d->kbuf_rows * KV;
     cuda_kv_gather(kc, vc, kv->data, L, layer, d->tables + (size_t)d->n_dec * mb, mb, d->pcu_kv,
                    d->n_pre, d->pre_rows);
-    struct attn_batch pb = { d->n_pre, d->pcu_q, d->pcu_kv, d->max_q_pre, d->max_kv_pre };
+    struct attn_batch pb = {.nseq = d->n_pre, .cu_q = d->pcu_q, .cu_kv = d->pcu_kv,
+                            .max_q = d->max_q_pre, .max_kv = d->max_kv_pre};
     d->m->ops->attention_fwd(out, lse, q, kc, vc, &pb, H, L->kv_heads, L->head_dim, scale,
                              d->m->attn_scratch);
   }

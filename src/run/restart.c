@@ -13,6 +13,7 @@
 #include "io/ckpt.h"
 #include "run/run.h"
 #include "train/trainer.h"
+#include "train/zero.h"
 #include "util/error.h"
 
 static void ctrl_put(struct ckpt_state *st, const char *name, double v) {
@@ -168,7 +169,7 @@ int restart_load(struct run *r, struct restart_point *rp) {
 static void restore_moments(const struct trainer *t, const struct model *m, struct adamw *o,
                             const float *full_m, const float *full_v, long adam_t) {
   long lo, hi;
-  trainer_opt_range(t, m, &lo, &hi);
+  zero_opt_range(t->zero, (long)m->table.total, t->dp_rank, t->dp_size, &lo, &hi);
   memcpy(o->m, full_m + lo, sizeof(float) * (size_t)(hi - lo));
   memcpy(o->v, full_v + lo, sizeof(float) * (size_t)(hi - lo));
   o->t = adam_t;

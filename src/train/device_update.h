@@ -41,7 +41,7 @@ struct device_update;
 int device_update_on(const struct model *m);
 
 /* The updates over dp with [optim] settings of cfg (kept: it must outlive the object);
- * zero: ZeRO-1 slices (trainer_opt_range's). Dies when out of memory. */
+ * zero: ZeRO-1 slices (train/zero.h zero_opt_range's). Dies when out of memory. */
 struct device_update *device_update_create(const struct config *cfg, MPI_Comm dp, int zero);
 void device_update_free(struct device_update *du);
 

@@ -71,10 +71,12 @@ void adamw_step(struct adamw *o, float *p, const float *g, const struct adamw_hp
   double bc2 = 1.0 - pow(h->beta2, (double)o->t);
   /* torch applies the decay first, then the Adam update, to the decayed p. 1 - beta is
    * formed in double as torch does: (1.0f - 0.999f) is off by 1e-5 relative. */
-  struct adamw_job job = {p, o->m, o->v, g, (float)(1.0 - h->lr * h->weight_decay),
-                          (float)h->beta1, (float)(1.0 - h->beta1), (float)h->beta2,
-                          (float)(1.0 - h->beta2), (float)(h->lr / bc1),
-                          (float)(1.0 / sqrt(bc2)), (float)h->eps};
+  struct adamw_job job = {.p = p, .m = o->m, .v = o->v, .g = g,
+                          .decay = (float)(1.0 - h->lr * h->weight_decay),
+                          .b1 = (float)h->beta1, .c1 = (float)(1.0 - h->beta1),
+                          .b2 = (float)h->beta2, .c2 = (float)(1.0 - h->beta2),
+                          .step_size = (float)(h->lr / bc1),
+                          .inv_sqrt_bc2 = (float)(1.0 / sqrt(bc2)), .eps = (float)h->eps};
   thread_pool_par_for_work(openblas_get_num_threads(), (size_t)(o->n > 0 ? o->n : 0), 1,
                            ADAMW_MIN_SLICE, adamw_slice, &job);
 }

@@ -1,5 +1,5 @@
 /* train/rl_step.c: the RL step of the train ranks (train/trainer.h): pack the samples,
- * reference and old logprobs, advantages (ALGORITHMS.md §1, §4), off-policy
+ * reference and old logprobs, advantages (rl/README.md §1, §4), off-policy
  * weights (§5), then ppo_epochs x mini_batches updates of the policy loss
  * (rl/algo.h) with global divisors, and the step's metrics. */
 #include "train/trainer.h"
@@ -434,7 +434,7 @@ static void rl_metrics(struct rl_ctx *x, double diff, int n_upd, long skipped, d
 
 /* Importance weights ([algo] tis). With tis = off, samples the buffer kept past
  * max_lag (SAMPLE_STALE, stale = tis) still get token-truncated weights at
- * tis_cap, and every other sample weight 1 (ALGORITHMS.md §5). */
+ * tis_cap, and every other sample weight 1 (rl/README.md §5). */
 static void rl_tis(struct rl_ctx *x, const struct sample_batch *b) {
   const struct config *cfg = x->t->cfg;
   struct rl_data *d = &x->d;

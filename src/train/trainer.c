@@ -63,17 +63,10 @@ static int init_params(struct trainer *t, char *err, size_t errlen) {
   return 2;
 }
 
-void trainer_opt_range(const struct trainer *t, const struct model *m, long *lo, long *hi) {
-  long n = (long)m->table.total;
-  *lo = 0;
-  *hi = n;
-  if (t->zero) zero_shard(n, t->dp_rank, t->dp_size, lo, hi);
-}
-
-/* AdamW state for the part of m this rank updates (trainer_opt_range). */
+/* AdamW state for the part of m this rank updates (train/zero.h zero_opt_range). */
 static int opt_init(const struct trainer *t, const struct model *m, struct adamw *o) {
   long lo, hi;
-  trainer_opt_range(t, m, &lo, &hi);
+  zero_opt_range(t->zero, (long)m->table.total, t->dp_rank, t->dp_size, &lo, &hi);
   return adamw_init(o, hi - lo);
 }
 

@@ -59,7 +59,7 @@ struct trainer {
   MPI_Comm dp;               /* data-parallel group (MPI_COMM_SELF for one rank) */
   int dp_rank, dp_size;
   int zero;                  /* [optim] zero = 1 over dp_size > 1: opt and critic_opt hold
-                                this rank's ZeRO-1 slice only (trainer_opt_range) */
+                                this rank's ZeRO-1 slice only (train/zero.h zero_opt_range) */
   long skipped_nonfinite;     /* updates skipped for a non-finite gradient norm, since create */
   long step;                  /* steps taken in the current phase (indexes the LR schedule) */
   int warned_single_groups;   /* the G = 1 warning was printed */
@@ -133,11 +133,6 @@ int trainer_apply_update(struct trainer *t, double lr, double *grad_norm);
  * AdamW state; does not touch t->update. */
 int trainer_update_model(struct trainer *t, struct model *m, struct adamw *opt, double lr,
                          double *grad_norm);
-
-/* The slice [*lo, *hi) of m's flat buffer (the policy or the critic) whose
- * AdamW moments this rank holds: all of it, or with t->zero its ZeRO-1 shard
- * (train/zero.h). A restart copies that slice of the checkpoint's moments. */
-void trainer_opt_range(const struct trainer *t, const struct model *m, long *lo, long *hi);
 
 /* The host copies of the policy's and the critic's weights (and with with_optim their
  * AdamW m and v) made current from the device when it trains there; each is

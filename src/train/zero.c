@@ -9,6 +9,7 @@
 
 #include "mpi/allreduce.h"
 #include "mpi/wait.h"
+#include "util/alloc.h"
 #include "util/error.h"
 
 void zero_shard(long n, int rank, int size, long *lo, long *hi) {
@@ -16,6 +17,12 @@ void zero_shard(long n, int rank, int size, long *lo, long *hi) {
   long a = blocks * rank / size * ZERO_ALIGN, b = blocks * (rank + 1) / size * ZERO_ALIGN;
   *lo = a < n ? a : n;
   *hi = b < n ? b : n;
+}
+
+void zero_opt_range(int zero, long n, int rank, int size, long *lo, long *hi) {
+  *lo = 0;
+  *hi = n;
+  if (zero) zero_shard(n, rank, size, lo, hi);
 }
 
 /* One bucket [b0, b1) of the buffer cut by the ranks' slices: counts[r] floats
@@ -29,9 +36,8 @@ struct zero_cut {
 static void cut_init(struct zero_cut *c, long n, MPI_Comm comm) {
   MPI_CHECK(MPI_Comm_size(comm, &c->size));
   c->n = n;
-  c->counts = malloc(sizeof(int) * (size_t)c->size);
-  c->displs = malloc(sizeof(int) * (size_t)c->size);
-  if (!c->counts || !c->displs) die_local("out of memory for %d ZeRO shard counts", c->size);
+  c->counts = malloc_check(sizeof(int) * (size_t)c->size);
+  c->displs = malloc_check(sizeof(int) * (size_t)c->size);
 }
 
 static void cut_free(struct zero_cut *c) {

@@ -29,6 +29,10 @@
  * multiple of ZERO_ALIGN, sizes as even as that allows. Ranks may own nothing
  * (*lo == *hi) when n < size * ZERO_ALIGN. */
 void zero_shard(long n, int rank, int size, long *lo, long *hi);
+/* The slice [*lo, *hi) of n parameters whose AdamW moments DP rank `rank` of `size`
+ * holds: all of them without ZeRO-1 (zero == 0), else its zero_shard. A restart copies
+ * that slice of the checkpoint's full moments. */
+void zero_opt_range(int zero, long n, int rank, int size, long *lo, long *hi);
 
 /* In place over comm: on rank r, g[lo_r, hi_r) = the sum over comm of every
  * rank's g there; the rest of g is left undefined. bucket_floats as in

@@ -252,7 +252,8 @@ int main(int argc, char **argv) {
   for (int nt = 1; nt <= threads; nt += threads > 1 ? threads - 1 : 1) {
     int n = 1536;
     openblas_set_num_threads(nt);
-    struct shape_run sq = {0, 0, n, n, n, 0.0f, A, B, Cm, NULL};
+    struct shape_run sq = {.ta = 0, .tb = 0, .M = n, .N = n, .K = n, .beta = 0.0f, .A = A, .B = B,
+                          .C = Cm, .dyT = NULL};
     time_pair(&sq, reps, t);
     char name[32];
     snprintf(name, sizeof name, "square %d thr", nt);

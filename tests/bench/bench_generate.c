@@ -127,8 +127,9 @@ static double bench_c(struct model *m, int B, int n_new, double *cpu_tps, struct
   if (rollout_create(&re, m, &cfg, NULL, err, sizeof err) == 0) {
     double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
     if (rollout_generate(re, p, n_prompts, BENCH_G, 0, 0, &b, &st, err, sizeof err) == 0) {
-      struct gen_time g = { (double)sample_batch_resp_tokens(&b), clock_s(CLOCK_MONOTONIC) - t0,
-                            clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0 };
+      struct gen_time g = {.tokens = (double)sample_batch_resp_tokens(&b),
+                           .wall = clock_s(CLOCK_MONOTONIC) - t0,
+                           .cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0};
       *cpu_tps = g.tokens / g.cpu;
       tps = g.tokens / g.wall;
       if (gt) *gt = g;

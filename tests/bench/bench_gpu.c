@@ -49,12 +49,12 @@ struct peak {
 
 /* Dense peaks and HBM bandwidth from the vendor data sheets; 0 when the chip is unknown. */
 static struct peak peak_for(const char *name) {
-  if (strstr(name, "H200")) return (struct peak){989.4, 66.9, 4.8};
-  if (strstr(name, "H100") && strstr(name, "PCIe")) return (struct peak){756.0, 51.2, 2.0};
-  if (strstr(name, "H100")) return (struct peak){989.4, 66.9, 3.35}; /* SXM */
-  if (strstr(name, "A100")) return (struct peak){312.0, 19.5, 2.0};
-  if (strstr(name, "L40S")) return (struct peak){362.0, 91.6, 0.864};
-  return (struct peak){0, 0, 0};
+  if (strstr(name, "H200")) return (struct peak){.bf16_tflops = 989.4, .fp32_tflops = 66.9, .hbm_tbps = 4.8};
+  if (strstr(name, "H100") && strstr(name, "PCIe")) return (struct peak){.bf16_tflops = 756.0, .fp32_tflops = 51.2, .hbm_tbps = 2.0};
+  if (strstr(name, "H100")) return (struct peak){.bf16_tflops = 989.4, .fp32_tflops = 66.9, .hbm_tbps = 3.35}; /* SXM */
+  if (strstr(name, "A100")) return (struct peak){.bf16_tflops = 312.0, .fp32_tflops = 19.5, .hbm_tbps = 2.0};
+  if (strstr(name, "L40S")) return (struct peak){.bf16_tflops = 362.0, .fp32_tflops = 91.6, .hbm_tbps = 0.864};
+  return (struct peak){.bf16_tflops = 0};
 }
 
 static double now_s(void) {
@@ -101,8 +101,8 @@ static void bench_gemm(const struct peak *pk) {
     for (int i = 0; i < 3; i++) {
       int n = sizes[i];
       size_t el = (size_t)n * n, esz = bf ? 2 : 4;
-      struct gemm_arg g = {n, bf, cuda_backend.alloc(el * esz), cuda_backend.alloc(el * esz),
-                           cuda_backend.alloc(el * 4)};
+      struct gemm_arg g = {.n = n, .bf16 = bf, .A = cuda_backend.alloc(el * esz),
+                           .B = cuda_backend.alloc(el * esz), .C = cuda_backend.alloc(el * 4)};
       if (!g.A || !g.B || !g.C) {
         printf("bench gemm %d: out of device memory\n", n);
         return;
@@ -149,7 +149,8 @@ static void step_call(void *p) {
 }
 
 static void bench_model(const struct peak *pk, int nseq, const int *lens, int step) {
-  struct layer_dims d = {nseq, 576, 9, 3, 64, 1536, 49152, 2048, lens};
+  struct layer_dims d = {.nseq = nseq, .C = 576, .H = 9, .KVH = 3, .D = 64, .F = 1536, .V = 49152,
+                         .maxpos = 2048, .seqlen = lens};
   struct host_inputs in;
   struct net n;
   inputs_make(&in, &d);
@@ -160,7 +161,7 @@ static void bench_model(const struct peak *pk, int nseq, const int *lens, int st
   double att_fwd = 2.0 * 2.0 * d.H * d.D * sumsq_len / 2.0;
   if (!step) {
     net_forward(&n); /* q, k, v, out, lse of real values */
-    struct attn_arg fa = {&n, 0}, ba = {&n, 1};
+    struct attn_arg fa = {.n = &n, .bwd = 0}, ba = {.n = &n, .bwd = 1};
     double fms = time_ms(attn_call, &fa, 10), bms = time_ms(attn_call, &ba, 10);
     printf("bench attention fwd T=%d (%d x %d): %8.3f ms  %6.1f TFLOP/s\n", n.T, nseq, lens[0],
            fms, att_fwd / (fms * 1e9));

@@ -66,7 +66,7 @@ static void die_gemm_align(void) {
 }
 static void die_attention(void) {
   int cu[2] = {0, 1};
-  struct attn_batch b = {1, cu, cu, 1, 1};
+  struct attn_batch b = {.nseq = 1, .cu_q = cu, .cu_kv = cu, .max_q = 1, .max_kv = 1};
   cuda_attention_fwd(host_buf, host_buf, host_buf, host_buf, host_buf, &b, 2, 1, 129, 1.0f, NULL);
 }
 static void die_fallback_rows(void) {

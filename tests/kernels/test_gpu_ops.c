@@ -226,7 +226,7 @@ static void test_attention(const struct attn_case *c) {
   float *out = malloc(4 * nq), *lse = malloc(4 * (size_t)Tq * H);
   float *dq = malloc(4 * nq), *dk = malloc(4 * nk), *dv = malloc(4 * nk);
   float *scratch = malloc(4 * attn_scratch_floats(max_q, max_kv));
-  struct attn_batch b = {c->nseq, cu_q, cu_kv, max_q, max_kv};
+  struct attn_batch b = {.nseq = c->nseq, .cu_q = cu_q, .cu_kv = cu_kv, .max_q = max_q, .max_kv = max_kv};
   Cpu->attention_fwd(out, lse, q, k, v, &b, H, KVH, D, scale, scratch);
   Cpu->attention_bwd(dq, dk, dv, dout, out, lse, q, k, v, &b, H, KVH, D, scale, scratch);
 
@@ -236,7 +236,7 @@ static void test_attention(const struct attn_case *c) {
   G->zero(gdk, 4 * nk); /* gradients are written, not accumulated: start from zero */
   G->upload(gdv, q, 4 * (nk < nq ? nk : nq)); /* ... and from garbage */
   int *gcq = up(cu_q, sizeof cu_q), *gck = up(cu_kv, sizeof cu_kv);
-  struct attn_batch gb = {c->nseq, gcq, gck, max_q, max_kv};
+  struct attn_batch gb = {.nseq = c->nseq, .cu_q = gcq, .cu_kv = gck, .max_q = max_q, .max_kv = max_kv};
   G->attention_fwd(gout, glse, gq, gk, gv, &gb, H, KVH, D, scale, NULL);
   char what[120];
   snprintf(what, sizeof what, "attention nseq=%d H=%d KVH=%d D=%d Tq=%d Tk=%d", c->nseq, H, KVH, D,
@@ -283,7 +283,7 @@ static void test_decode_paged(void) {
     }
   float *out = malloc(4 * (size_t)nseq * H * D), *lse = malloc(4 * (size_t)nseq * H);
   float *scratch = malloc(4 * attn_scratch_floats(1, 80));
-  struct attn_batch b = {nseq, cu_q, cu_kv, 1, 80};
+  struct attn_batch b = {.nseq = nseq, .cu_q = cu_q, .cu_kv = cu_kv, .max_q = 1, .max_kv = 80};
   float scale = 1.0f / sqrtf((float)D);
   Cpu->attention_fwd(out, lse, q, k, v, &b, H, KVH, D, scale, scratch);
   float *gpool = up(pool, 4 * bf * nblocks), *gq = up(q, 4 * (size_t)nseq * H * D);
@@ -381,7 +381,7 @@ static void test_adamw(void) {
   CHECK(adamw_init(&o, n) == 0);
   float *p = randv(n, 1), *gp = up(p, 4 * n), *gm = G->alloc(4 * n), *gv = G->alloc(4 * n);
   uint16_t *gpb = G->alloc(2 * n);
-  struct adamw_hparams hp = {3e-3, 0.9, 0.999, 1e-8, 0.1};
+  struct adamw_hparams hp = {.lr = 3e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.1};
   for (int step = 0; step < 3; step++) {
     float *g = randv(n, 0.5f), *gg = up(g, 4 * n);
     adamw_step(&o, p, g, &hp);

@@ -150,7 +150,7 @@ static void decode_paged_check(struct kv_layout L, int H, int layer, int nseq, c
   }
   float *out = malloc(4 * nq), *lse = malloc(4 * (size_t)nseq * H);
   float *scratch = malloc(4 * attn_scratch_floats(1, max_kv)), scale = 1.0f / sqrtf((float)D);
-  struct attn_batch b = {nseq, cu_q, cu_kv, 1, max_kv};
+  struct attn_batch b = {.nseq = nseq, .cu_q = cu_q, .cu_kv = cu_kv, .max_q = 1, .max_kv = max_kv};
   Cpu->attention_fwd(out, lse, q, k, v, &b, H, KVH, D, scale, scratch);
   float *gpool = gt_up(G, pool, 4 * bf * nblocks), *gq = gt_up(G, q, 4 * nq);
   int *gt = gt_up(G, tables, sizeof(int) * nseq * max_blocks);
@@ -169,9 +169,12 @@ static void decode_paged_check(struct kv_layout L, int H, int layer, int nseq, c
 
 static void attention_all(void) {
   static const int len_a[4] = {16, 33, 1, 64}, len_b[3] = {5, 1, 40}, len_c[2] = {31, 32};
-  decode_paged_check((struct kv_layout){1, 4, 128, 16}, 4, 0, 4, len_a); /* MHA, D 128 */
-  decode_paged_check((struct kv_layout){3, 1, 32, 1}, 8, 2, 3, len_b);   /* MQA, 1-token blocks */
-  decode_paged_check((struct kv_layout){2, 2, 80, 8}, 6, 1, 2, len_c);   /* D 80 */
+  decode_paged_check((struct kv_layout){.layers = 1, .kv_heads = 4, .head_dim = 128, .block_size = 16},
+                     4, 0, 4, len_a); /* MHA, D 128 */
+  decode_paged_check((struct kv_layout){.layers = 3, .kv_heads = 1, .head_dim = 32, .block_size = 1},
+                     8, 2, 3, len_b); /* MQA, 1-token blocks */
+  decode_paged_check((struct kv_layout){.layers = 2, .kv_heads = 2, .head_dim = 80, .block_size = 8},
+                     6, 1, 2, len_c); /* D 80 */
 }
 
 /* ---- SwiGLU, embedding, bias, residual ----------------------------------------- */
@@ -250,7 +253,8 @@ static void adamw_check(long n) {
   CHECK(adamw_init(&o, n) == 0);
   float *p = gt_randv(n, 1), *gp = gt_up(G, p, 4 * n), *gm = G->alloc(4 * n), *gv = G->alloc(4 * n);
   for (int step = 0; step < 4; step++) {
-    struct adamw_hparams hp = {1e-3 * (step + 1), 0.9, 0.95, 1e-6, step == 2 ? 0.0 : 0.01};
+    struct adamw_hparams hp = {.lr = 1e-3 * (step + 1), .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-6,
+                               .weight_decay = step == 2 ? 0.0 : 0.01};
     float *g = gt_randv(n, step == 3 ? 1e-4f : 1.0f), *gg = gt_up(G, g, 4 * n);
     adamw_step(&o, p, g, &hp);
     cuda_adamw_step(gp, NULL, gg, gm, gv, n, o.t, hp.lr, hp.beta1, hp.beta2, hp.eps,

@@ -1,11 +1,11 @@
-# CUDA backend: every op against the CPU op, a composed layer forward/backward, and
-# NCCL against MPI. Label gpu; each test exits 77 (CTest: skipped) without the
-# CUDA backend or without a device, so a CPU-only CI shows them as skipped.
+# kernels/: the CUDA backend, every op against the CPU op. Label gpu; each test exits 77
+# (CTest: skipped) without the CUDA backend or without a device, so a CPU-only CI shows
+# them as skipped.
 add_unit_test(test_gpu_ops SOURCES kernels/test_gpu_ops.c LABELS gpu)
 # GEMM / attention / training-step figures on the GPU (run by jobscripts/device-check.sh).
 add_unit_test(bench_gpu SOURCES bench/bench_gpu.c LABELS bench)
 
-# CUDA backend, what kernels/test_gpu_ops.c leaves out (issue 9's audit of every kernel):
+# What kernels/test_gpu_ops.c leaves out:
 #   test_gpu_shapes  every op against the CPU op at the edge shapes (one row, rows past the
 #                    column sums' chunks, head sizes 8/48/80, vocabularies 1/50/32000, ...);
 #   test_gpu_edge    the check macros' messages and hints and the backend's argument checks

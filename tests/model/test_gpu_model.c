@@ -32,7 +32,8 @@
 
 static const int seqlen[3] = {5, 23, 40};
 /* ragged packed batch, GQA 2:1, head size 16, a vocabulary that is no power of two */
-static const struct layer_dims dims = {3, 64, 4, 2, 16, 96, 211, 64, seqlen};
+static const struct layer_dims dims = {.nseq = 3, .C = 64, .H = 4, .KVH = 2, .D = 16, .F = 96,
+                                       .V = 211, .maxpos = 64, .seqlen = seqlen};
 
 static int layer_check(void) {
   struct host_inputs in;
@@ -174,9 +175,10 @@ static void kv_check(const struct model_config *mc) {
   for (int b = 0; b < 2; b++) {
     size_t kvd = (size_t)mc->kv_heads * (mc->dim / mc->heads);
     size_t cache = (size_t)mc->layers * MSEQ * mc->max_seq * kvd;
-    struct kv_host_cache c = {mc->layers, (int)kvd, mc->max_seq, pos0,
-                              calloc(cache, 4), calloc(cache, 4), calloc(3 * mc->max_seq * kvd, 4),
-                              calloc(3 * mc->max_seq * kvd, 4)};
+    struct kv_host_cache c = {.layers = mc->layers, .kvd = (int)kvd, .max_seq = mc->max_seq,
+                              .pos0 = pos0, .k = calloc(cache, 4), .v = calloc(cache, 4),
+                              .kc = calloc(3 * mc->max_seq * kvd, 4),
+                              .vc = calloc(3 * mc->max_seq * kvd, 4)};
     struct model_kv_io io = {.ctx = &c, .exchange = kvh_exchange};
     lg[b][0] = malloc(sizeof(float) * cu[3] * V);
     lg[b][1] = malloc(sizeof(float) * 3 * V);

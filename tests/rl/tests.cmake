@@ -45,9 +45,10 @@ set_tests_properties(rm_run_4 PROPERTIES LABELS mpi FIXTURES_REQUIRED rm_models 
   FAIL_REGULAR_EXPRESSION "CHECK failed|CHECK_NEAR failed")
 
 # rm_check_bad(NAME CMD REGEX ARGS...): `rlpt CMD rm_tiny.ini ARGS...` exits 2 printing REGEX.
-# The file check is the deck's (rlpt check); rm_alpha < 1 without rm_path is the reward's
-# (reward_init: rlpt run and rlpt reward-check), since a deck check would refuse the schema
-# round-trip of test_config, which sets every float key without the strings.
+# The file check is the deck's (rlpt check); rm_alpha < 1 without rm_path is
+# config_reward_check's (deck/config_check.c), run by reward_init (rlpt run, rlpt
+# reward-check) and rlpt check but not by the deck parse, since test_config's schema
+# round-trip sets every float key without the strings.
 function(rm_check_bad name cmd regex)
   add_test(NAME rm_bad_${name}
     COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/decks/run_check.sh $<TARGET_FILE:rlpt> 2 ${cmd} ${RLPT_RM_DECK} ${ARGN}

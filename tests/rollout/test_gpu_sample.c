@@ -129,7 +129,8 @@ static int near_tie(struct model *cm, const struct config *cfg, const struct sam
     struct rng_key key = {.seed = (uint64_t)cfg->run.seed, .stream = RNG_STREAM_SAMPLE,
                           .step = step, .prompt = (uint32_t)s->prompt_id,
                           .sample = (uint32_t)s->index, .pos = (uint32_t)k};
-    struct sampling_params sp = {cfg->rollout.temperature, cfg->rollout.top_k, cfg->rollout.top_p};
+    struct sampling_params sp = {.temperature = cfg->rollout.temperature, .top_k = cfg->rollout.top_k,
+                                 .top_p = cfg->rollout.top_p};
     struct sampler sm;
     CHECK(sampler_init(&sm, V) == 0);
     double u = rng_uniform(&key), lp;

@@ -1,4 +1,5 @@
-# Rollout engine: sampling, paged KV cache, continuous-batching scheduler (toy LM).
+# rollout/: sampling, the paged KV cache, the continuous-batching scheduler (toy LM), the
+# engine on the real transformer (below), and their device variants (label gpu).
 add_unit_test(test_sampling SOURCES rollout/test_sampling.c)
 add_unit_test(test_kv_cache SOURCES rollout/test_kv_cache.c)
 add_unit_test(test_generate SOURCES rollout/test_generate.c)

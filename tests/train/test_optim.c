@@ -18,9 +18,9 @@ static void test_adamw_golden(hid_t f) {
   float *m = golden_read(f, "m", H5T_NATIVE_FLOAT, NULL);
   float *v = golden_read(f, "v", H5T_NATIVE_FLOAT, NULL);
   CHECK(ng == 3 * n && na == 3 * n);
-  struct adamw_hparams h = {golden_attr(f, "/", "lr"), golden_attr(f, "/", "beta1"),
-                            golden_attr(f, "/", "beta2"), golden_attr(f, "/", "eps"),
-                            golden_attr(f, "/", "weight_decay")};
+  struct adamw_hparams h = {.lr = golden_attr(f, "/", "lr"), .beta1 = golden_attr(f, "/", "beta1"),
+                            .beta2 = golden_attr(f, "/", "beta2"), .eps = golden_attr(f, "/", "eps"),
+                            .weight_decay = golden_attr(f, "/", "weight_decay")};
   struct adamw o;
   CHECK(adamw_init(&o, n) == 0);
   for (int s = 0; s < 3; s++) {
@@ -85,7 +85,7 @@ static void test_nonfinite(void) {
 }
 
 static void test_schedule(void) {
-  struct optim_sched s = {1.0, 0.1, 2, 12, SCHED_CONSTANT};
+  struct optim_sched s = {.lr = 1.0, .min_lr_ratio = 0.1, .warmup = 2, .total = 12, .kind = SCHED_CONSTANT};
   /* warm-up: lr*(step+1)/warmup = 0.5, 1.0 */
   CHECK_NEAR(optim_lr_at(&s, 0), 0.5, 1e-12);
   CHECK_NEAR(optim_lr_at(&s, 1), 1.0, 1e-12);
@@ -120,7 +120,7 @@ static void test_adamw_hand(void) {
   struct adamw o;
   CHECK(adamw_init(&o, 1) == 0);
   float p = 1.0f, g = 2.0f;
-  struct adamw_hparams h = {0.1, 0.9, 0.999, 1e-8, 0.5};
+  struct adamw_hparams h = {.lr = 0.1, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.5};
   adamw_step(&o, &p, &g, &h);
   CHECK_NEAR(p, 0.85, 1e-7);
   CHECK_NEAR(o.m[0], 0.2, 1e-7);
