@@ -78,63 +78,80 @@ static void generate_share(struct run *r, long step) {
 
 /* ---- reward ------------------------------------------------------------------ */
 
-/* Score b in place (reward, parts) and add the statistics to the partial. */
-static void reward_score(struct run *r, struct sample_batch *b) {
-  int n = b->n;
+/* The reward items of b's samples (decoded responses, their prompts in tp, groups
+ * renumbered 0..*n_groups-1 in order of appearance). */
+static struct reward_item *reward_items(struct run *r, const struct sample_batch *b,
+                                        struct task_prompt *tp, int *n_groups) {
   long P = r->cfg->algo.prompts_per_step;
-  struct reward_item *items = calloc_check((size_t)n + 1, sizeof *items);
-  struct task_prompt *tp = calloc_check((size_t)n + 1, sizeof *tp);
-  double *rew = calloc_check((size_t)n + 1, sizeof *rew);
-  double (*parts)[REWARD_NCOMPONENTS] = calloc_check((size_t)n + 1, sizeof *parts);
+  struct reward_item *items = calloc_check((size_t)b->n + 1, sizeof *items);
   int *local = malloc_check(sizeof(int) * (size_t)P);
   for (long g = 0; g < P; g++) local[g] = -1;
-  int n_groups = 0;
-  for (int k = 0; k < n; k++) {
-    struct sample *s = &b->s[k];
+  *n_groups = 0;
+  for (int k = 0; k < b->n; k++) {
+    const struct sample *s = &b->s[k];
     if (s->group < 0 || s->group >= P) die_local("sample with group %d outside 0..%ld", s->group, P - 1);
-    if (local[s->group] < 0) local[s->group] = n_groups++;
+    if (local[s->group] < 0) local[s->group] = (*n_groups)++;
     if (task_prompt(&r->task, (uint64_t)s->prompt_id, TASK_TRAIN, &tp[k]) != 0)
       die_local("task: prompt %lld has no train problem", (long long)s->prompt_id);
     size_t len = 0;
     char *text = NULL;
     int rc = tokenizer_decode_generated(&r->tok, (const int *)s->resp, (size_t)s->n_resp, &text, &len);
-    if (rc == TOK_ERR_NOMEM) die_local("out of memory scoring %d samples", n);
+    if (rc == TOK_ERR_NOMEM) die_local("out of memory scoring %d samples", b->n);
     if (rc != TOK_OK) die_local("response of prompt %lld does not decode", (long long)s->prompt_id);
     items[k] = (struct reward_item){ .prompt = &tp[k], .text = text, .len = len,
                                      .n_tokens = s->n_resp, .group = local[s->group] };
   }
+  free(local);
+  return items;
+}
+
+/* The batch statistics of a scored round into this rank's partial. */
+static void partial_add_rewards(struct run *r, const struct sample_batch *b, const double *rew,
+                                const struct reward_stats *st, int n_groups) {
+  double *q = r->partial;
+  int n = b->n;
+  for (int k = 0; k < n; k++) {
+    q[PS_R_SUM] += rew[k];
+    q[PS_R2_SUM] += rew[k] * rew[k];
+    q[PS_LEN_SUM] += b->s[k].n_resp;
+    q[PS_TRUNC] += b->s[k].finish == FINISH_LENGTH;
+    q[PS_LEN_MAX] = fmax(q[PS_LEN_MAX], b->s[k].n_resp);
+  }
+  q[PS_N] += n;
+  q[PS_CORRECT] += st->acc * n;
+  q[PS_NONFINITE] += (double)st->nonfinite;
+  q[PS_GROUPS] += n_groups;
+  for (int c = 0; c < REWARD_NCOMPONENTS; c++) {
+    q[PS_PART_SUM + c] += st->part_mean[c] * n;
+    q[PS_PART_CONST + c] += st->part_const_frac[c] * n_groups;
+  }
+}
+
+/* Score b in place (reward, parts) and add the statistics to the partial. */
+static void reward_score(struct run *r, struct sample_batch *b) {
+  int n = b->n, n_groups;
+  struct task_prompt *tp = calloc_check((size_t)n + 1, sizeof *tp);
+  double *rew = calloc_check((size_t)n + 1, sizeof *rew);
+  double (*parts)[REWARD_NCOMPONENTS] = calloc_check((size_t)n + 1, sizeof *parts);
+  struct reward_item *items = reward_items(r, b, tp, &n_groups);
   struct reward_stats st;
   double *rm = reward_service_scores(r, b);  /* NULL without [reward] rm_path */
   if (reward_score_batch_rm(&r->rcfg, &r->task, items, rm, n, n_groups, rew, parts, &st) != 0)
     die_local("reward scoring of %d samples failed", n);
   free(rm);
-  double *q = r->partial;
   for (int k = 0; k < n; k++) {
     struct sample *s = &b->s[k];
     s->reward = rew[k];
     for (int c = 0; c < REWARD_NCOMPONENTS; c++)
       if ((c != REWARD_RM || r->rcfg.has_rm) && sample_set_part(s, reward_component_name(c), parts[k][c]) != 0)
-        die_local("out of memory");
-    q[PS_R_SUM] += rew[k];
-    q[PS_R2_SUM] += rew[k] * rew[k];
-    q[PS_LEN_SUM] += s->n_resp;
-    q[PS_TRUNC] += s->finish == FINISH_LENGTH;
-    q[PS_LEN_MAX] = fmax(q[PS_LEN_MAX], s->n_resp);
+        die_local("out of memory setting the reward parts of %d samples", n);
   }
-  q[PS_N] += n;
-  q[PS_CORRECT] += st.acc * n;
-  q[PS_NONFINITE] += (double)st.nonfinite;
-  q[PS_GROUPS] += n_groups;
-  for (int c = 0; c < REWARD_NCOMPONENTS; c++) {
-    q[PS_PART_SUM + c] += st.part_mean[c] * n;
-    q[PS_PART_CONST + c] += st.part_const_frac[c] * n_groups;
-  }
+  partial_add_rewards(r, b, rew, &st, n_groups);
   for (int k = 0; k < n; k++) free((char *)items[k].text);
   free(items);
   free(tp);
   free(rew);
   free(parts);
-  free(local);
 }
 
 /* One round: score the samples of this rank's rollout instances, move the groups the round
