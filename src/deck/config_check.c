@@ -115,9 +115,10 @@ static int cross_batches(const struct cross *x) {
 /* The files a deck names (logs, data, the reward model) and the prompt template. */
 static int cross_files(const struct cross *x) {
   const struct config *c = x->cfg;
-  if (c->log.samples_every > 0 && !c->log.samples_path[0])
+  if (c->log.samples_every > 0 && !c->log.samples_path[0] && !c->log.tensorboard_dir[0])
     return cross_fail(x, "log", "samples_every", "log", "samples_path",
-                      "log.samples_every = %ld needs log.samples_path", c->log.samples_every);
+                      "log.samples_every = %ld needs log.samples_path or log.tensorboard_dir",
+                      c->log.samples_every);
   if (!strcmp(c->task.name, "jsonl") && !c->data.train_path[0])
     return cross_fail(x, "data", "train_path", "task", "name", "[task] name = jsonl needs [data] train_path");
   if (!strcmp(c->task.name, "jsonl") && access(c->data.train_path, R_OK))

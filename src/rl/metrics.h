@@ -37,10 +37,16 @@ struct step_metrics {
   double eval_pass1, eval_passk;        /* written as eval_pass@1, eval_pass@k */
 };
 
-/* The double fields after time_s, in output order (time_s itself is first). */
+/* The double fields after time_s, in output order (time_s itself is first). tb is the
+ * field's TensorBoard tag (run/metrics_tb.h): veRL's name where veRL logs the same
+ * quantity (critic/score/mean, response_length/clip_ratio, actor/kl_loss, actor/entropy,
+ * actor/pg_loss, actor/grad_norm, actor/lr, timing_s/gen, timing_s/update_actor,
+ * timing_s/update_weights, timing_s/save_checkpoint, perf/mfu/actor, ...), else the
+ * field's own name under the nearest veRL group. */
 struct metric_field {
   const char *name;
   size_t offset;       /* of the double in struct step_metrics */
+  const char *tb;      /* TensorBoard tag */
   const char *help;    /* with the unit */
 };
 extern const struct metric_field metric_fields[];
@@ -52,6 +58,9 @@ double metrics_field_value(const struct step_metrics *m, int i);
 /* Every number NaN, step 0, no parts, no eval. */
 void metrics_init(struct step_metrics *m);
 void metrics_free(struct step_metrics *m);
+/* dst = a deep copy of src (dst's parts freed first). Returns 0, or -1 on allocation
+ * failure (dst then holds no parts). */
+int metrics_copy(struct step_metrics *dst, const struct step_metrics *src);
 /* Set (or add) reward_parts.<name>. Returns 0, or -1 on allocation failure. */
 int metrics_set_part(struct step_metrics *m, const char *name, double value);
 /* "sft" / "rl". */

@@ -59,14 +59,15 @@ static int stop_check(struct run *r, long step) {
 }
 
 /* Controller, resuming: the metrics file cut back to the checkpoint's step (a run killed
- * after it logged more), then reopened for appending. */
+ * after it logged more), then reopened for appending; the other writers stay open. */
 static void restart_metrics(struct run *r, const struct restart_point *rp) {
   const char *path = r->cfg->log.metrics_path;
-  char err[512];
-  metrics_log_close(&r->mlog);
+  char err[1024];
+  if (!path[0]) return;
+  metrics_log_close_jsonl(&r->mlog);
   if (restart_trim_metrics(path, rp->step, rp->phase_rl) != 0)
     fprintf(stderr, "rlpt: run: WARNING: could not cut %s back to step %ld; appending\n", path, rp->step);
-  if (metrics_log_open(&r->mlog, path, NULL, r->cfg->run.steps, 1, err, sizeof err) != 0)
+  if (metrics_log_reopen_jsonl(&r->mlog, path, err, sizeof err) != 0)
     die_local("%s", err);
 }
 

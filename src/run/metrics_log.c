@@ -1,5 +1,5 @@
-/* run/metrics_log.c: the JSONL, console and Prometheus writers of a run's metrics
- * (run/metrics_log.h). */
+/* run/metrics_log.c: the JSONL, console and Prometheus writers of a run's metrics, and the
+ * run's set of writers with the TensorBoard event file (run/metrics_log.h). */
 #include "run/metrics_log.h"
 
 #include <cjson/cJSON.h>
@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "run/metrics_tb.h"
 
 /* ---- JSONL -------------------------------------------------------------------------- */
 
@@ -140,11 +142,12 @@ void metrics_format_console(const struct step_metrics *m, long total_steps, doub
 
 /* ---- Prometheus textfile --------------------------------------------------------------- */
 
+/* "# HELP" (help not NULL: the first sample of the metric), then "name{labels} value". */
 static void prom_value(FILE *f, const char *name, const char *labels, double v, const char *help) {
-  if (isnan(v)) return;  /* not measured this step */
-  if (help) fprintf(f, "# HELP rlpt_%s %s\n# TYPE rlpt_%s gauge\n", name, help, name);
-  fprintf(f, "rlpt_%s%s ", name, labels);
-  if (isinf(v)) fprintf(f, "%cInf\n", v > 0 ? '+' : '-');
+  if (help) fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
+  fprintf(f, "%s%s ", name, labels);
+  if (isnan(v)) fprintf(f, "NaN\n");  /* not measured */
+  else if (isinf(v)) fprintf(f, "%cInf\n", v > 0 ? '+' : '-');
   else {  /* the shortest of %.15g / %.17g that reads back exactly */
     char num[32];
     snprintf(num, sizeof num, "%.15g", v);
@@ -165,26 +168,47 @@ static void prom_part(FILE *f, const struct metric_part *p, int first) {
     *q++ = c == '\n' ? 'n' : c;
   }
   strcpy(q, "\"}");
-  prom_value(f, "reward_part", lab, p->value, first ? "mean of a named reward component" : NULL);
+  prom_value(f, "rlpt_reward_part", lab, p->value, first ? "mean of a named reward component" : NULL);
   free(lab);
 }
 
-static void prom_body(FILE *f, const struct step_metrics *m) {
-  prom_value(f, "step", "", (double)m->step, "train step");
-  prom_value(f, "weight_version", "", (double)m->weight_version, "policy weight version");
-  prom_value(f, "phase_rl", "", m->phase == PHASE_RL, "1 in RL, 0 in SFT");
-  prom_value(f, "time_s", "", m->time_s, "wall time of the step (s)");
-  for (int i = 0; i < metric_fields_len; i++)
-    prom_value(f, metric_fields[i].name, "", metrics_field_value(m, i), metric_fields[i].help);
-  for (int i = 0; i < m->n_parts; i++) prom_part(f, &m->parts[i], i == 0);
-  if (m->has_eval) {
-    prom_value(f, "eval_pass_at_1", "", m->eval_pass1, "eval pass@1");
-    prom_value(f, "eval_pass_at_k", "", m->eval_passk, "eval pass@k (unbiased), k = eval_k");
-    prom_value(f, "eval_k", "", m->eval_k, "k of eval_pass_at_k");
+/* The gauges of the latest step line; m NULL: none yet, every value NaN. */
+static void prom_step(FILE *f, const struct step_metrics *m) {
+  struct step_metrics none;
+  int known = m != NULL;
+  if (!known) metrics_init(&none), m = &none;
+  char name[96];
+  prom_value(f, "rlpt_step", "", known ? (double)m->step : NAN, "step of the latest line (SFT or RL)");
+  prom_value(f, "rlpt_weight_version", "", known ? (double)m->weight_version : NAN,
+             "policy weight version");
+  prom_value(f, "rlpt_phase_rl", "", known ? m->phase == PHASE_RL : NAN, "1 in RL, 0 in SFT");
+  prom_value(f, "rlpt_time_s", "", m->time_s, "wall time of the step (s)");
+  for (int i = 0; i < metric_fields_len; i++) {
+    snprintf(name, sizeof name, "rlpt_%s", metric_fields[i].name);
+    prom_value(f, name, "", metrics_field_value(m, i), metric_fields[i].help);
   }
+  for (int i = 0; i < m->n_parts; i++) prom_part(f, &m->parts[i], i == 0);
+  prom_value(f, "rl_sample_mean_lag", "", m->lag_mean,
+             "mean weight-version lag of trained samples (versions; = rlpt_lag_mean)");
+  prom_value(f, "rl_sample_drop_ratio", "", m->drop_ratio,
+             "fraction of samples dropped as too stale (= rlpt_drop_ratio)");
 }
 
-int metrics_write_prom(const char *path, const struct step_metrics *m) {
+/* The gauges of the latest eval line; e NULL: none yet, every value NaN. */
+static void prom_eval(FILE *f, const struct step_metrics *e) {
+  struct step_metrics none;
+  int known = e != NULL;
+  if (!known) metrics_init(&none), e = &none;
+  prom_value(f, "rlpt_eval_step", "", known ? (double)e->step : NAN,
+             "RL step of the latest eval (0: after SFT)");
+  prom_value(f, "rlpt_eval_pass_at_1", "", e->eval_pass1, "eval greedy pass@1");
+  prom_value(f, "rlpt_eval_acc", "", e->acc, "eval sampled pass@1");
+  prom_value(f, "rlpt_eval_pass_at_k", "", e->eval_passk, "eval pass@k (unbiased), k = rlpt_eval_k");
+  prom_value(f, "rlpt_eval_k", "", known ? e->eval_k : NAN, "k of rlpt_eval_pass_at_k");
+}
+
+int metrics_write_prom(const char *path, const struct step_metrics *step,
+                       const struct step_metrics *eval) {
   size_t n = strlen(path) + sizeof ".tmp";
   char *tmp = malloc(n);
   if (!tmp) return -1;
@@ -192,7 +216,8 @@ int metrics_write_prom(const char *path, const struct step_metrics *m) {
   FILE *f = fopen(tmp, "w");
   int rc = -1;
   if (f) {
-    prom_body(f, m);
+    prom_step(f, step);
+    prom_eval(f, eval);
     int bad = ferror(f) || fflush(f) != 0;
     bad |= fclose(f) != 0;
     rc = bad ? -1 : rename(tmp, path);
@@ -208,20 +233,90 @@ int metrics_write_prom(const char *path, const struct step_metrics *m) {
 
 /* ---- the run's writers ---------------------------------------------------------------- */
 
-int metrics_log_open(struct metrics_log *log, const char *jsonl_path, const char *prom_path,
+/* The textfile's directory takes path.tmp (created and removed), so the first rename works. */
+static int prom_check(const char *path, char *err, size_t errlen) {
+  size_t n = strlen(path) + sizeof ".tmp";
+  char *tmp = malloc(n);
+  if (!tmp) return snprintf(err, errlen, "out of memory"), -1;
+  snprintf(tmp, n, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (f) {
+    fclose(f);
+    unlink(tmp);
+  } else {
+    snprintf(err, errlen, "[log] prometheus_path = %s: cannot create %s: %s", path, tmp,
+             strerror(errno));
+  }
+  free(tmp);
+  return f ? 0 : -1;
+}
+
+static int open_monitors(struct metrics_log *log, const struct metrics_log_paths *paths, char *err,
+                         size_t errlen) {
+  char why[1024];
+  if (paths->tb_dir && paths->tb_dir[0] &&
+      tb_events_open(&log->tb, paths->tb_dir, ".rlpt", tb_wall_time(), why, sizeof why) != 0) {
+    snprintf(err, errlen, "[log] tensorboard_dir: %s", why);
+    return -1;
+  }
+  if (paths->prom && paths->prom[0]) {
+    if (prom_check(paths->prom, err, errlen) != 0) return -1;
+    if (!(log->prom_path = strdup(paths->prom))) return snprintf(err, errlen, "out of memory"), -1;
+  }
+  return 0;
+}
+
+static int open_jsonl(struct metrics_log *log, const char *path, const char *mode, char *err,
+                      size_t errlen) {
+  if ((log->jsonl = fopen(path, mode))) return 0;
+  snprintf(err, errlen, "[log] metrics_path = %s: cannot open: %s", path, strerror(errno));
+  return -1;
+}
+
+int metrics_log_open(struct metrics_log *log, const struct metrics_log_paths *paths,
                      long total_steps, int append, char *err, size_t errlen) {
   memset(log, 0, sizeof *log);
   log->total_steps = total_steps;
-  if (jsonl_path && jsonl_path[0] && !(log->jsonl = fopen(jsonl_path, append ? "a" : "w"))) {
-    snprintf(err, errlen, "%s: cannot open the metrics file: %s", jsonl_path, strerror(errno));
-    return -1;
-  }
-  if (prom_path && prom_path[0] && !(log->prom_path = strdup(prom_path))) {
-    snprintf(err, errlen, "out of memory");
+  metrics_init(&log->prom_step);
+  metrics_init(&log->prom_eval);
+  if ((paths->jsonl && paths->jsonl[0] &&
+       open_jsonl(log, paths->jsonl, append ? "a" : "w", err, errlen) != 0) ||
+      open_monitors(log, paths, err, errlen) != 0) {
     metrics_log_close(log);
     return -1;
   }
   return 0;
+}
+
+void metrics_log_close_jsonl(struct metrics_log *log) {
+  if (log->jsonl) fclose(log->jsonl);
+  log->jsonl = NULL;
+}
+
+int metrics_log_reopen_jsonl(struct metrics_log *log, const char *jsonl_path, char *err,
+                             size_t errlen) {
+  metrics_log_close_jsonl(log);
+  return open_jsonl(log, jsonl_path, "a", err, errlen);
+}
+
+/* A monitor's failed write: one warning per writer, naming the key. */
+static void monitor_failed(int *warned, const char *key, const char *path) {
+  if (*warned) return;
+  *warned = 1;
+  fprintf(stderr, "rlpt: run: WARNING: [log] %s = %s: write failed: %s; the run goes on without "
+          "further updates there\n", key, path, strerror(errno));
+}
+
+/* The event file and the textfile (which keeps the latest step and eval lines). */
+static void write_monitors(struct metrics_log *log, const struct step_metrics *m) {
+  if (log->tb.f && !log->tb_warned && metrics_tb_write(&log->tb, m, tb_wall_time()) != 0)
+    monitor_failed(&log->tb_warned, "tensorboard_dir", log->tb.path);
+  if (!log->prom_path || log->prom_warned) return;
+  int *have = m->has_eval ? &log->have_eval : &log->have_step;
+  *have = metrics_copy(m->has_eval ? &log->prom_eval : &log->prom_step, m) == 0;
+  if (metrics_write_prom(log->prom_path, log->have_step ? &log->prom_step : NULL,
+                         log->have_eval ? &log->prom_eval : NULL) != 0)
+    monitor_failed(&log->prom_warned, "prometheus_path", log->prom_path);
 }
 
 int metrics_log_step(struct metrics_log *log, const struct step_metrics *m, FILE *console) {
@@ -229,9 +324,8 @@ int metrics_log_step(struct metrics_log *log, const struct step_metrics *m, FILE
     log->n_timed++;
     log->sum_step_s += m->time_s;
   }
-  int rc = 0;
-  if (log->jsonl && metrics_write_jsonl(log->jsonl, m)) rc = -1;
-  if (log->prom_path && metrics_write_prom(log->prom_path, m)) rc = -1;
+  int rc = log->jsonl && metrics_write_jsonl(log->jsonl, m) ? -1 : 0;
+  write_monitors(log, m);
   if (console) {
     char line[512];
     double mean = log->n_timed ? log->sum_step_s / (double)log->n_timed : -1;
@@ -244,7 +338,10 @@ int metrics_log_step(struct metrics_log *log, const struct step_metrics *m, FILE
 }
 
 void metrics_log_close(struct metrics_log *log) {
-  if (log->jsonl) fclose(log->jsonl);
+  metrics_log_close_jsonl(log);
+  tb_events_close(&log->tb);
   free(log->prom_path);
+  metrics_free(&log->prom_step);
+  metrics_free(&log->prom_eval);
   memset(log, 0, sizeof *log);
 }

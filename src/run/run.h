@@ -56,6 +56,8 @@ struct run {
   int ds_warned;                    /* dynamic sampling fell short once (warned on the console) */
   double t_ckpt_last;               /* train dp 0: seconds of the last checkpoint, reported in
                                        the next RL step's line (it is written after the log) */
+  struct tb_events samples_tb;      /* train dp 0: [log] tensorboard_dir's samples file (run/
+                                       samples_log.h); .f NULL: none */
 };
 
 #endif

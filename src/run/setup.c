@@ -16,6 +16,7 @@
 #include "run/partial.h"
 #include "run/reward_service.h"
 #include "run/run.h"
+#include "run/samples_log.h"
 #include "run/weight_sync.h"
 #include "train/trainer.h"
 #include "util/error.h"
@@ -115,8 +116,18 @@ static int setup_rollout(struct run *r, char *err, size_t len) {
   return rollout_create(&r->engine, r->rmodel, r->cfg, &r->tok, err, len);
 }
 
-/* This rank's role state (trainer, rollout model and engine, metrics file). Local errors,
- * printed by the rank that has them, then agreed. */
+/* Controller: the metrics writers of [log] (run/metrics_log.h); a resumed run appends to
+ * the JSONL. 0, or 2 with the reason in err. */
+static int open_metrics_log(struct run *r, char *err, size_t len) {
+  const struct config *cfg = r->cfg;
+  struct metrics_log_paths paths = {.jsonl = cfg->log.metrics_path,
+                                    .tb_dir = cfg->log.tensorboard_dir,
+                                    .prom = cfg->log.prometheus_path};
+  return metrics_log_open(&r->mlog, &paths, cfg->run.steps, cfg->run.restart[0] != 0, err, len) ? 2 : 0;
+}
+
+/* This rank's role state (trainer, rollout model and engine, metrics writers, train dp 0's
+ * samples event file). Local errors, printed by the rank that has them, then agreed. */
 static int setup_roles(struct run *r) {
   char err[1024] = "";
   int rc = 0;
@@ -132,11 +143,14 @@ static int setup_roles(struct run *r) {
   if (!rc && r->is_train) rc = setup_trainer(r, err, sizeof err);
   if (!rc && r->is_rollout) rc = setup_rollout(r, err, sizeof err);
   if (!rc) rc = reward_service_setup(r, err, sizeof err);  /* reward ranks, [reward] rm_path */
-  if (!rc && r->is_ctl &&
-      metrics_log_open(&r->mlog, r->cfg->log.metrics_path, NULL, r->cfg->run.steps,
-                       r->cfg->run.restart[0] != 0, err, sizeof err) != 0)
-    rc = 2;
+  if (!rc && r->is_ctl) rc = open_metrics_log(r, err, sizeof err);
   if (rc) fprintf(stderr, "rlpt: run: rank %d: %s\n", r->comms.world_rank, err);
+  rc = error_agree(MPI_COMM_WORLD, rc);
+  /* after the controller's: an unwritable tensorboard_dir is reported once, by rank 0 */
+  if (!rc && samples_log_open(r, err, sizeof err) != 0) {
+    fprintf(stderr, "rlpt: run: rank %d: %s\n", r->comms.world_rank, err);
+    rc = 2;
+  }
   return error_agree(MPI_COMM_WORLD, rc);
 }
 
@@ -186,5 +200,6 @@ void run_teardown(struct run *r) {
   free(r->reward_world);
   free(r->train_world);
   if (r->is_ctl) metrics_log_close(&r->mlog);
+  samples_log_close(r);
   tokenizer_free(&r->tok);
 }

@@ -93,3 +93,8 @@ if(TARGET rlpt_lib_asan)
       SKIP_RETURN_CODE ${RLPT_SKIP_CODE})
   endforeach()
 endif()
+
+# TensorBoard event files (io/tb_events.h): CRC-32C against RFC 3720's vectors, TFRecord
+# framing and a whole event file byte for byte against TensorBoard's own Python writer,
+# names that never overwrite, an uncreatable directory's message.
+add_unit_test(test_tb_events SOURCES io/test_tb_events.c)

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "run/metrics_log.h"
@@ -118,20 +119,41 @@ static void test_prom(const char *dir) {
   char path[512], tmp[520];
   snprintf(path, sizeof path, "%s/rlpt.prom", dir);
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  struct step_metrics m;
+  struct step_metrics m, e;
   sample_metrics(&m);
-  CHECK(metrics_write_prom(path, &m) == 0);
+  m.lag_mean = 1.5;
+  m.drop_ratio = 0.25;
+  CHECK(metrics_write_prom(path, &m, NULL) == 0);
   CHECK(access(tmp, F_OK) != 0); /* renamed away */
   char *t = read_all(path);
   CHECK(t && strstr(t, "\nrlpt_reward_mean 0.5\n"));
-  CHECK(t && strstr(t, "# TYPE rlpt_kl gauge\nrlpt_kl 0.0125\n"));
+  CHECK(t && strstr(t, "# HELP rlpt_kl KL estimate to the reference policy (nats per token)\n"
+                       "# TYPE rlpt_kl gauge\nrlpt_kl 0.0125\n"));
   CHECK(t && strstr(t, "rlpt_reward_part{name=\"correct\"} 0.625\n"));
   CHECK(t && strstr(t, "rlpt_reward_part{name=\"format \\\"x\\\"\"} 1\n"));
   CHECK(t && strstr(t, "rlpt_mfu +Inf\n"));
-  CHECK(t && !strstr(t, "rlpt_entropy")); /* NaN: not measured, left out */
+  CHECK(t && strstr(t, "\nrlpt_entropy NaN\n"));  /* not measured: there, NaN */
+  CHECK(t && strstr(t, "# TYPE rl_sample_mean_lag gauge\nrl_sample_mean_lag 1.5\n"));
+  CHECK(t && strstr(t, "# TYPE rl_sample_drop_ratio gauge\nrl_sample_drop_ratio 0.25\n"));
+  CHECK(t && strstr(t, "\nrlpt_eval_pass_at_1 NaN\n") && strstr(t, "\nrlpt_eval_step NaN\n"));
   free(t);
-  CHECK(metrics_write_prom("/nonexistent-dir/x.prom", &m) == -1);
+  /* with an eval line: its gauges beside the step line's */
+  metrics_init(&e);
+  e.step = 2, e.has_eval = 1, e.eval_k = 4, e.eval_pass1 = 0.5, e.eval_passk = 0.75, e.acc = 0.25;
+  CHECK(metrics_write_prom(path, &m, &e) == 0);
+  t = read_all(path);
+  CHECK(t && strstr(t, "\nrlpt_eval_step 2\n") && strstr(t, "\nrlpt_eval_pass_at_k 0.75\n"));
+  CHECK(t && strstr(t, "\nrlpt_eval_acc 0.25\n") && strstr(t, "\nrlpt_acc 0.375\n"));
+  free(t);
+  /* no step line yet: every step gauge NaN, the eval's kept */
+  CHECK(metrics_write_prom(path, NULL, &e) == 0);
+  t = read_all(path);
+  CHECK(t && strstr(t, "\nrlpt_step NaN\n") && strstr(t, "\nrlpt_phase_rl NaN\n"));
+  CHECK(t && strstr(t, "\nrlpt_eval_k 4\n"));
+  free(t);
+  CHECK(metrics_write_prom("/nonexistent-dir/x.prom", &m, NULL) == -1);
   metrics_free(&m);
+  metrics_free(&e);
 }
 
 static void test_log(const char *dir) {
@@ -140,14 +162,15 @@ static void test_log(const char *dir) {
   struct metrics_log log;
   struct step_metrics m;
   sample_metrics(&m);
-  CHECK(metrics_log_open(&log, path, NULL, 10, 0, err, sizeof err) == 0);
+  CHECK(metrics_log_open(&log, &(struct metrics_log_paths){.jsonl = path}, 10, 0, err, sizeof err) == 0);
   CHECK(metrics_log_step(&log, &m, stdout) == 0);
   m.step = 4;
   m.time_s = 4.0;
   CHECK(metrics_log_step(&log, &m, NULL) == 0);
   CHECK_NEAR(log.sum_step_s / (double)log.n_timed, 3.0, 1e-12);
   metrics_log_close(&log);
-  CHECK(metrics_log_open(&log, path, "", 10, 1, err, sizeof err) == 0); /* resume: append */
+  CHECK(metrics_log_open(&log, &(struct metrics_log_paths){.jsonl = path, .prom = ""}, 10, 1, err,
+                         sizeof err) == 0); /* resume: append */
   CHECK(metrics_log_step(&log, &m, NULL) == 0);
   metrics_log_close(&log);
   char *t = read_all(path);
@@ -155,7 +178,7 @@ static void test_log(const char *dir) {
   for (char *p = t; p && *p; p++) lines += *p == '\n';
   CHECK(lines == 3);
   free(t);
-  CHECK(metrics_log_open(&log, NULL, NULL, 10, 0, err, sizeof err) == 0);
+  CHECK(metrics_log_open(&log, &(struct metrics_log_paths){0}, 10, 0, err, sizeof err) == 0);
   char *con = NULL;
   size_t con_len = 0;
   FILE *cf = open_memstream(&con, &con_len);
@@ -169,8 +192,47 @@ static void test_log(const char *dir) {
   CHECK(log.total_steps == 10);
   free(con);
   metrics_log_close(&log);
-  CHECK(metrics_log_open(&log, "/nonexistent-dir/m.jsonl", NULL, 10, 0, err, sizeof err) == -1);
-  CHECK(strstr(err, "/nonexistent-dir/m.jsonl") != NULL);
+  CHECK(metrics_log_open(&log, &(struct metrics_log_paths){.jsonl = "/nonexistent-dir/m.jsonl"},
+                         10, 0, err, sizeof err) == -1);
+  CHECK(strstr(err, "[log] metrics_path = /nonexistent-dir/m.jsonl: cannot open") != NULL);
+  CHECK(metrics_log_open(&log, &(struct metrics_log_paths){.prom = "/nonexistent-dir/r.prom"},
+                         10, 0, err, sizeof err) == -1);
+  CHECK_MSG(strstr(err, "[log] prometheus_path = /nonexistent-dir/r.prom: cannot create") != NULL,
+            "%s", err);
+  metrics_free(&m);
+}
+
+/* The run's monitors: the textfile keeps the latest step and eval lines; the event file
+ * is created in the (new) directory; a monitor that stops working (its directory
+ * removed) warns, the step goes on (the JSONL is the record). */
+static void test_monitors(const char *dir) {
+  char pdir[512], prom[600], tb[512], tb1[600], err[1024];
+  snprintf(pdir, sizeof pdir, "%s/textfile", dir);
+  snprintf(prom, sizeof prom, "%s/mon.prom", pdir);
+  snprintf(tb, sizeof tb, "%s/tb", dir);
+  snprintf(tb1, sizeof tb1, "%s/run1", tb);
+  CHECK(mkdir(pdir, 0700) == 0);
+  struct metrics_log log;
+  struct step_metrics m;
+  sample_metrics(&m);
+  CHECK_MSG(metrics_log_open(&log, &(struct metrics_log_paths){.prom = prom, .tb_dir = tb1}, 10, 0,
+                             err, sizeof err) == 0, "%s", err);
+  CHECK(log.tb.f && strstr(log.tb.path, "/tb/run1/events.out.tfevents.") && strstr(log.tb.path, ".rlpt"));
+  CHECK(metrics_log_step(&log, &m, NULL) == 0);
+  m.has_eval = 1, m.eval_k = 4, m.eval_pass1 = 0.5, m.eval_passk = 0.75, m.acc = 0.125;
+  CHECK(metrics_log_step(&log, &m, NULL) == 0);
+  char *t = read_all(prom);
+  CHECK(t && strstr(t, "\nrlpt_acc 0.375\n") && strstr(t, "\nrlpt_eval_acc 0.125\n"));
+  free(t);
+  struct stat st;
+  CHECK(log.tb.path && stat(log.tb.path, &st) == 0 && st.st_size > 100);
+  unlink(prom);
+  CHECK(rmdir(pdir) == 0);
+  CHECK(metrics_log_step(&log, &m, NULL) == 0 && log.prom_warned == 1);  /* warned, not failed */
+  if (log.tb.path) unlink(log.tb.path);
+  metrics_log_close(&log);
+  rmdir(tb1);
+  rmdir(tb);
   metrics_free(&m);
 }
 
@@ -181,6 +243,7 @@ int main(void) {
   test_console();
   test_prom(dir);
   test_log(dir);
+  test_monitors(dir);
   const char *files[] = {"m.jsonl", "rlpt.prom", "run.jsonl"};
   for (int i = 0; i < 3; i++) {
     char p[600];
