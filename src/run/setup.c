@@ -68,7 +68,18 @@ static int build_maps(struct run *r) {
   return 0;
 }
 
-/* The deck-level pieces every rank builds the same way. Collective verdict. */
+/* Controller: the metrics writers of [log] (run/metrics_log.h); a resumed run appends to
+ * the JSONL. 0, or 2 with the reason in err. */
+static int open_metrics_log(struct run *r, char *err, size_t len) {
+  const struct config *cfg = r->cfg;
+  struct metrics_log_paths paths = {.jsonl = cfg->log.metrics_path,
+                                    .tb_dir = cfg->log.tensorboard_dir,
+                                    .prom = cfg->log.prometheus_path};
+  return metrics_log_open(&r->mlog, &paths, cfg->run.steps, cfg->run.restart[0] != 0, err, len) ? 2 : 0;
+}
+
+/* The deck-level pieces every rank builds the same way, and the controller's metrics
+ * writers (before the banner: a bad [log] path is the one message). Collective verdict. */
 static int setup_common(struct run *r, char *err, size_t len) {
   int rc = run_supported(r, err, len);
   if (!rc) rc = threads_setup(r->cfg, MPI_COMM_WORLD, &r->threads, err, len);
@@ -83,6 +94,7 @@ static int setup_common(struct run *r, char *err, size_t len) {
     snprintf(err, len, "out of memory");
     rc = 1;
   }
+  if (!rc && r->is_ctl) rc = open_metrics_log(r, err, len);
   return rc;
 }
 
@@ -116,18 +128,8 @@ static int setup_rollout(struct run *r, char *err, size_t len) {
   return rollout_create(&r->engine, r->rmodel, r->cfg, &r->tok, err, len);
 }
 
-/* Controller: the metrics writers of [log] (run/metrics_log.h); a resumed run appends to
- * the JSONL. 0, or 2 with the reason in err. */
-static int open_metrics_log(struct run *r, char *err, size_t len) {
-  const struct config *cfg = r->cfg;
-  struct metrics_log_paths paths = {.jsonl = cfg->log.metrics_path,
-                                    .tb_dir = cfg->log.tensorboard_dir,
-                                    .prom = cfg->log.prometheus_path};
-  return metrics_log_open(&r->mlog, &paths, cfg->run.steps, cfg->run.restart[0] != 0, err, len) ? 2 : 0;
-}
-
-/* This rank's role state (trainer, rollout model and engine, metrics writers, train dp 0's
- * samples event file). Local errors, printed by the rank that has them, then agreed. */
+/* This rank's role state (trainer, rollout model and engine, train dp 0's samples event
+ * file). Local errors, printed by the rank that has them, then agreed. */
 static int setup_roles(struct run *r) {
   char err[1024] = "";
   int rc = 0;
@@ -143,10 +145,9 @@ static int setup_roles(struct run *r) {
   if (!rc && r->is_train) rc = setup_trainer(r, err, sizeof err);
   if (!rc && r->is_rollout) rc = setup_rollout(r, err, sizeof err);
   if (!rc) rc = reward_service_setup(r, err, sizeof err);  /* reward ranks, [reward] rm_path */
-  if (!rc && r->is_ctl) rc = open_metrics_log(r, err, sizeof err);
   if (rc) fprintf(stderr, "rlpt: run: rank %d: %s\n", r->comms.world_rank, err);
   rc = error_agree(MPI_COMM_WORLD, rc);
-  /* after the controller's: an unwritable tensorboard_dir is reported once, by rank 0 */
+  /* after the controller's (setup_common): an unwritable tensorboard_dir is reported once */
   if (!rc && samples_log_open(r, err, sizeof err) != 0) {
     fprintf(stderr, "rlpt: run: rank %d: %s\n", r->comms.world_rank, err);
     rc = 2;

@@ -343,3 +343,66 @@ add_test(NAME gpu_grpo_wsync_1 COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_g
 set_tests_properties(gpu_grpo_wsync gpu_grpo_wsync_1 PROPERTIES LABELS gpu PROCESSORS 4
   ENVIRONMENT "${RLPT_E2E_ENV};RLPT_GPU_GRPO_WSYNC=$<TARGET_FILE:test_restart_cmp>"
   SKIP_RETURN_CODE 77 TIMEOUT 250 FAIL_REGULAR_EXPRESSION "GPU_GRPO_RUN_FAILED")
+
+# Monitoring ([log] tensorboard_dir, [log] prometheus_path; jobscripts/monitoring/):
+#   monitoring_run        a short real run (tests/run/test_monitoring.sh run: e2e_tiny.ini,
+#                         30 SFT + 4 GRPO steps, KL on, evals and samples every 2 steps)
+#   tb_events_run         its event files read back with TensorBoard's own readers (legacy
+#                         EventAccumulator and the data server): every number of the JSONL
+#                         at its step under its veRL-style tag, as float32, nothing else;
+#                         the eval scalars; the text tables of the samples (tb_check.py)
+#   prom_textfile_run     its textfile parsed by prometheus_client: every rlpt_* gauge and
+#                         the two rl_sample_* ones with the JSONL's values; the Grafana
+#                         dashboard and the alert rules query only those (prom_check.py)
+#   tb_events_restart     a run resumed from an earlier checkpoint (steps logged twice, in two
+#                         files): TensorBoard's data server shows each step once, with the
+#                         resumed run's values
+#   alerts_promtool       promtool check rules + test rules (tests/run/alerts_test.yml)
+#   bad_tensorboard_dir, bad_prometheus_path: an uncreatable directory / textfile exits 2 on
+#                         every rank with one message naming the key
+# The Python checks skip (77) when tensorboard / prometheus_client are not importable
+# (pip install --target DIR tensorboard prometheus_client; PYTHONPATH=DIR), promtool's
+# when it is not installed (Debian: prometheus).
+string(REPLACE ";" " " RLPT_MON_FLAGS "${RLPT_MPI_PREFLAGS}")
+set(RLPT_MON_ENV "${RLPT_TEST_ENV};RLPT_MPIEXEC=${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG};RLPT_MPI_FLAGS=${RLPT_MON_FLAGS}")
+set(RLPT_MON_DIR ${CMAKE_CURRENT_BINARY_DIR}/monitoring_run)
+set(RLPT_MON_JOBS ${CMAKE_SOURCE_DIR}/jobscripts/monitoring)
+add_test(NAME monitoring_run
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_monitoring.sh run $<TARGET_FILE:rlpt>
+          ${RLPT_E2E_DECK} ${RLPT_MON_DIR})
+set_tests_properties(monitoring_run PROPERTIES LABELS "e2e;mpi" ENVIRONMENT "${RLPT_MON_ENV}"
+  PROCESSORS 4 TIMEOUT 120 FIXTURES_SETUP monitoring_files
+  PASS_REGULAR_EXPRESSION "MONITORING_RUN_OK" FAIL_REGULAR_EXPRESSION "MONITORING_RUN_FAILED")
+add_test(NAME tb_events_run
+  COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/run/tb_check.py run ${RLPT_MON_DIR}/tb
+          ${RLPT_MON_DIR}/m.jsonl ${RLPT_MON_DIR}/s.jsonl)
+add_test(NAME prom_textfile_run
+  COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/run/prom_check.py ${RLPT_MON_DIR}/rlpt.prom
+          ${RLPT_MON_DIR}/m.jsonl ${RLPT_MON_JOBS}/grafana-rlpt.json ${RLPT_MON_JOBS}/rlpt-alerts.yml)
+set_tests_properties(tb_events_run prom_textfile_run PROPERTIES LABELS "e2e" ENVIRONMENT "${RLPT_TEST_ENV}"
+  FIXTURES_REQUIRED monitoring_files SKIP_RETURN_CODE 77 TIMEOUT 120)
+set_tests_properties(tb_events_run PROPERTIES PASS_REGULAR_EXPRESSION "TB_CHECK_OK"
+  FAIL_REGULAR_EXPRESSION "TB_CHECK_FAILED")
+set_tests_properties(prom_textfile_run PROPERTIES PASS_REGULAR_EXPRESSION "PROM_CHECK_OK"
+  FAIL_REGULAR_EXPRESSION "PROM_CHECK_FAILED")
+add_test(NAME tb_events_restart
+  COMMAND sh -c "/usr/bin/python3 -c 'import tensorboard' 2>/dev/null || { echo 'tensorboard not importable: skipped'; exit 77; }; \
+                 sh \"$0\" restart \"$1\" \"$2\" \"$3\" && /usr/bin/python3 \"$4\" restart \"$3/tb\" \"$3/m.jsonl\""
+          ${CMAKE_CURRENT_SOURCE_DIR}/run/test_monitoring.sh $<TARGET_FILE:rlpt> ${RLPT_E2E_DECK}
+          ${CMAKE_CURRENT_BINARY_DIR}/monitoring_restart ${CMAKE_CURRENT_SOURCE_DIR}/run/tb_check.py)
+set_tests_properties(tb_events_restart PROPERTIES LABELS "e2e;mpi" ENVIRONMENT "${RLPT_MON_ENV}"
+  PROCESSORS 4 TIMEOUT 150 SKIP_RETURN_CODE 77 PASS_REGULAR_EXPRESSION "TB_CHECK_OK"
+  FAIL_REGULAR_EXPRESSION "TB_CHECK_FAILED|MONITORING_RUN_FAILED")
+add_test(NAME alerts_promtool
+  COMMAND sh -c "command -v promtool >/dev/null || { echo 'promtool not installed: skipped'; exit 77; }; \
+                 promtool check rules \"$0\" && cd \"$1\" && promtool test rules alerts_test.yml"
+          ${RLPT_MON_JOBS}/rlpt-alerts.yml ${CMAKE_CURRENT_SOURCE_DIR}/run)
+set_tests_properties(alerts_promtool PROPERTIES LABELS unit SKIP_RETURN_CODE 77 TIMEOUT 60
+  PASS_REGULAR_EXPRESSION "SUCCESS: 5 rules found.*SUCCESS")
+# /dev/null is a file: nothing can be created below it, not even by root.
+run_fail_test(bad_tensorboard_dir 4 2
+  "rlpt: run: \\[log\\] tensorboard_dir: /dev/null/tb: cannot create the directory: Not a directory.*RLPT_MESSAGES=1"
+  ${RLPT_E2E_DECK} log.tensorboard_dir=/dev/null/tb log.samples_every=2 log.metrics_path=bad_tb.jsonl)
+run_fail_test(bad_prometheus_path 4 2
+  "rlpt: run: \\[log\\] prometheus_path = /dev/null/rlpt.prom: cannot create /dev/null/rlpt.prom.tmp: Not a directory.*RLPT_MESSAGES=1"
+  ${RLPT_E2E_DECK} log.prometheus_path=/dev/null/rlpt.prom log.metrics_path=bad_prom.jsonl)
