@@ -92,8 +92,8 @@ static int write_summary(const struct tb_events *w, long step, double wall_time,
   return write_event(w, &ev);
 }
 
-int tb_events_scalars(const struct tb_events *w, long step, double wall_time, const struct tb_scalar *v,
-                      int n) {
+int tb_events_scalars(const struct tb_events *w, long step, double wall_time,
+                      const struct tb_scalar *v, int n) {
   Tensorboard__Summary__Value *vals = calloc((size_t)n + 1, sizeof *vals);
   Tensorboard__Summary__Value **ptrs = calloc((size_t)n + 1, sizeof *ptrs);
   int rc = -1;
@@ -112,8 +112,48 @@ int tb_events_scalars(const struct tb_events *w, long step, double wall_time, co
   return rc;
 }
 
-int tb_events_text(const struct tb_events *w, long step, double wall_time, const char *tag, int rows,
-                   int cols, const char *const *cells) {
+/* The text plugin's value: tag, metadata plugin_name "text" (content empty: version 0),
+ * a rows x cols DT_STRING tensor of str. Its messages point into one another, so they
+ * are one struct, valid while it is. */
+struct tb_text {
+  Tensorboard__Summary__Value v;
+  Tensorboard__TensorProto t;
+  Tensorboard__TensorShapeProto shape;
+  Tensorboard__TensorShapeProto__Dim d[2], *dims[2];
+  Tensorboard__SummaryMetadata md;
+  Tensorboard__SummaryMetadata__PluginData pd;
+};
+
+static void text_value(struct tb_text *x, const char *tag, int rows, int cols,
+                       ProtobufCBinaryData *str) {
+  tensorboard__tensor_shape_proto__dim__init(&x->d[0]);
+  tensorboard__tensor_shape_proto__dim__init(&x->d[1]);
+  x->d[0].size = rows;
+  x->d[1].size = cols;
+  x->dims[0] = &x->d[0];
+  x->dims[1] = &x->d[1];
+  tensorboard__tensor_shape_proto__init(&x->shape);
+  x->shape.n_dim = 2;
+  x->shape.dim = x->dims;
+  tensorboard__tensor_proto__init(&x->t);
+  x->t.dtype = TENSORBOARD__DATA_TYPE__DT_STRING;
+  x->t.tensor_shape = &x->shape;
+  x->t.n_string_val = (size_t)rows * (size_t)cols;
+  x->t.string_val = str;
+  tensorboard__summary_metadata__plugin_data__init(&x->pd);
+  x->pd.plugin_name = "text";
+  tensorboard__summary_metadata__init(&x->md);
+  x->md.plugin_data = &x->pd;
+  x->md.data_class = TENSORBOARD__DATA_CLASS__DATA_CLASS_TENSOR;
+  tensorboard__summary__value__init(&x->v);
+  x->v.tag = (char *)tag;
+  x->v.value_case = TENSORBOARD__SUMMARY__VALUE__VALUE_TENSOR;
+  x->v.tensor = &x->t;
+  x->v.metadata = &x->md;
+}
+
+int tb_events_text(const struct tb_events *w, long step, double wall_time, const char *tag,
+                   int rows, int cols, const char *const *cells) {
   size_t n = (size_t)rows * (size_t)cols;
   ProtobufCBinaryData *str = calloc(n + 1, sizeof *str);
   if (!str) return -1;
@@ -121,29 +161,9 @@ int tb_events_text(const struct tb_events *w, long step, double wall_time, const
     str[i].data = (uint8_t *)cells[i];
     str[i].len = strlen(cells[i]);
   }
-  Tensorboard__TensorShapeProto__Dim d[2] = {TENSORBOARD__TENSOR_SHAPE_PROTO__DIM__INIT,
-                                             TENSORBOARD__TENSOR_SHAPE_PROTO__DIM__INIT};
-  Tensorboard__TensorShapeProto__Dim *dims[2] = {&d[0], &d[1]};
-  d[0].size = rows;
-  d[1].size = cols;
-  Tensorboard__TensorShapeProto shape = TENSORBOARD__TENSOR_SHAPE_PROTO__INIT;
-  shape.n_dim = 2;
-  shape.dim = dims;
-  Tensorboard__TensorProto t = TENSORBOARD__TENSOR_PROTO__INIT;
-  t.dtype = TENSORBOARD__DATA_TYPE__DT_STRING;
-  t.tensor_shape = &shape;
-  t.n_string_val = n;
-  t.string_val = str;
-  Tensorboard__SummaryMetadata__PluginData pd = TENSORBOARD__SUMMARY_METADATA__PLUGIN_DATA__INIT;
-  pd.plugin_name = "text";
-  Tensorboard__SummaryMetadata md = TENSORBOARD__SUMMARY_METADATA__INIT;
-  md.plugin_data = &pd;
-  md.data_class = TENSORBOARD__DATA_CLASS__DATA_CLASS_TENSOR;
-  Tensorboard__Summary__Value v = TENSORBOARD__SUMMARY__VALUE__INIT, *pv = &v;
-  v.tag = (char *)tag;
-  v.value_case = TENSORBOARD__SUMMARY__VALUE__VALUE_TENSOR;
-  v.tensor = &t;
-  v.metadata = &md;
+  struct tb_text x;
+  text_value(&x, tag, rows, cols, str);
+  Tensorboard__Summary__Value *pv = &x.v;
   int rc = write_summary(w, step, wall_time, &pv, 1);
   free(str);
   return rc;

@@ -34,12 +34,12 @@ struct tb_scalar {
 int tb_events_open(struct tb_events *w, const char *dir, const char *suffix, double wall_time,
                    char *err, size_t errlen);
 /* One event at step holding n scalars. Returns 0, or -1 (errno set). */
-int tb_events_scalars(const struct tb_events *w, long step, double wall_time, const struct tb_scalar *v,
-                      int n);
+int tb_events_scalars(const struct tb_events *w, long step, double wall_time,
+                      const struct tb_scalar *v, int n);
 /* One event at step holding a text-plugin table of rows x cols UTF-8 strings, cells in
  * row-major order (cols = 1: a one-column table). Returns 0, or -1 (errno set). */
-int tb_events_text(const struct tb_events *w, long step, double wall_time, const char *tag, int rows,
-                   int cols, const char *const *cells);
+int tb_events_text(const struct tb_events *w, long step, double wall_time, const char *tag,
+                   int rows, int cols, const char *const *cells);
 void tb_events_close(struct tb_events *w);
 /* Seconds since the epoch, the wall_time of an event written now. */
 double tb_wall_time(void);

@@ -168,7 +168,8 @@ static void prom_part(FILE *f, const struct metric_part *p, int first) {
     *q++ = c == '\n' ? 'n' : c;
   }
   strcpy(q, "\"}");
-  prom_value(f, "rlpt_reward_part", lab, p->value, first ? "mean of a named reward component" : NULL);
+  prom_value(f, "rlpt_reward_part", lab, p->value,
+             first ? "mean of a named reward component" : NULL);
   free(lab);
 }
 
@@ -178,7 +179,8 @@ static void prom_step(FILE *f, const struct step_metrics *m) {
   int known = m != NULL;
   if (!known) metrics_init(&none), m = &none;
   char name[96];
-  prom_value(f, "rlpt_step", "", known ? (double)m->step : NAN, "step of the latest line (SFT or RL)");
+  prom_value(f, "rlpt_step", "", known ? (double)m->step : NAN,
+             "step of the latest line (SFT or RL)");
   prom_value(f, "rlpt_weight_version", "", known ? (double)m->weight_version : NAN,
              "policy weight version");
   prom_value(f, "rlpt_phase_rl", "", known ? m->phase == PHASE_RL : NAN, "1 in RL, 0 in SFT");
@@ -203,7 +205,8 @@ static void prom_eval(FILE *f, const struct step_metrics *e) {
              "RL step of the latest eval (0: after SFT)");
   prom_value(f, "rlpt_eval_pass_at_1", "", e->eval_pass1, "eval greedy pass@1");
   prom_value(f, "rlpt_eval_acc", "", e->acc, "eval sampled pass@1");
-  prom_value(f, "rlpt_eval_pass_at_k", "", e->eval_passk, "eval pass@k (unbiased), k = rlpt_eval_k");
+  prom_value(f, "rlpt_eval_pass_at_k", "", e->eval_passk,
+             "eval pass@k (unbiased), k = rlpt_eval_k");
   prom_value(f, "rlpt_eval_k", "", known ? e->eval_k : NAN, "k of rlpt_eval_pass_at_k");
 }
 

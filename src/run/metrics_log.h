@@ -60,8 +60,9 @@ struct metrics_log {
  * (naming the key and the path) in err. */
 int metrics_log_open(struct metrics_log *log, const struct metrics_log_paths *paths,
                      long total_steps, int append, char *err, size_t errlen);
-/* The JSONL file alone, closed and opened again for appending (a restart cuts it back
- * in between); the other writers stay open. Returns 0, or -1 with the reason in err. */
+/* The JSONL file alone, closed, and opened again for appending (a restart cuts it back
+ * in between); the other writers stay open. Reopening returns 0, or -1 with the reason
+ * in err. */
 void metrics_log_close_jsonl(struct metrics_log *log);
 int metrics_log_reopen_jsonl(struct metrics_log *log, const char *jsonl_path, char *err,
                              size_t errlen);

@@ -45,8 +45,10 @@ static void add_step(struct tb_line *l, const struct step_metrics *m) {
   const char *pre = m->phase == PHASE_SFT ? "sft/" : "";
   add(l, pre, METRICS_TB_STEP_TIME, m->time_s);
   add(l, pre, METRICS_TB_VERSION, (double)m->weight_version);
-  for (int i = 0; i < metric_fields_len; i++) add(l, pre, metric_fields[i].tb, metrics_field_value(m, i));
-  for (int i = 0; i < m->n_parts; i++) add3(l, pre, METRICS_TB_PARTS, m->parts[i].name, m->parts[i].value);
+  for (int i = 0; i < metric_fields_len; i++)
+    add(l, pre, metric_fields[i].tb, metrics_field_value(m, i));
+  for (int i = 0; i < m->n_parts; i++)
+    add3(l, pre, METRICS_TB_PARTS, m->parts[i].name, m->parts[i].value);
   add(l, pre, METRICS_TB_CLIPFRAC, m->pg_clipfrac_low + m->pg_clipfrac_high);
 }
 

@@ -82,8 +82,8 @@ static void write_tb(const struct run *r, const struct sample_batch *b, int n, c
                         SAMPLES_TB_COLS, cells);
   }
   if (rc != 0)
-    fprintf(stderr, "rlpt: warning: [log] tensorboard_dir: cannot append to %s; samples of step %ld "
-            "not written\n", r->samples_tb.path, step);
+    fprintf(stderr, "rlpt: warning: [log] tensorboard_dir: cannot append to %s; samples of "
+            "step %ld not written\n", r->samples_tb.path, step);
   free(cells);
   free(reward);
 }

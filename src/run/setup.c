@@ -75,7 +75,8 @@ static int open_metrics_log(struct run *r, char *err, size_t len) {
   struct metrics_log_paths paths = {.jsonl = cfg->log.metrics_path,
                                     .tb_dir = cfg->log.tensorboard_dir,
                                     .prom = cfg->log.prometheus_path};
-  return metrics_log_open(&r->mlog, &paths, cfg->run.steps, cfg->run.restart[0] != 0, err, len) ? 2 : 0;
+  int append = cfg->run.restart[0] != 0;
+  return metrics_log_open(&r->mlog, &paths, cfg->run.steps, append, err, len) ? 2 : 0;
 }
 
 /* The deck-level pieces every rank builds the same way, and the controller's metrics

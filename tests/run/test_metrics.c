@@ -162,7 +162,8 @@ static void test_log(const char *dir) {
   struct metrics_log log;
   struct step_metrics m;
   sample_metrics(&m);
-  CHECK(metrics_log_open(&log, &(struct metrics_log_paths){.jsonl = path}, 10, 0, err, sizeof err) == 0);
+  CHECK(metrics_log_open(&log, &(struct metrics_log_paths){.jsonl = path}, 10, 0, err,
+                         sizeof err) == 0);
   CHECK(metrics_log_step(&log, &m, stdout) == 0);
   m.step = 4;
   m.time_s = 4.0;
@@ -217,7 +218,8 @@ static void test_monitors(const char *dir) {
   sample_metrics(&m);
   CHECK_MSG(metrics_log_open(&log, &(struct metrics_log_paths){.prom = prom, .tb_dir = tb1}, 10, 0,
                              err, sizeof err) == 0, "%s", err);
-  CHECK(log.tb.f && strstr(log.tb.path, "/tb/run1/events.out.tfevents.") && strstr(log.tb.path, ".rlpt"));
+  CHECK(log.tb.f && strstr(log.tb.path, "/tb/run1/events.out.tfevents.") &&
+        strstr(log.tb.path, ".rlpt"));
   CHECK(metrics_log_step(&log, &m, NULL) == 0);
   m.has_eval = 1, m.eval_k = 4, m.eval_pass1 = 0.5, m.eval_passk = 0.75, m.acc = 0.125;
   CHECK(metrics_log_step(&log, &m, NULL) == 0);
