@@ -187,7 +187,7 @@ static int check_throughput(const struct metric_rows *r, long t, struct check_hi
   double g0 = median_rows(r, G, 0, TPUT_WIN - 1), g1 = median_rows(r, G, a, t);
   if (!(g0 > 0 && g1 < TPUT_DROP * g0)) return 0;
   return fire(h, r, a, t, g0 / fmax(g1, 1e-12),
-              "gen_tok_per_s median %.3g over steps %ld-%ld -> %.3g over steps %ld-%ld (%+.0f%%; "
+              "gen_tok_per_s median %.0f over steps %ld-%ld -> %.0f over steps %ld-%ld (%+.0f%%; "
               "resp_len_mean %.3g -> %.3g)", g0, r->step[0], r->step[TPUT_WIN - 1], g1, r->step[a],
               r->step[t], 100 * (g1 / g0 - 1), mean_rows(r, L, 0, TPUT_WIN - 1), mean_rows(r, L, a, t));
 }

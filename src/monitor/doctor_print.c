@@ -34,8 +34,9 @@ void doctor_print_text(FILE *f, const struct doctor_input *in, const struct diag
   for (int i = 0; i < d->n; i++) {
     const struct finding *x = &d->f[i];
     const struct finding_kind *k = &finding_kinds[x->kind];
-    fprintf(f, "\n[%s] %s: steps %ld-%ld (first seen at step %ld)\n", k->name, k->title, x->step_lo,
-            x->step_hi, x->step_first);
+    char steps[64];
+    fprintf(f, "\n[%s] %s: %s (first seen at step %ld)\n", k->name, k->title,
+            finding_steps(x, steps, sizeof steps), x->step_first);
     fprintf(f, "  evidence: %s\n  likely causes: %s\n  change: %s\n", x->evidence, k->causes, k->advice);
   }
 }

@@ -3,6 +3,8 @@
  * each against the schema). */
 #include "monitor/findings.h"
 
+#include <stdio.h>
+
 const struct finding_kind finding_kinds[DK_COUNT] = {
   [DK_REWARD_HACKING] = {
     .name = "reward_hacking", .title = "Reward hacking",
@@ -106,3 +108,9 @@ const struct finding_kind finding_kinds[DK_COUNT] = {
     .advice = "adjust sft.steps / sft.lr (or sft.target_band when the band does not fit the task)",
     .keys = {"sft.steps", "sft.lr", "sft.target_band"}},
 };
+
+const char *finding_steps(const struct finding *f, char *buf, size_t len) {
+  if (f->step_lo == f->step_hi) snprintf(buf, len, "step %ld", f->step_lo);
+  else snprintf(buf, len, "steps %ld-%ld", f->step_lo, f->step_hi);
+  return buf;
+}

@@ -6,6 +6,8 @@
 #ifndef RLPT_FINDINGS_H
 #define RLPT_FINDINGS_H
 
+#include <stddef.h>
+
 enum doctor_kind {
   DK_REWARD_HACKING,
   DK_KL,
@@ -45,5 +47,8 @@ struct finding {
   double score;            /* how far past its threshold the evidence is (larger = worse) */
   char evidence[FINDING_EVIDENCE_MAX];
 };
+
+/* "step 7" or "steps 3-9": the steps f covers. */
+const char *finding_steps(const struct finding *f, char *buf, size_t len);
 
 #endif

@@ -140,8 +140,9 @@ static void write_findings(FILE *f, const struct doctor_input *in, const struct 
   for (int i = 0; i < d->n; i++) {
     const struct finding *x = &d->f[i];
     const struct finding_kind *k = &finding_kinds[x->kind];
-    fprintf(f, "<div class=\"finding\"><p><b>%s</b> [%s], steps %ld-%ld (first seen at step %ld)</p><p>",
-            k->title, k->name, x->step_lo, x->step_hi, x->step_first);
+    char steps[64];
+    fprintf(f, "<div class=\"finding\"><p><b>%s</b> [%s], %s (first seen at step %ld)</p><p>", k->title,
+            k->name, finding_steps(x, steps, sizeof steps), x->step_first);
     html_text(f, x->evidence);
     fputs("</p><p>Likely causes: ", f);
     html_text(f, k->causes);
