@@ -52,3 +52,24 @@ doctor_bad_test(band "rlpt: doctor: --band '0.7,0.2': expected LO,HI with 0 <= L
   doctor monitor_healthy.jsonl --band 0.7,0.2)
 doctor_bad_test(report "rlpt: report: monitor_bad_type.jsonl:2: \"kl\" is a string, expected a number or null"
   report monitor_bad_type.jsonl --out bad.html)
+
+# Real runs of the e2e deck (label e2e; monitor/test_doctor_run.sh): healthy as it is, the
+# KL finding with optim.lr=1e-2 and a reference (algo.kl_coef=0.001: the deck has none), on
+# the console and from rlpt doctor, and the deck read from a console log. The healthy run
+# stays in monitor_runs/healthy for the report test.
+add_test(NAME doctor_e2e_runs COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/monitor/test_doctor_run.sh
+  $<TARGET_FILE:rlpt> $<TARGET_FILE:test_doctor> ${RLPT_E2E_DECK} ${CMAKE_CURRENT_BINARY_DIR}/monitor_runs)
+set_tests_properties(doctor_e2e_runs PROPERTIES LABELS e2e ENVIRONMENT "${RLPT_E2E_ENV}" PROCESSORS 4
+  TIMEOUT 170 FIXTURES_SETUP monitor_runs FAIL_REGULAR_EXPRESSION "RUN_FAILED"
+  PASS_REGULAR_EXPRESSION "doctor: healthy: [^\n]*\nhealthy exit 0\ntest_doctor json: all checks passed\ndoctor: step [0-9]+: KL explosion: kl [^\n]*\n.*\\[kl_explosion\\] KL explosion[^\n]*\n.*lr exit 1\ntest_doctor json: all checks passed\ndoctor: post-SFT greedy pass@1 [0-9.]+ \\(eval at step 0\\)\\; band \\[0, 1\\], the deck's \\[sft\\] target_band \\([^\n]*console/run.log\\)")
+
+# rlpt report in headless Chromium (monitor/test_report.sh, monitor/check_report.py): every
+# plot of the real runs' reports has data, each file is under 1 MB with no external
+# reference, the KL run's findings are in the page; the checker finds the 8 RL plots of an
+# SFT-only file empty (so it can fail). Skips only without Chromium.
+add_test(NAME report_chromium COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/monitor/test_report.sh
+  $<TARGET_FILE:rlpt> ${CMAKE_CURRENT_BINARY_DIR}/monitor_runs ${RLPT_DOCTOR_DATA}/monitor_sft_only.jsonl
+  ${CMAKE_CURRENT_BINARY_DIR}/monitor_report)
+set_tests_properties(report_chromium PROPERTIES LABELS e2e FIXTURES_REQUIRED "monitor_runs;monitor_files"
+  SKIP_RETURN_CODE 77 TIMEOUT 300 FAIL_REGULAR_EXPRESSION "REPORT_FAILED|REPORT_FILE_BAD|Traceback"
+  PASS_REGULAR_EXPRESSION "0 of 10 plots empty\nhealthy check exit 0\n.*0 of 10 plots empty\nlr check exit 0\n<b>KL explosion</b> \\[kl_explosion\\]\ndeck references: [1-9].*EMPTY.*8 of 10 plots empty\nsft-only check exit 1\n")
