@@ -9,6 +9,7 @@
 #include "deck/config.h"
 #include "monitor/checks.h"
 #include "monitor/metrics_read.h"
+#include "util/alloc.h"
 
 int doctor_band_parse(const char *text, double band[2]) {
   char *end = NULL;
@@ -114,4 +115,17 @@ void doctor_diagnose(const struct doctor_input *in, struct diagnosis *d) {
     if (fired[k]) d->f[d->n++] = f[k];
   band_check(in, d);
   list_not_logged(rl, d);
+}
+
+struct diagnosis *doctor_open(const char *verb, const char *target, const double *band_opt,
+                              struct doctor_input *in) {
+  char err[2048];
+  if (doctor_load(target, band_opt, in, err, sizeof err)) {
+    fprintf(stderr, "rlpt: %s: %s\n", verb, err);
+    doctor_input_free(in);
+    return NULL;
+  }
+  struct diagnosis *d = malloc_check(sizeof *d);
+  doctor_diagnose(in, d);
+  return d;
 }

@@ -54,6 +54,11 @@ int doctor_band_parse(const char *text, double band[2]);
 int doctor_load(const char *target, const double *band_opt, struct doctor_input *in, char *err,
                 size_t errlen);
 void doctor_input_free(struct doctor_input *in);
+/* doctor_load and doctor_diagnose for a command: the diagnosis (malloc'd; free it, and
+ * doctor_input_free(in)), or NULL on bad input after printing "rlpt: VERB: message" (in
+ * is freed then). */
+struct diagnosis *doctor_open(const char *verb, const char *target, const double *band_opt,
+                              struct doctor_input *in);
 /* Every check over in's metrics into d. */
 void doctor_diagnose(const struct doctor_input *in, struct diagnosis *d);
 /* The band's origin in words ("the deck's [sft] target_band (PATH)", ...). */

@@ -97,24 +97,11 @@ int doctor_print_json(FILE *f, const struct doctor_input *in, const struct diagn
 
 int doctor_command(const struct doctor_args *a) {
   struct doctor_input in;
-  char err[2048];
-  if (doctor_load(a->target, a->has_band ? a->band : NULL, &in, err, sizeof err)) {
-    fprintf(stderr, "rlpt: doctor: %s\n", err);
-    doctor_input_free(&in);
-    return 2;
-  }
-  struct diagnosis *d = malloc(sizeof *d);
-  int rc = 1;
-  if (!d) {
-    fprintf(stderr, "rlpt: doctor: out of memory\n");
-  } else {
-    doctor_diagnose(&in, d);
-    if (a->json ? doctor_print_json(stdout, &in, d) : 0) fprintf(stderr, "rlpt: doctor: out of memory\n");
-    else {
-      if (!a->json) doctor_print_text(stdout, &in, d);
-      rc = d->n ? 1 : 0;
-    }
-  }
+  struct diagnosis *d = doctor_open("doctor", a->target, a->has_band ? a->band : NULL, &in);
+  if (!d) return 2;
+  int rc = d->n ? 1 : 0;
+  if (!a->json) doctor_print_text(stdout, &in, d);
+  else if (doctor_print_json(stdout, &in, d)) rc = 1, fprintf(stderr, "rlpt: doctor: out of memory\n");
   free(d);
   doctor_input_free(&in);
   return rc;

@@ -186,14 +186,8 @@ int report_write(FILE *f, const struct doctor_input *in, const struct diagnosis 
 
 int report_command(const struct report_args *a) {
   struct doctor_input in;
-  char err[2048];
-  if (doctor_load(a->target, a->has_band ? a->band : NULL, &in, err, sizeof err)) {
-    fprintf(stderr, "rlpt: report: %s\n", err);
-    doctor_input_free(&in);
-    return 2;
-  }
-  struct diagnosis *d = malloc_check(sizeof *d);
-  doctor_diagnose(&in, d);
+  struct diagnosis *d = doctor_open("report", a->target, a->has_band ? a->band : NULL, &in);
+  if (!d) return 2;
   FILE *f = fopen(a->out, "w");
   int rc = 0, with = 0;
   if (!f) {

@@ -22,14 +22,15 @@
 #include <unistd.h>
 
 #include "deck/config.h"
+#include "io/safetensors.h"
 #include "monitor/checks.h"
 #include "monitor/doctor.h"
 #include "monitor/metrics_read.h"
+#include "monitor/monitor_scenarios.h"
 #include "monitor/svg_plot.h"
 #include "monitor/watch.h"
 #include "run/metrics_log.h"
 #include "testutil.h"
-#include "monitor/monitor_scenarios.h"
 
 static void sft_lines(FILE *f, double pass1) {
   struct step_metrics m;
@@ -219,18 +220,6 @@ static void check_keys(void) {
     }
 }
 
-static char *read_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = calloc((size_t)n + 1, 1);
-  if (s && fread(s, 1, (size_t)n, f) != (size_t)n) s[0] = '\0';
-  fclose(f);
-  return s;
-}
-
 /* One finding object of the --json output: its fields and types; 1 when its kind is in want. */
 static int json_finding_ok(const cJSON *x, char **want, int n_want, int only) {
   const cJSON *kind = cJSON_GetObjectItemCaseSensitive(x, "kind");
@@ -249,7 +238,7 @@ static int json_finding_ok(const cJSON *x, char **want, int n_want, int only) {
 /* only = 1: the findings are exactly want; 0: they include want. */
 static int json_mode(const char *path, char **want, int n_want, int only) {
   if (n_want == 1 && !strcmp(want[0], "none")) n_want = 0;
-  char *text = read_file(path);
+  char *text = hf_read_text(path, NULL);
   cJSON *o = text ? cJSON_Parse(text) : NULL;
   CHECK_MSG(o != NULL, "%s is not JSON", path);
   if (o) {
