@@ -32,8 +32,8 @@
 #define ENTROPY_AVG 3
 #define ENTROPY_COLLAPSE_FRAC 0.1
 /* Throughput: the median gen_tok_per_s of the last 10 steps below half the first 10's.
- * Medians ride over single slow steps (the quickstart on a shared 2-core VM: 30k-54k
- * around a 52k median, no 10-step median below 45k). */
+ * Medians ride over single slow steps (the quickstart on a shared 2-core VM: steps of 30k
+ * to 54k around a 49k median, 10-step medians 46k-51k). */
 #define TPUT_WIN 10
 #define TPUT_DROP 0.5
 /* Staleness: practitioners' alert levels, lag above 2 weight versions, drop above 20%. */
