@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "monitor/watch.h"
 #include "mpi/xfer.h"
 #include "rl/dynsamp.h"
 #include "run/partial.h"
@@ -210,6 +211,10 @@ void controller_log_step(struct run *r, const double *q, enum metrics_phase phas
   }
   if (metrics_log_step(&r->mlog, &m, stdout) != 0)
     die_local("writing the metrics file %s failed", r->cfg->log.metrics_path);
+  if (phase == PHASE_RL) {  /* a console line the first time each kind of finding appears */
+    if (!r->watch) r->watch = watch_new();
+    watch_step(r->watch, &m, stdout);
+  }
   metrics_free(&m);
 }
 

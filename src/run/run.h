@@ -22,6 +22,7 @@ struct rollout_engine;
 struct reward_model;
 struct weight_sync;
 struct mode_ops;
+struct doctor_watch;
 
 /* Local inbox slots: messages a rank sends to itself (run/route.h). */
 enum run_box { BOX_PROMPTS, BOX_SAMPLES, BOX_REWARDS, BOX_COUNT };
@@ -54,6 +55,8 @@ struct run {
   double t_start;
   double sft_pass1, rl_pass1;       /* greedy pass@1 after SFT and at the end (NaN: not run) */
   int ds_warned;                    /* dynamic sampling fell short once (warned on the console) */
+  struct doctor_watch *watch;       /* the doctor's checks on each RL line (monitor/watch.h);
+                                       created at the first one */
   double t_ckpt_last;               /* train dp 0: seconds of the last checkpoint, reported in
                                        the next RL step's line (it is written after the log) */
   struct tb_events samples_tb;      /* train dp 0: [log] tensorboard_dir's samples file (run/

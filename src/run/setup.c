@@ -10,6 +10,7 @@
 #include "model/device.h"
 #include "model/import.h"
 #include "model/model.h"
+#include "monitor/watch.h"
 #include "rl/reward_model.h"
 #include "rollout/engine.h"
 #include "run/mode.h"
@@ -203,5 +204,6 @@ void run_teardown(struct run *r) {
   free(r->train_world);
   if (r->is_ctl) metrics_log_close(&r->mlog);
   samples_log_close(r);
+  watch_free(r->watch);
   tokenizer_free(&r->tok);
 }
