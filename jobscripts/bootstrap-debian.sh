@@ -6,7 +6,8 @@ PKGS=(build-essential cmake pkg-config
       openmpi-bin libopenmpi-dev          # MPI (Open MPI, UCX transport)
       libhdf5-openmpi-dev hdf5-tools      # parallel HDF5 (MPI-IO) for checkpoints
       libopenblas-dev                     # CPU GEMM
-      libinih-dev libcjson-dev libpcre2-dev)  # decks, JSON, BPE pre-tokenizer regex
+      libinih-dev libcjson-dev libpcre2-dev   # decks, JSON, BPE pre-tokenizer regex
+      protobuf-c-compiler libprotobuf-c-dev)  # TensorBoard event files
 PKGS+=("$@")
 
 missing=()

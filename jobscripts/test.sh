@@ -5,8 +5,19 @@
 # Ends with CTest's summary.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
-# python3-h5py: the checkpoint test that reads our files with h5py.
-"$RLPT_ROOT/jobscripts/bootstrap-debian.sh" python3-h5py
+# python3-h5py: the checkpoint test that reads our files with h5py; prometheus: promtool for
+# the alert rules; python3-yaml, python3-pip: the monitoring checks; chromium: the rlpt report
+# test renders the HTML headless.
+"$RLPT_ROOT/jobscripts/bootstrap-debian.sh" python3-h5py prometheus python3-yaml python3-pip chromium
+# TensorBoard's own event reader and a Prometheus text parser for the monitoring tests
+# (pip --target into the cache; the tests skip only when the packages cannot be imported).
+CACHE="${RLPT_CACHE:-$HOME/.cache/rlpt}"
+if /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --target "$CACHE/pylib" \
+     tensorboard prometheus_client >/dev/null 2>&1; then
+  export PYTHONPATH="$CACHE/pylib${PYTHONPATH:+:$PYTHONPATH}"
+else
+  echo "test: could not install tensorboard / prometheus_client (no network?): their tests will skip"
+fi
 rlpt_configure_build -DRLPT_WERROR=ON
 if gguf="$("$RLPT_ROOT/jobscripts/fetch-smollm2.sh" 2>/dev/null)"; then
   export RLPT_SMOLLM2_GGUF="$gguf"
