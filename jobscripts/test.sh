@@ -9,14 +9,18 @@ source "$(dirname "$0")/env.sh"
 # the alert rules; python3-yaml, python3-pip: the monitoring checks; chromium: the rlpt report
 # test renders the HTML headless.
 "$RLPT_ROOT/jobscripts/bootstrap-debian.sh" python3-h5py prometheus python3-yaml python3-pip chromium
-# TensorBoard's own event reader and a Prometheus text parser for the monitoring tests
-# (pip --target into the cache; the tests skip only when the packages cannot be imported).
+# TensorBoard's own event reader, a Prometheus text parser and safetensors for the reference
+# tests, pip --target into the cache with --no-deps: their dependencies are listed by hand so
+# that pip never shadows Debian's numpy, which h5py and torch are built against (a pip numpy
+# made `import h5py` fail and its test skip). The tests skip only when these cannot be imported.
 CACHE="${RLPT_CACHE:-$HOME/.cache/rlpt}"
-if /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --target "$CACHE/pylib" \
-     tensorboard prometheus_client >/dev/null 2>&1; then
-  export PYTHONPATH="$CACHE/pylib${PYTHONPATH:+:$PYTHONPATH}"
+PYTOOLS="$CACHE/pytools"
+if /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+     --no-deps --target "$PYTOOLS" tensorboard tensorboard-data-server absl-py markdown werkzeug \
+     markupsafe protobuf grpcio packaging prometheus_client safetensors >/dev/null 2>&1; then
+  export PYTHONPATH="$PYTOOLS${PYTHONPATH:+:$PYTHONPATH}"
 else
-  echo "test: could not install tensorboard / prometheus_client (no network?): their tests will skip"
+  echo "test: could not install tensorboard / prometheus_client / safetensors (no network?): their tests will skip"
 fi
 rlpt_configure_build -DRLPT_WERROR=ON
 if gguf="$("$RLPT_ROOT/jobscripts/fetch-smollm2.sh" 2>/dev/null)"; then
