@@ -53,7 +53,7 @@ enum adv_estimator { ADV_GRPO, ADV_DR_GRPO, ADV_RLOO, ADV_REINFORCE_PP, ADV_REIN
 enum adv_std { STD_UNBIASED, STD_BIASED };
 enum policy_loss { PL_PPO_CLIP, PL_GSPO, PL_CISPO };
 enum loss_agg { AGG_TOKEN_MEAN, AGG_SEQ_MEAN_TOKEN_SUM, AGG_SEQ_MEAN_TOKEN_MEAN,
-                AGG_SEQ_MEAN_TOKEN_SUM_NORM };
+                AGG_SEQ_MEAN_TOKEN_SUM_NORM, AGG_SEQ_MEAN_TOKEN_SUM_NORM_VERL };
 enum kl_estimator { KL_K1, KL_K2, KL_K3, KL_LOW_VAR };
 enum kl_place { KL_IN_LOSS, KL_IN_REWARD };
 enum old_logprobs { OLDLP_RECOMPUTE, OLDLP_ROLLOUT };
