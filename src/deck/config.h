@@ -119,10 +119,11 @@ struct config {
     int name;
     long group_size, prompts_per_step, mini_batches, ppo_epochs;
     int adv_estimator, std, policy_loss, loss_agg, kl_estimator, kl_in, old_logprobs, dpo_loss, tis;
-    int whiten_adv, dynamic_sampling;
+    int whiten_adv, dynamic_sampling, difficulty_filter;
     double adv_eps, clip_low, clip_high, dual_clip, kl_coef, entropy_coef, gamma, lam, vf_coef;
     double value_clip, logprob_min, overlong_penalty, dpo_beta, tis_cap, tis_min;
-    long max_resample_rounds, overlong_buffer;
+    long max_resample_rounds, overlong_buffer, difficulty_window;
+    double difficulty_low, difficulty_high;
   } algo;
   struct {
     long max_new_tokens, top_k, kv_cache_mb, max_batch_tokens, max_num_seqs;

@@ -35,6 +35,8 @@ const struct metric_field metric_fields[] = {
       "generation rounds of the step (dynamic sampling resamples)"),
     F(groups_trained, "training/groups_trained",
       "groups in the update (prompts_per_step unless dynamic sampling fell short)"),
+    F(prompts_filtered, "training/prompts_filtered",
+      "prompt draws the difficulty filter skipped (running pass rate at a bound)"),
     F(skipped_nonfinite, "training/skipped_nonfinite",
       "optimizer steps skipped for a non-finite gradient"),
     F(reward_nonfinite, "training/reward_nonfinite", "NaN/Inf rewards replaced by 0"),

@@ -49,6 +49,7 @@ TAGS = {
     "drop_ratio": "staleness/drop_ratio", "tis_clipfrac": "rollout_corr/tis_clipfrac",
     "groups_filtered": "training/groups_filtered", "gen_rounds": "training/gen_rounds",
     "groups_trained": "training/groups_trained",
+    "prompts_filtered": "training/prompts_filtered",
     "skipped_nonfinite": "training/skipped_nonfinite",
     "reward_nonfinite": "training/reward_nonfinite",
     "reward_parts_const_frac": "training/reward_parts_const_frac",
