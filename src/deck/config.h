@@ -61,6 +61,8 @@ enum dpo_loss { DPO_SIGMOID, DPO_IPO };
 enum tis_mode { TIS_OFF, TIS_TOKEN_TRUNCATE, TIS_SEQ_TRUNCATE, TIS_TOKEN_MASK, TIS_SEQ_MASK };
 enum rollout_scheduling { ROLLOUT_FCFS, ROLLOUT_LONGEST_FIRST };
 enum ckpt_on_error { CKPT_ON_ERROR_ABORT, CKPT_ON_ERROR_CONTINUE };
+enum sft_source { SFT_SOURCE_DATASET, SFT_SOURCE_REJECTION };
+enum sft_keep { SFT_KEEP_CORRECT, SFT_KEEP_WRONG, SFT_KEEP_ALL };
 /* [data] enums (src/tasks/dataset.h). */
 enum data_verifier { DATA_VERIFY_MATH, DATA_VERIFY_ARITH, DATA_VERIFY_COUNTDOWN, DATA_VERIFY_EXACT };
 enum data_bad_line { DATA_BAD_LINE_ERROR, DATA_BAD_LINE_SKIP };
@@ -81,6 +83,8 @@ struct config {
     double lr;
     long warmup_steps;
     struct cfg_list target_band;
+    int source, rejection_keep;      /* enum sft_source, enum sft_keep */
+    long rejection_rounds, rejection_prompts, rejection_samples;
   } sft;
   struct {
     char init[CFG_STR_MAX];

@@ -89,6 +89,12 @@ static int cross_ranges(const struct cross *x) {
     return cross_fail(x, "sft", "target_band", NULL, NULL, "expected two items lo, hi with lo <= hi");
   if (c->rollout.temperature < 0)
     return cross_fail(x, "rollout", "temperature", NULL, NULL, "must be >= 0");
+  if (c->sft.source == SFT_SOURCE_REJECTION && c->sft.pool > 0)
+    return cross_fail(x, "sft", "pool", "sft", "source", "sft.pool draws from the dataset's examples; "
+                      "sft.source = rejection trains on the model's own samples instead");
+  if (c->sft.source == SFT_SOURCE_REJECTION && c->sft.steps < c->sft.rejection_rounds)
+    return cross_fail(x, "sft", "steps", "sft", "rejection_rounds", "sft.steps (%ld) must be at least "
+                      "sft.rejection_rounds (%ld): every round trains", c->sft.steps, c->sft.rejection_rounds);
   return 0;
 }
 

@@ -44,6 +44,11 @@ const struct cfg_key cfg_schema[] = {
   INT("sft", "pool", "0", 0, 1e9, "examples", "SFT sees only this many fixed examples (0 = fresh examples every step)", sft.pool),
   INT("sft", "eval_prompts", "200", 1, 1e7, "prompts", "Held-out prompts for the end-of-SFT greedy exact match", sft.eval_prompts),
   LIST("sft", "target_band", "0.0, 1.0", 0, 1, "fraction", "Post-SFT pass@1 must land in [lo, hi]; the run says so clearly when it does not", sft.target_band),
+  ENUM("sft", "source", "dataset", "dataset|rejection", "SFT examples: dataset = the task's reference answers; rejection = the model's own samples that the task's verifier accepts (rejection-sampling fine-tuning): each of rejection_rounds rounds generates rejection_samples per prompt for rejection_prompts train prompts with the current policy, keeps the accepted ones and trains [sft] steps / rejection_rounds steps on them", sft.source),
+  INT("sft", "rejection_rounds", "1", 1, 1e6, "rounds", "source = rejection: generate-filter-train rounds; [sft] steps are split evenly among them", sft.rejection_rounds),
+  INT("sft", "rejection_prompts", "64", 1, 1e7, "prompts", "source = rejection: train prompts generated for per round", sft.rejection_prompts),
+  INT("sft", "rejection_samples", "8", 1, 1e5, "samples", "source = rejection: samples per prompt at [rollout] temperature", sft.rejection_samples),
+  ENUM("sft", "rejection_keep", "correct", "correct|wrong|all", "source = rejection: which samples become SFT examples: correct = those the verifier accepts (rejection sampling); wrong and all are ablations that show what the verifier's filter adds", sft.rejection_keep),
 
   /* [model] */
   STR("model", "init", "scratch", "Initial weights: scratch | gguf:PATH | hf:DIR | ckpt:PATH. gguf: (GGUF file) and hf: (Hugging Face directory: config.json, *.safetensors, tokenizer.json) also give the model shape and the tokenizer", model.init),

@@ -50,6 +50,7 @@ TAGS = {
     "groups_filtered": "training/groups_filtered", "gen_rounds": "training/gen_rounds",
     "groups_trained": "training/groups_trained",
     "prompts_filtered": "training/prompts_filtered",
+    "sft_generated": "training/sft_generated", "sft_kept": "training/sft_kept",
     "skipped_nonfinite": "training/skipped_nonfinite",
     "reward_nonfinite": "training/reward_nonfinite",
     "reward_parts_const_frac": "training/reward_parts_const_frac",
