@@ -118,6 +118,8 @@ struct config {
     char rm_path[CFG_STR_MAX];
     double rm_alpha;
     long rm_batch_tokens;
+    int self_consistency;
+    double sc_min_agreement;
   } reward;
   struct {
     int name;

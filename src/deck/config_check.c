@@ -183,6 +183,13 @@ int config_reward_check(const struct config *cfg, char *err, size_t errlen) {
              "(set rm_path to a model file with a value head, or rm_alpha = 1)", cfg->reward.rm_alpha);
     return 2;
   }
+  int countdown = !strcmp(cfg->task.name, "countdown") ||
+                  (!strcmp(cfg->task.name, "jsonl") && cfg->data.verifier == DATA_VERIFY_COUNTDOWN);
+  if (cfg->reward.self_consistency && countdown) {
+    snprintf(err, errlen, "[reward] self_consistency votes on final answers, but the countdown verifier "
+             "checks an expression against the target: there is no answer to vote on");
+    return 2;
+  }
   if (buffer >= max_new && buffer > 0) {
     snprintf(err, errlen, "[algo] overlong_buffer: %ld must be smaller than [rollout] max_new_tokens = %ld "
              "(the shaping starts max_new_tokens - overlong_buffer tokens in)", buffer, max_new);

@@ -110,6 +110,8 @@ const struct cfg_key cfg_schema[] = {
   STR("reward", "format_tags", "", "Answer tags \"OPEN,CLOSE\", e.g. <answer>,</answer>; when set, the verifier reads the inside of the single block (empty = whole response)", reward.format_tags),
   PATH("reward", "rm_path", "", "Reward model: an HDF5 model file with a value head (rlpt init with [model] value_head = true, or a checkpoint file or directory whose model or PPO critic has one); it scores prompt + response at the final token as reward_parts.rm (empty = none)", reward.rm_path),
   FLT("reward", "rm_alpha", "1.0", 0, 1, "", "Mix of rule and reward model: reward = rm_alpha * (weighted rule components) + (1 - rm_alpha) * rm; 1 = rule only (rm is still reported when rm_path is set); below 1 needs rm_path", reward.rm_alpha),
+  BOOL("reward", "self_consistency", "false", "Label-free rewards (TTRL): `correct` is 1 when a sample's final answer (the verifier's canonical form) is its group's most frequent one (ties: the smallest answer text), instead of matching the reference; evals still score against the reference; JSONL rows may then lack the answer (not with the countdown verifier, which has no answer to vote on)", reward.self_consistency),
+  FLT("reward", "sc_min_agreement", "0", 0, 1, "fraction", "self_consistency: a group whose majority answer is given by fewer than this share of its samples gets correct = 0 throughout", reward.sc_min_agreement),
   INT("reward", "rm_batch_tokens", "1024", 1, 1e8, "tokens", "Tokens per reward-model forward (prompt + response sequences packed; raised to [model] max_seq when smaller)", reward.rm_batch_tokens),
 
   /* [algo] */

@@ -39,6 +39,8 @@ struct reward_cfg {
   double overlong_penalty;
   int has_rm;        /* [reward] rm_path is set */
   double rm_alpha;   /* total = rm_alpha * rule + (1 - rm_alpha) * rm */
+  int self_consistency;      /* correct = agreement with the group's majority (rl/self_consistency.h) */
+  double sc_min_agreement;   /* below this majority share a group's correct parts are 0 */
 };
 
 /* One response to score. group: the prompt's group id, in [0, n_groups). */

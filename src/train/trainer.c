@@ -404,6 +404,12 @@ int trainer_sft_batch_from_task(struct sft_batch *b, const struct config *cfg,
                task_name(task->kind), (unsigned long long)idx);
       return 2;
     }
+    if (!p.answer[0]) {
+      snprintf(err, errlen, "[task] %s: train example %llu has no answer (a label-free row): SFT on the "
+               "dataset needs answers; set [sft] steps = 0 or [sft] source = rejection",
+               task_name(task->kind), (unsigned long long)idx);
+      return 2;
+    }
     if ((int)n_total > max_seq) {
       snprintf(err, errlen, "[task] %s: train example %llu has %zu tokens, more than [model] "
                "max_seq = %d", task_name(task->kind), (unsigned long long)idx, n_total, max_seq);

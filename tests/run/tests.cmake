@@ -221,12 +221,22 @@ set_tests_properties(restart_exact_difficulty PROPERTIES LABELS "e2e;mpi" ENVIRO
 # e2e_tiny.ini (tests/run/test_rejection_sft.sh, ~6 s): from a 60-step SFT model, 3 rounds of
 # its own accepted samples raise held-out greedy pass@1 by at least 0.06 (measured 0.185 ->
 # 0.305); keeping the rejected samples instead does not raise it (0.110).
-add_test(NAME rejection_sft_run
-  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_rejection_sft.sh $<TARGET_FILE:rlpt>
-          ${CMAKE_CURRENT_SOURCE_DIR}/decks/e2e_tiny.ini)
-set_tests_properties(rejection_sft_run PROPERTIES LABELS "e2e;mpi" ENVIRONMENT "${RLPT_RESTART_ENV}"
-  PROCESSORS 4 TIMEOUT 120 PASS_REGULAR_EXPRESSION "rejection SFT: ok"
-  FAIL_REGULAR_EXPRESSION "REJECTION_TEST_FAILED")
+# e2e_tiny_script(NAME SCRIPT PASS FAIL): `sh run/SCRIPT rlpt e2e_tiny.ini` on 4 ranks.
+function(e2e_tiny_script name script pass fail)
+  add_test(NAME ${name}
+    COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/${script} $<TARGET_FILE:rlpt>
+            ${CMAKE_CURRENT_SOURCE_DIR}/decks/e2e_tiny.ini)
+  set_tests_properties(${name} PROPERTIES LABELS "e2e;mpi" ENVIRONMENT "${RLPT_RESTART_ENV}"
+    PROCESSORS 4 TIMEOUT 120 PASS_REGULAR_EXPRESSION "${pass}" FAIL_REGULAR_EXPRESSION "${fail}")
+endfunction()
+e2e_tiny_script(rejection_sft_run test_rejection_sft.sh "rejection SFT: ok" "REJECTION_TEST_FAILED")
+
+# Self-consistency pseudo-labels ([reward] self_consistency, src/rl/self_consistency.c; the vote
+# itself is tests/rl/test_self_consistency.c): tests/run/test_self_consistency_run.sh (~3 s)
+# trains 3 GRPO steps on 100 label-free JSONL rows from a 60-step SFT model: the rows are
+# refused without self_consistency (exit 2, FILE:1), and with it every RL line has
+# reward_parts.correct > 0 (majority agreement) and the eval scores against true answers.
+e2e_tiny_script(self_consistency_run test_self_consistency_run.sh "self-consistency run: ok" "SC_TEST_FAILED")
 
 # dynsamp_run_none: rewards that are constant (correct_weight 0, no overlong penalty): every
 # group of the 3 rounds is dropped, the 2 steps make no update (weight_version stays 0, the
