@@ -116,15 +116,26 @@ int reward_score_batch(const struct reward_cfg *rc, const struct task *t, const 
   return reward_score_batch_rm(rc, t, items, NULL, n, n_groups, rewards, parts, st);
 }
 
+/* TTRL's label accuracy: of the groups with a majority and a reference answer, those whose
+ * majority sample the reference accepts (parts still hold the reference's verdicts). */
+static void label_accuracy(const struct reward_item *items, const int *winner, int n_groups,
+                           double (*parts)[REWARD_NCOMPONENTS], struct reward_stats *st) {
+  for (int g = 0; g < n_groups; g++) {
+    if (winner[g] < 0 || !items[winner[g]].prompt->answer[0]) continue;
+    st->sc_labeled++;
+    st->sc_label_ok += parts[winner[g]][REWARD_CORRECT] == 1.0;
+  }
+}
+
 /* [reward] self_consistency: every correct part replaced by agreement with its group's
- * majority answer (rl/self_consistency.h), the totals recombined. 0, or 1 out of memory or
- * a verifier without answers (refused by config_reward_check before). */
+ * majority answer (rl/self_consistency.h), the totals recombined, the label accuracy into
+ * st. 0, or 1 out of memory or a verifier without answers (refused by config_reward_check). */
 static int relabel(const struct reward_cfg *rc, const struct task *t, const struct reward_item *items, int n,
-                   int n_groups, double *rewards, double (*parts)[REWARD_NCOMPONENTS]) {
+                   int n_groups, double *rewards, double (*parts)[REWARD_NCOMPONENTS], struct reward_stats *st) {
   char (*answers)[SC_ANSWER_MAX] = malloc(sizeof *answers * (size_t)(n + 1));
-  int *group = malloc(sizeof(int) * (size_t)(n + 1));
+  int *group = malloc(sizeof(int) * (size_t)(n + 1)), *winner = malloc(sizeof(int) * (size_t)(n_groups + 1));
   double *correct = malloc(sizeof(double) * (size_t)(n + 1));
-  int rc_out = !answers || !group || !correct;
+  int rc_out = !answers || !group || !correct || !winner;
   for (int i = 0; !rc_out && i < n; i++) {
     size_t off, inner;
     verify_span(rc, &items[i], &off, &inner);
@@ -136,7 +147,8 @@ static int relabel(const struct reward_cfg *rc, const struct task *t, const stru
   }
   if (!rc_out)
     rc_out = sc_pseudo_correct((const char (*)[SC_ANSWER_MAX])answers, group, n, n_groups, rc->sc_min_agreement,
-                               correct, NULL) != 0;
+                               correct, winner, NULL) != 0;
+  if (!rc_out) label_accuracy(items, winner, n_groups, parts, st);
   for (int i = 0; !rc_out && i < n; i++) {
     int bad = 0;
     parts[i][REWARD_CORRECT] = correct[i];
@@ -144,6 +156,7 @@ static int relabel(const struct reward_cfg *rc, const struct task *t, const stru
   }
   free(answers);
   free(group);
+  free(winner);
   free(correct);
   return rc_out;
 }
@@ -162,7 +175,7 @@ int reward_score_batch_rm(const struct reward_cfg *rc, const struct task *t, con
     rewards[i] = reward_score_one_rm(rc, t, &items[i], rm ? rm[i] : 0.0, parts[i], &bad);
     st->nonfinite += bad;
   }
-  if (rc->self_consistency && relabel(rc, t, items, n, n_groups, rewards, parts) != 0) return 1;
+  if (rc->self_consistency && relabel(rc, t, items, n, n_groups, rewards, parts, st) != 0) return 1;
   for (int i = 0; i < n; i++) {
     sum += rewards[i];
     sum2 += rewards[i] * rewards[i];

@@ -60,6 +60,8 @@ struct reward_stats {
   double part_const_frac[REWARD_NCOMPONENTS];     /* reward_parts_const_frac.<name>: share of groups
                                                 in which the component is constant */
   double reward_const_frac;                  /* share of groups whose total reward is constant */
+  int sc_labeled, sc_label_ok;               /* self_consistency: groups with a majority and a
+                                                reference answer; those whose majority is right */
   long nonfinite;                            /* reward_nonfinite: samples with a non-finite value */
 };
 

@@ -22,7 +22,7 @@ int sc_majority(const char (*answers)[SC_ANSWER_MAX], int n, int *winner) {
 }
 
 int sc_pseudo_correct(const char (*answers)[SC_ANSWER_MAX], const int *group, int n, int n_groups,
-                      double min_agreement, double *correct, double *agreement) {
+                      double min_agreement, double *correct, int *winner_of, double *agreement) {
   int *idx = malloc(sizeof(int) * (size_t)(n + 1));
   char (*mine)[SC_ANSWER_MAX] = malloc(sizeof *mine * (size_t)(n + 1));
   if (!idx || !mine) { free(idx); free(mine); return -1; }
@@ -33,6 +33,7 @@ int sc_pseudo_correct(const char (*answers)[SC_ANSWER_MAX], const int *group, in
     int votes = sc_majority((const char (*)[SC_ANSWER_MAX])mine, m, &winner);
     double share = m ? (double)votes / m : NAN;
     if (agreement) agreement[g] = share;
+    if (winner_of) winner_of[g] = winner >= 0 ? idx[winner] : -1;
     for (int k = 0; k < m; k++)
       correct[idx[k]] = winner >= 0 && share >= min_agreement && !strcmp(mine[k], mine[winner]);
   }

@@ -22,9 +22,10 @@
 int sc_majority(const char (*answers)[SC_ANSWER_MAX], int n, int *winner);
 
 /* The pseudo-labels of n scored samples in n_groups groups (group[i] in [0, n_groups)):
- * correct[i] per the rules above from answers[i]; agreement[g] gets each group's share
- * (NaN for an empty group; may be NULL). 0, or -1 when out of memory. */
+ * correct[i] per the rules above from answers[i]; winner[g] gets a sample of group g that
+ * gives its majority answer (-1: no votes) and agreement[g] its share (NaN for an empty
+ * group); both may be NULL. 0, or -1 when out of memory. */
 int sc_pseudo_correct(const char (*answers)[SC_ANSWER_MAX], const int *group, int n, int n_groups,
-                      double min_agreement, double *correct, double *agreement);
+                      double min_agreement, double *correct, int *winner, double *agreement);
 
 #endif

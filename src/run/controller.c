@@ -179,6 +179,7 @@ static void log_rewards(const struct run *r, const double *q, struct step_metric
     active++;
   }
   m->reward_parts_const_frac = active ? cfrac / active : NAN;
+  if (q[PS_SC_LABELED] > 0) m->sc_label_acc = q[PS_SC_LABEL_OK] / q[PS_SC_LABELED];
   m->t_gen = q[PS_T_GEN];
   m->t_reward = q[PS_T_REWARD];
   if (q[PS_T_GEN] > 0) m->gen_tok_per_s = q[PS_GEN_TOK] / q[PS_T_GEN];

@@ -124,6 +124,8 @@ static void partial_add_rewards(struct run *r, const struct sample_batch *b, con
   q[PS_CORRECT] += st->acc * n;
   q[PS_NONFINITE] += (double)st->nonfinite;
   q[PS_GROUPS] += n_groups;
+  q[PS_SC_LABELED] += st->sc_labeled;
+  q[PS_SC_LABEL_OK] += st->sc_label_ok;
   for (int c = 0; c < REWARD_NCOMPONENTS; c++) {
     q[PS_PART_SUM + c] += st->part_mean[c] * n;
     q[PS_PART_CONST + c] += st->part_const_frac[c] * n_groups;

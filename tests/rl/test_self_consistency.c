@@ -33,17 +33,19 @@ static void test_pseudo_correct(void) {
   char a[12][SC_ANSWER_MAX] = {"2", "2", "3", "", "", "", "", "", "4", "4", "4", "1"};
   int group[12] = {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2};
   double correct[12], agree[3];
-  CHECK(sc_pseudo_correct((const char (*)[SC_ANSWER_MAX])a, group, 12, 3, 0.0, correct, agree) == 0);
+  int winner[3];
+  CHECK(sc_pseudo_correct((const char (*)[SC_ANSWER_MAX])a, group, 12, 3, 0.0, correct, winner, agree) == 0);
+  CHECK(winner[0] == 0 && winner[1] == -1 && winner[2] == 8);
   double want[12] = {1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0};
   for (int i = 0; i < 12; i++) CHECK_MSG(correct[i] == want[i], "sample %d: %g", i, correct[i]);
   CHECK_NEAR(agree[0], 0.5, 1e-15);
   CHECK(agree[1] == 0.0);
   CHECK_NEAR(agree[2], 0.75, 1e-15);
   /* min agreement 0.6: group 0 (0.5) gets 0 throughout, group 2 (0.75) keeps its labels */
-  CHECK(sc_pseudo_correct((const char (*)[SC_ANSWER_MAX])a, group, 12, 3, 0.6, correct, NULL) == 0);
+  CHECK(sc_pseudo_correct((const char (*)[SC_ANSWER_MAX])a, group, 12, 3, 0.6, correct, NULL, NULL) == 0);
   for (int i = 0; i < 12; i++) CHECK(correct[i] == (i >= 8 && i < 11));
   /* at exactly the share: kept (>=) */
-  CHECK(sc_pseudo_correct((const char (*)[SC_ANSWER_MAX])a, group, 12, 3, 0.5, correct, NULL) == 0);
+  CHECK(sc_pseudo_correct((const char (*)[SC_ANSWER_MAX])a, group, 12, 3, 0.5, correct, NULL, NULL) == 0);
   CHECK(correct[0] == 1 && correct[1] == 1);
 }
 
@@ -62,7 +64,8 @@ static void test_canon(void) {
   CHECK(verify_answer_canon(VERIFY_ARITH, "123456", 6, out, 4) == 0);  /* does not fit: abstains */
 }
 
-/* One group of 5 on "3+4=" whose majority says 8: the pseudo-labels follow the majority. */
+/* A group of 5 on "3+4=" whose majority says 8 and a group of 3 on "2+2=" whose majority
+ * says 4: the pseudo-labels follow the majorities; the label accuracy is 1 of 2. */
 static void test_batch(void) {
   struct config cfg;
   config_defaults(&cfg);
@@ -72,27 +75,31 @@ static void test_batch(void) {
   char err[256];
   CHECK(reward_init(&rc, &cfg, err, sizeof err) == 0);
   CHECK(task_init(&t, &cfg, err, sizeof err) == 0);
-  struct task_prompt p = {0};
-  snprintf(p.text, sizeof p.text, "3+4=");
-  snprintf(p.answer, sizeof p.answer, "7");
-  const char *resp[5] = {"8", "08", "7", "+8", "x"};
-  struct reward_item it[5];
-  for (int i = 0; i < 5; i++) it[i] = (struct reward_item){&p, resp[i], strlen(resp[i]), 2, 0};
-  double rew[5], parts[5][REWARD_NCOMPONENTS];
+  struct task_prompt p[2] = {{0}, {0}};
+  snprintf(p[0].text, sizeof p[0].text, "3+4=");
+  snprintf(p[0].answer, sizeof p[0].answer, "7");
+  snprintf(p[1].text, sizeof p[1].text, "2+2=");
+  snprintf(p[1].answer, sizeof p[1].answer, "4");
+  const char *resp[8] = {"8", "08", "7", "+8", "x", "4", "5", "4"};
+  struct reward_item it[8];
+  for (int i = 0; i < 8; i++) it[i] = (struct reward_item){&p[i >= 5], resp[i], strlen(resp[i]), 2, i >= 5};
+  double rew[8], parts[8][REWARD_NCOMPONENTS];
   struct reward_stats st;
-  CHECK(reward_score_batch(&rc, &t, it, 5, 1, rew, parts, &st) == 0);
-  double want[5] = {1, 1, 0, 1, 0};
-  for (int i = 0; i < 5; i++) {
+  CHECK(reward_score_batch(&rc, &t, it, 8, 2, rew, parts, &st) == 0);
+  double want[8] = {1, 1, 0, 1, 0, 1, 0, 1};
+  for (int i = 0; i < 8; i++) {
     CHECK_MSG(parts[i][REWARD_CORRECT] == want[i], "sample %d: correct %g", i, parts[i][REWARD_CORRECT]);
     CHECK(rew[i] == want[i]);
   }
-  CHECK_NEAR(st.acc, 0.6, 1e-15);
-  rc.sc_min_agreement = 0.8;  /* 3 of 5 = 0.6 agree: the group gets 0 */
-  CHECK(reward_score_batch(&rc, &t, it, 5, 1, rew, parts, &st) == 0);
-  for (int i = 0; i < 5; i++) CHECK(parts[i][REWARD_CORRECT] == 0.0 && rew[i] == 0.0);
-  rc.self_consistency = 0;    /* off: the reference answer 7 */
-  CHECK(reward_score_batch(&rc, &t, it, 5, 1, rew, parts, &st) == 0);
-  for (int i = 0; i < 5; i++) CHECK(parts[i][REWARD_CORRECT] == (i == 2));
+  CHECK_NEAR(st.acc, 5.0 / 8.0, 1e-15);
+  CHECK(st.sc_labeled == 2 && st.sc_label_ok == 1);
+  rc.sc_min_agreement = 0.8;  /* 3 of 5 = 0.6 and 2 of 3 agree: both groups get 0 */
+  CHECK(reward_score_batch(&rc, &t, it, 8, 2, rew, parts, &st) == 0);
+  for (int i = 0; i < 8; i++) CHECK(parts[i][REWARD_CORRECT] == 0.0 && rew[i] == 0.0);
+  rc.self_consistency = 0;    /* off: the reference answers */
+  CHECK(reward_score_batch(&rc, &t, it, 8, 2, rew, parts, &st) == 0);
+  for (int i = 0; i < 8; i++) CHECK(parts[i][REWARD_CORRECT] == (i == 2 || i == 5 || i == 7));
+  CHECK(st.sc_labeled == 0);
   task_free(&t);
 }
 

@@ -51,6 +51,7 @@ TAGS = {
     "groups_trained": "training/groups_trained",
     "prompts_filtered": "training/prompts_filtered",
     "sft_generated": "training/sft_generated", "sft_kept": "training/sft_kept",
+    "sc_label_acc": "training/sc_label_acc",
     "skipped_nonfinite": "training/skipped_nonfinite",
     "reward_nonfinite": "training/reward_nonfinite",
     "reward_parts_const_frac": "training/reward_parts_const_frac",

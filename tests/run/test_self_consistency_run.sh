@@ -40,5 +40,7 @@ lines=$(grep '"phase":"rl"' sc.jsonl | grep -vc '"eval_pass@1"')
 signal=$(grep '"phase":"rl"' sc.jsonl | grep -v '"eval_pass@1"' | grep -c '"reward_parts.correct":0\.[0-9]*[1-9]')
 [ "$lines" = 3 ] && [ "$signal" = 3 ] || fail "RL lines $lines, with reward_parts.correct > 0: $signal"
 grep -q '"phase":"rl".*"eval_pass@1":[0-9]' sc.jsonl || fail "no eval line against the true answers"
+nolabel=$(grep '"phase":"rl"' sc.jsonl | grep -v '"eval_pass@1"' | grep -c '"sc_label_acc":null')
+[ "$nolabel" = 3 ] || fail "sc_label_acc should be null without references ($nolabel of 3 lines)"
 grep "^step [0-9]/3 rl\|^eval (rl" sc.log | cut -c1-100
 echo "self-consistency run: ok"
