@@ -13,6 +13,8 @@
  *   /data                 uint64 [3] dataset cursor, epoch, shuffle seed (attr names)
  *   /controller           float64 [n] controller running sums (attr names, comma-separated)
  *   /buffer               uint8 [n] pending samples of the async modes (optional)
+ *   /difficulty           uint8 [n] the difficulty filter's per-prompt pass rates (optional;
+ *                         rl/difficulty.h difficulty_save)
  * Every dataset carries a uint32 attribute `crc32`: zlib's CRC-32 of the full
  * logical tensor's little-endian bytes (io/crc32.h).
  *
@@ -95,6 +97,9 @@ struct ckpt_state {
   int has_buffer;
   unsigned char *buffer;         /* async modes: serialised pending samples (rank 0's is saved) */
   size_t buffer_len;
+  int has_difficulty;
+  unsigned char *difficulty;     /* [algo] difficulty_filter's state (rl/difficulty.h) */
+  size_t difficulty_len;
   int owned;
 };
 

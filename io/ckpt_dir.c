@@ -252,7 +252,9 @@ void ckpt_describe(const struct ckpt_state *st, char *buf, size_t len) {
                   "%d controller sums", st->n_rng, (unsigned long long)st->data.cursor,
                   (unsigned long long)st->data.epoch, st->n_ctrl);
   if (st->has_buffer && n >= 0 && (size_t)n < len)
-    snprintf(buf + n, len - (size_t)n, ", buffer %zu bytes", st->buffer_len);
+    n += snprintf(buf + n, len - (size_t)n, ", buffer %zu bytes", st->buffer_len);
+  if (st->has_difficulty && n >= 0 && (size_t)n < len)
+    snprintf(buf + n, len - (size_t)n, ", difficulty filter %zu bytes", st->difficulty_len);
 }
 
 int ckpt_deck_text(const struct config *cfg, char **deck, char **used_keys) {
@@ -282,6 +284,7 @@ void ckpt_state_free(struct ckpt_state *st) {
     free(st->deck);
     free(st->used_keys);
     free(st->buffer);
+    free(st->difficulty);
   }
   memset(st, 0, sizeof *st);
 }

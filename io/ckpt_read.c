@@ -167,6 +167,12 @@ static int smalls_read(hid_t f, struct ckpt_state *st, const char *path) {
     rc = small_read(f, "buffer", H5T_NATIVE_UCHAR, 1, (size_t)1 << 40, &p, &st->buffer_len, path);
     st->buffer = p;
   }
+  st->has_difficulty = !rc && H5Lexists(f, "difficulty", H5P_DEFAULT) > 0;
+  if (st->has_difficulty) {
+    p = NULL;
+    rc = small_read(f, "difficulty", H5T_NATIVE_UCHAR, 1, (size_t)1 << 40, &p, &st->difficulty_len, path);
+    st->difficulty = p;
+  }
   return rc;
 }
 
@@ -281,6 +287,7 @@ static int state_bcast(struct ckpt_state *st, int rank, MPI_Comm comm) {
     st->critic_adam_m = st->critic_adam_v = NULL;
     st->deck = st->used_keys = NULL;
     st->buffer = NULL;
+    st->difficulty = NULL;
   }
   size_t n = sizeof(float) * model_param_count(&st->mc);
   size_t nc = st->has_critic ? sizeof(float) * model_param_count(&st->critic_mc) : 0;
@@ -294,6 +301,8 @@ static int state_bcast(struct ckpt_state *st, int rank, MPI_Comm comm) {
     if (!rc) rc = bcast_alloc((void **)&st->critic_adam_v, nc, rank, comm);
   }
   if (!rc && st->has_buffer) rc = bcast_alloc((void **)&st->buffer, st->buffer_len, rank, comm);
+  if (!rc && st->has_difficulty)
+    rc = bcast_alloc((void **)&st->difficulty, st->difficulty_len, rank, comm);
   if (!rc) rc = bcast_alloc((void **)&st->deck, lens[0], rank, comm);
   if (!rc) rc = bcast_alloc((void **)&st->used_keys, lens[1], rank, comm);
   return rc;

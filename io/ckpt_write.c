@@ -24,13 +24,13 @@
 #include "mpi/wait.h"
 #include "util/error.h"
 
-enum { SMALL_RNG, SMALL_DATA, SMALL_CTRL, SMALL_BUFFER, SMALL_N };
+enum { SMALL_RNG, SMALL_DATA, SMALL_CTRL, SMALL_BUFFER, SMALL_DIFFICULTY, SMALL_N };
 
 /* The small datasets as rank 0 has them (broadcast so that every rank agrees). */
 struct small_info {
   uint64_t len[SMALL_N];  /* elements */
   uint32_t crc[SMALL_N];
-  int has_buffer, nonfinite;
+  int has_buffer, has_difficulty, nonfinite;
   int bad;                /* counts out of range or a controller name empty or with a comma */
 };
 
@@ -74,6 +74,9 @@ static void small_checksums(struct writer *w) {
   s->crc[SMALL_DATA] = crc32_bytes(0, data, sizeof data);
   s->crc[SMALL_CTRL] = crc32_bytes(0, st->ctrl, sizeof(double) * (size_t)st->n_ctrl);
   s->crc[SMALL_BUFFER] = s->len[SMALL_BUFFER] ? crc32_bytes(0, st->buffer, st->buffer_len) : 0;
+  s->has_difficulty = st->has_difficulty;
+  s->len[SMALL_DIFFICULTY] = st->has_difficulty ? st->difficulty_len : 0;
+  s->crc[SMALL_DIFFICULTY] = s->len[SMALL_DIFFICULTY] ? crc32_bytes(0, st->difficulty, st->difficulty_len) : 0;
   double acc = st->lr * 0.0;
   for (int i = 0; i < st->n_ctrl; i++) acc += st->ctrl[i] * 0.0;
   s->nonfinite = acc != 0.0;
@@ -305,6 +308,9 @@ static int smalls_write(struct writer *w, hid_t f) {
   if (!bad && s->has_buffer)
     bad = small_write(w, f, "buffer", H5T_STD_U8LE, H5T_NATIVE_UCHAR, s->len[SMALL_BUFFER],
                       st->buffer, s->crc[SMALL_BUFFER], NULL);
+  if (!bad && s->has_difficulty)
+    bad = small_write(w, f, "difficulty", H5T_STD_U8LE, H5T_NATIVE_UCHAR, s->len[SMALL_DIFFICULTY],
+                      st->difficulty, s->crc[SMALL_DIFFICULTY], NULL);
   free(names);
   return bad;
 }
@@ -444,6 +450,9 @@ static int file_verify(struct writer *w) {
     if (s->has_buffer)
       bad |= small_verify(w, f, "buffer", H5T_NATIVE_UCHAR, 1, s->len[SMALL_BUFFER],
                           s->crc[SMALL_BUFFER]);
+    if (s->has_difficulty)
+      bad |= small_verify(w, f, "difficulty", H5T_NATIVE_UCHAR, 1, s->len[SMALL_DIFFICULTY],
+                          s->crc[SMALL_DIFFICULTY]);
     for (int gi = 0, k = 0; gi < w->ng && !bad; gi++)
       for (int i = 0; i < w->g[gi].t->n && !bad; i++, k++) {
         bad = vp[k].crc != w->parts[k].crc || stored[k] != w->parts[k].crc ||

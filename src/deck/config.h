@@ -53,7 +53,7 @@ enum adv_estimator { ADV_GRPO, ADV_DR_GRPO, ADV_RLOO, ADV_REINFORCE_PP, ADV_REIN
 enum adv_std { STD_UNBIASED, STD_BIASED };
 enum policy_loss { PL_PPO_CLIP, PL_GSPO, PL_CISPO };
 enum loss_agg { AGG_TOKEN_MEAN, AGG_SEQ_MEAN_TOKEN_SUM, AGG_SEQ_MEAN_TOKEN_MEAN,
-                AGG_SEQ_MEAN_TOKEN_SUM_NORM };
+                AGG_SEQ_MEAN_TOKEN_SUM_NORM, AGG_SEQ_MEAN_TOKEN_SUM_NORM_VERL };
 enum kl_estimator { KL_K1, KL_K2, KL_K3, KL_LOW_VAR };
 enum kl_place { KL_IN_LOSS, KL_IN_REWARD };
 enum old_logprobs { OLDLP_RECOMPUTE, OLDLP_ROLLOUT };
@@ -61,6 +61,8 @@ enum dpo_loss { DPO_SIGMOID, DPO_IPO };
 enum tis_mode { TIS_OFF, TIS_TOKEN_TRUNCATE, TIS_SEQ_TRUNCATE, TIS_TOKEN_MASK, TIS_SEQ_MASK };
 enum rollout_scheduling { ROLLOUT_FCFS, ROLLOUT_LONGEST_FIRST };
 enum ckpt_on_error { CKPT_ON_ERROR_ABORT, CKPT_ON_ERROR_CONTINUE };
+enum sft_source { SFT_SOURCE_DATASET, SFT_SOURCE_REJECTION };
+enum sft_keep { SFT_KEEP_CORRECT, SFT_KEEP_WRONG, SFT_KEEP_ALL };
 /* [data] enums (src/tasks/dataset.h). */
 enum data_verifier { DATA_VERIFY_MATH, DATA_VERIFY_ARITH, DATA_VERIFY_COUNTDOWN, DATA_VERIFY_EXACT };
 enum data_bad_line { DATA_BAD_LINE_ERROR, DATA_BAD_LINE_SKIP };
@@ -81,6 +83,8 @@ struct config {
     double lr;
     long warmup_steps;
     struct cfg_list target_band;
+    int source, rejection_keep;      /* enum sft_source, enum sft_keep */
+    long rejection_rounds, rejection_prompts, rejection_samples;
   } sft;
   struct {
     char init[CFG_STR_MAX];
@@ -114,15 +118,18 @@ struct config {
     char rm_path[CFG_STR_MAX];
     double rm_alpha;
     long rm_batch_tokens;
+    int self_consistency;
+    double sc_min_agreement;
   } reward;
   struct {
     int name;
     long group_size, prompts_per_step, mini_batches, ppo_epochs;
     int adv_estimator, std, policy_loss, loss_agg, kl_estimator, kl_in, old_logprobs, dpo_loss, tis;
-    int whiten_adv, dynamic_sampling;
+    int whiten_adv, dynamic_sampling, difficulty_filter;
     double adv_eps, clip_low, clip_high, dual_clip, kl_coef, entropy_coef, gamma, lam, vf_coef;
     double value_clip, logprob_min, overlong_penalty, dpo_beta, tis_cap, tis_min;
-    long max_resample_rounds, overlong_buffer;
+    long max_resample_rounds, overlong_buffer, difficulty_window;
+    double difficulty_low, difficulty_high;
   } algo;
   struct {
     long max_new_tokens, top_k, kv_cache_mb, max_batch_tokens, max_num_seqs;

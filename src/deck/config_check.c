@@ -89,6 +89,12 @@ static int cross_ranges(const struct cross *x) {
     return cross_fail(x, "sft", "target_band", NULL, NULL, "expected two items lo, hi with lo <= hi");
   if (c->rollout.temperature < 0)
     return cross_fail(x, "rollout", "temperature", NULL, NULL, "must be >= 0");
+  if (c->sft.source == SFT_SOURCE_REJECTION && c->sft.pool > 0)
+    return cross_fail(x, "sft", "pool", "sft", "source", "sft.pool draws from the dataset's examples; "
+                      "sft.source = rejection trains on the model's own samples instead");
+  if (c->sft.source == SFT_SOURCE_REJECTION && c->sft.steps < c->sft.rejection_rounds)
+    return cross_fail(x, "sft", "steps", "sft", "rejection_rounds", "sft.steps (%ld) must be at least "
+                      "sft.rejection_rounds (%ld): every round trains", c->sft.steps, c->sft.rejection_rounds);
   return 0;
 }
 
@@ -175,6 +181,13 @@ int config_reward_check(const struct config *cfg, char *err, size_t errlen) {
   if (!cfg->reward.rm_path[0] && cfg->reward.rm_alpha < 1.0) {
     snprintf(err, errlen, "[reward] rm_alpha = %g mixes in a reward model, but [reward] rm_path is empty "
              "(set rm_path to a model file with a value head, or rm_alpha = 1)", cfg->reward.rm_alpha);
+    return 2;
+  }
+  int countdown = !strcmp(cfg->task.name, "countdown") ||
+                  (!strcmp(cfg->task.name, "jsonl") && cfg->data.verifier == DATA_VERIFY_COUNTDOWN);
+  if (cfg->reward.self_consistency && countdown) {
+    snprintf(err, errlen, "[reward] self_consistency votes on final answers, but the countdown verifier "
+             "checks an expression against the target: there is no answer to vote on");
     return 2;
   }
   if (buffer >= max_new && buffer > 0) {

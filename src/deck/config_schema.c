@@ -44,6 +44,11 @@ const struct cfg_key cfg_schema[] = {
   INT("sft", "pool", "0", 0, 1e9, "examples", "SFT sees only this many fixed examples (0 = fresh examples every step)", sft.pool),
   INT("sft", "eval_prompts", "200", 1, 1e7, "prompts", "Held-out prompts for the end-of-SFT greedy exact match", sft.eval_prompts),
   LIST("sft", "target_band", "0.0, 1.0", 0, 1, "fraction", "Post-SFT pass@1 must land in [lo, hi]; the run says so clearly when it does not", sft.target_band),
+  ENUM("sft", "source", "dataset", "dataset|rejection", "SFT examples: dataset = the task's reference answers; rejection = the model's own samples that the task's verifier accepts (rejection-sampling fine-tuning): each of rejection_rounds rounds generates rejection_samples per prompt for rejection_prompts train prompts with the current policy, keeps the accepted ones and trains [sft] steps / rejection_rounds steps on them", sft.source),
+  INT("sft", "rejection_rounds", "1", 1, 1e6, "rounds", "source = rejection: generate-filter-train rounds; [sft] steps are split evenly among them", sft.rejection_rounds),
+  INT("sft", "rejection_prompts", "64", 1, 1e7, "prompts", "source = rejection: train prompts generated for per round", sft.rejection_prompts),
+  INT("sft", "rejection_samples", "8", 1, 1e5, "samples", "source = rejection: samples per prompt at [rollout] temperature", sft.rejection_samples),
+  ENUM("sft", "rejection_keep", "correct", "correct|wrong|all", "source = rejection: which samples become SFT examples: correct = those the verifier accepts (rejection sampling); wrong and all are ablations that show what the verifier's filter adds", sft.rejection_keep),
 
   /* [model] */
   STR("model", "init", "scratch", "Initial weights: scratch | gguf:PATH | hf:DIR | ckpt:PATH. gguf: (GGUF file) and hf: (Hugging Face directory: config.json, *.safetensors, tokenizer.json) also give the model shape and the tokenizer", model.init),
@@ -105,6 +110,8 @@ const struct cfg_key cfg_schema[] = {
   STR("reward", "format_tags", "", "Answer tags \"OPEN,CLOSE\", e.g. <answer>,</answer>; when set, the verifier reads the inside of the single block (empty = whole response)", reward.format_tags),
   PATH("reward", "rm_path", "", "Reward model: an HDF5 model file with a value head (rlpt init with [model] value_head = true, or a checkpoint file or directory whose model or PPO critic has one); it scores prompt + response at the final token as reward_parts.rm (empty = none)", reward.rm_path),
   FLT("reward", "rm_alpha", "1.0", 0, 1, "", "Mix of rule and reward model: reward = rm_alpha * (weighted rule components) + (1 - rm_alpha) * rm; 1 = rule only (rm is still reported when rm_path is set); below 1 needs rm_path", reward.rm_alpha),
+  BOOL("reward", "self_consistency", "false", "Label-free rewards (TTRL): `correct` is 1 when a sample's final answer (the verifier's canonical form) is its group's most frequent one (ties: the smallest answer text), instead of matching the reference; evals still score against the reference; JSONL rows may then lack the answer (not with the countdown verifier, which has no answer to vote on)", reward.self_consistency),
+  FLT("reward", "sc_min_agreement", "0", 0, 1, "fraction", "self_consistency: a group whose majority answer is given by fewer than this share of its samples gets correct = 0 throughout", reward.sc_min_agreement),
   INT("reward", "rm_batch_tokens", "1024", 1, 1e8, "tokens", "Tokens per reward-model forward (prompt + response sequences packed; raised to [model] max_seq when smaller)", reward.rm_batch_tokens),
 
   /* [algo] */
@@ -122,8 +129,8 @@ const struct cfg_key cfg_schema[] = {
   FLT("algo", "clip_low", "0.2", 0, 1, "", "Ratio clip below: 1 - clip_low", algo.clip_low),
   FLT("algo", "clip_high", "0.2", 0, 100, "", "Ratio clip above: 1 + clip_high (DAPO clip-higher 0.28)", algo.clip_high),
   FLT("algo", "dual_clip", "3.0", 0, 1e6, "", "Dual-clip constant c > 1 for A < 0 (0 = off)", algo.dual_clip),
-  ENUM("algo", "loss_agg", "token-mean", "token-mean|seq-mean-token-sum|seq-mean-token-mean|seq-mean-token-sum-norm", "Loss aggregation over tokens and sequences (preset)", algo.loss_agg),
-  ENUM("algo", "kl_estimator", "k3", "k1|k2|k3|low_var_kl", "KL-to-reference estimator", algo.kl_estimator),
+  ENUM("algo", "loss_agg", "token-mean", "token-mean|seq-mean-token-sum|seq-mean-token-mean|seq-mean-token-sum-norm|seq-mean-token-sum-norm-verl", "Loss aggregation over tokens and sequences (preset). seq-mean-token-sum-norm is Dr. GRPO's sum / (N_seq * max_new_tokens); seq-mean-token-sum-norm-verl is veRL's agg_loss of that name, sum / max_new_tokens (veRL's padded width) without the 1 / N_seq", algo.loss_agg),
+  ENUM("algo", "kl_estimator", "k3", "k1|k2|k3|low_var_kl", "KL-to-reference estimator at x = lp - lp_ref: k3 = exp(-x) + x - 1 unclamped; low_var_kl = k3 clamped to [-10, 10] (what veRL computes for both its k3 and low_var_kl)", algo.kl_estimator),
   ENUM("algo", "kl_in", "loss", "loss|reward", "KL placement: a loss term (gradient through lp) or a per-token reward penalty", algo.kl_in),
   FLT("algo", "kl_coef", "0.001", 0, 1e3, "", "KL coefficient (0 = no KL, no reference forward)", algo.kl_coef),
   FLT("algo", "entropy_coef", "0", 0, 1e3, "", "Entropy bonus coefficient (loss -= coef * entropy)", algo.entropy_coef),
@@ -136,6 +143,10 @@ const struct cfg_key cfg_schema[] = {
   FLT("algo", "logprob_min", "-20", -1e6, 0, "nats", "Logprobs below this (and -inf) are clamped to it", algo.logprob_min),
   BOOL("algo", "dynamic_sampling", "false", "DAPO: drop groups whose rewards are all equal and resample", algo.dynamic_sampling),
   INT("algo", "max_resample_rounds", "4", 0, 1e6, "rounds", "Dynamic sampling: most extra generation rounds per step", algo.max_resample_rounds),
+  BOOL("algo", "difficulty_filter", "false", "Stop drawing train prompts whose running pass rate (share of correct samples over their last difficulty_window groups) is <= difficulty_low or >= difficulty_high; skipped draws are counted in prompts_filtered; the state is in the checkpoint", algo.difficulty_filter),
+  INT("algo", "difficulty_window", "4", 1, 1e6, "groups", "Difficulty filter: a prompt's running pass rate is over its last this many groups", algo.difficulty_window),
+  FLT("algo", "difficulty_low", "0", 0, 1, "fraction", "Difficulty filter: skip a prompt whose running pass rate is at or below this (0 = never solved)", algo.difficulty_low),
+  FLT("algo", "difficulty_high", "1", 0, 1, "fraction", "Difficulty filter: skip a prompt whose running pass rate is at or above this (1 = always solved)", algo.difficulty_high),
   INT("algo", "overlong_buffer", "0", 0, 1e7, "tokens", "DAPO overlong shaping buffer Lcache (0 = off)", algo.overlong_buffer),
   FLT("algo", "overlong_penalty", "1.0", 0, 1e6, "", "Scale of the overlong shaping reward (-penalty at the limit)", algo.overlong_penalty),
   FLT("algo", "dpo_beta", "0.1", 0, 1e6, "", "DPO/IPO beta", algo.dpo_beta),

@@ -34,7 +34,7 @@ struct algo_batch {
 struct algo_params {
   int policy_loss, loss_agg, kl_estimator, kl_in;
   double clip_low, clip_high, dual_clip, kl_coef, entropy_coef, vf_coef, value_clip;
-  long l_max;          /* rollout.max_new_tokens: the constant of seq-mean-token-sum-norm */
+  long l_max;          /* rollout.max_new_tokens: the constant of seq-mean-token-sum-norm(-verl) */
 };
 void algo_params_from_config(const struct config *cfg, struct algo_params *p);
 
@@ -104,6 +104,7 @@ void algo_counts_local(const struct algo_batch *b, struct algo_counts *c);
  *   seq-mean-token-sum       m / max(N_seq_valid, 1)
  *   seq-mean-token-mean      m / (max(N_seq_valid, 1) * L_i)
  *   seq-mean-token-sum-norm  m / (max(N_seq, 1) * l_max)   (l_max = max_new_tokens)
+ *   seq-mean-token-sum-norm-verl  m / l_max                 (veRL's agg_loss of that name)
  * Sequences without valid tokens get weight 0. */
 void algo_agg_weights(const struct algo_batch *b, int mode, const struct algo_counts *g,
                       long l_max, float *w);

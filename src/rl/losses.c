@@ -28,6 +28,7 @@ static double agg_factor(int mode, const struct algo_counts *g, double len_i, lo
     case AGG_SEQ_MEAN_TOKEN_SUM: return 1.0 / max1(g->n_seq_valid);
     case AGG_SEQ_MEAN_TOKEN_MEAN: return 1.0 / (max1(g->n_seq_valid) * len_i);
     case AGG_SEQ_MEAN_TOKEN_SUM_NORM: return 1.0 / (max1(g->n_seq) * max1((double)l_max));
+    case AGG_SEQ_MEAN_TOKEN_SUM_NORM_VERL: return 1.0 / max1((double)l_max);  /* veRL agg_loss */
     default: return 1.0 / max1(g->n_tok);
   }
 }

@@ -29,6 +29,9 @@ struct step_metrics {
   double logprob_diff_max, lag_mean, lag_max, drop_ratio, tis_clipfrac;
   double groups_filtered, skipped_nonfinite, reward_nonfinite, reward_parts_const_frac;
   double gen_rounds, groups_trained;     /* dynamic sampling: generation rounds, groups in the update */
+  double prompts_filtered;              /* difficulty filter: draws skipped this step */
+  double sft_generated, sft_kept;       /* rejection SFT: a round's samples, those kept */
+  double sc_label_acc;                  /* self_consistency: majority answers the reference accepts */
   double t_gen, t_reward, t_ref, t_train, t_sync, t_ckpt;
   double gen_tok_per_s, train_tok_per_s, sync_gbps, mfu;
   /* eval lines only (has_eval = 1) */

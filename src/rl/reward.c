@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rl/self_consistency.h"
 #include "tasks/verify.h"
 
 const char *reward_component_name(enum reward_component c) {
@@ -26,6 +27,8 @@ int reward_init(struct reward_cfg *rc, const struct config *cfg, char *err, size
   rc->has_rm = cfg->reward.rm_path[0] != '\0';
   rc->rm_alpha = cfg->reward.rm_alpha;
   rc->weight[REWARD_RM] = rc->has_rm ? 1.0 : 0.0;
+  rc->self_consistency = cfg->reward.self_consistency;
+  rc->sc_min_agreement = cfg->reward.sc_min_agreement;
   int rc_deck = config_reward_check(cfg, err, errlen);
   if (rc_deck) return rc_deck;
   return config_format_tags(cfg->reward.format_tags, rc->open_tag, rc->close_tag, err, errlen);
@@ -58,14 +61,25 @@ double reward_score_one(const struct reward_cfg *rc, const struct task *t, const
   return reward_score_one_rm(rc, t, it, 0.0, parts, nonfinite);
 }
 
+/* The text the verifier reads, [off, off + inner): the single format_tags block's inside,
+ * else the whole response; returns the format score. */
+static double verify_span(const struct reward_cfg *rc, const struct reward_item *it, size_t *off,
+                          size_t *inner) {
+  const char *text = it->text ? it->text : "";
+  size_t len = it->text ? it->len : 0;
+  double fmt = 1.0;
+  *off = 0, *inner = len;
+  if (rc->open_tag[0]) fmt = verify_format(text, len, rc->open_tag, rc->close_tag, off, inner);
+  if (fmt != 1.0) { *off = 0; *inner = len; }
+  return fmt;
+}
+
 double reward_score_one_rm(const struct reward_cfg *rc, const struct task *t, const struct reward_item *it,
                            double rm, double parts[REWARD_NCOMPONENTS], int *nonfinite) {
   const char *text = it->text ? it->text : "";
-  size_t len = it->text ? it->len : 0, off = 0, inner = len;
+  size_t off, inner;
   int bad = 0;
-  double fmt = 1.0;
-  if (rc->open_tag[0]) fmt = verify_format(text, len, rc->open_tag, rc->close_tag, &off, &inner);
-  if (fmt != 1.0) { off = 0; inner = len; }
+  double fmt = verify_span(rc, it, &off, &inner);
   parts[REWARD_CORRECT] = task_verify(t, it->prompt, text + off, inner);
   parts[REWARD_FORMAT] = fmt;
   parts[REWARD_LENGTH] = rc->max_new_tokens > 0 ? -(double)it->n_tokens / (double)rc->max_new_tokens : 0.0;
@@ -102,6 +116,51 @@ int reward_score_batch(const struct reward_cfg *rc, const struct task *t, const 
   return reward_score_batch_rm(rc, t, items, NULL, n, n_groups, rewards, parts, st);
 }
 
+/* TTRL's label accuracy: of the groups with a majority and a reference answer, those whose
+ * majority sample the reference accepts (parts still hold the reference's verdicts). */
+static void label_accuracy(const struct reward_item *items, const int *winner, int n_groups,
+                           double (*parts)[REWARD_NCOMPONENTS], struct reward_stats *st) {
+  for (int g = 0; g < n_groups; g++) {
+    if (winner[g] < 0 || !items[winner[g]].prompt->answer[0]) continue;
+    st->sc_labeled++;
+    st->sc_label_ok += parts[winner[g]][REWARD_CORRECT] == 1.0;
+  }
+}
+
+/* [reward] self_consistency: every correct part replaced by agreement with its group's
+ * majority answer (rl/self_consistency.h), the totals recombined, the label accuracy into
+ * st. 0, or 1 out of memory or a verifier without answers (refused by config_reward_check). */
+static int relabel(const struct reward_cfg *rc, const struct task *t, const struct reward_item *items, int n,
+                   int n_groups, double *rewards, double (*parts)[REWARD_NCOMPONENTS], struct reward_stats *st) {
+  char (*answers)[SC_ANSWER_MAX] = malloc(sizeof *answers * (size_t)(n + 1));
+  int *group = malloc(sizeof(int) * (size_t)(n + 1)), *winner = malloc(sizeof(int) * (size_t)(n_groups + 1));
+  double *correct = malloc(sizeof(double) * (size_t)(n + 1));
+  int rc_out = !answers || !group || !correct || !winner;
+  for (int i = 0; !rc_out && i < n; i++) {
+    size_t off, inner;
+    verify_span(rc, &items[i], &off, &inner);
+    long w = task_answer(t, items[i].text ? items[i].text + off : "", items[i].text ? inner : 0, answers[i],
+                         SC_ANSWER_MAX);
+    if (w < 0) rc_out = 1;
+    if (w <= 0) answers[i][0] = '\0';
+    group[i] = items[i].group;
+  }
+  if (!rc_out)
+    rc_out = sc_pseudo_correct((const char (*)[SC_ANSWER_MAX])answers, group, n, n_groups, rc->sc_min_agreement,
+                               correct, winner, NULL) != 0;
+  if (!rc_out) label_accuracy(items, winner, n_groups, parts, st);
+  for (int i = 0; !rc_out && i < n; i++) {
+    int bad = 0;
+    parts[i][REWARD_CORRECT] = correct[i];
+    rewards[i] = finite_or_zero(reward_combine(rc, parts[i]), &bad);
+  }
+  free(answers);
+  free(group);
+  free(winner);
+  free(correct);
+  return rc_out;
+}
+
 int reward_score_batch_rm(const struct reward_cfg *rc, const struct task *t, const struct reward_item *items,
                           const double *rm, int n, int n_groups, double *rewards, double (*parts)[REWARD_NCOMPONENTS],
                           struct reward_stats *st) {
@@ -115,6 +174,9 @@ int reward_score_batch_rm(const struct reward_cfg *rc, const struct task *t, con
     int bad = 0;
     rewards[i] = reward_score_one_rm(rc, t, &items[i], rm ? rm[i] : 0.0, parts[i], &bad);
     st->nonfinite += bad;
+  }
+  if (rc->self_consistency && relabel(rc, t, items, n, n_groups, rewards, parts, st) != 0) return 1;
+  for (int i = 0; i < n; i++) {
     sum += rewards[i];
     sum2 += rewards[i] * rewards[i];
     st->acc += parts[i][REWARD_CORRECT] == 1.0;

@@ -39,6 +39,8 @@ struct reward_cfg {
   double overlong_penalty;
   int has_rm;        /* [reward] rm_path is set */
   double rm_alpha;   /* total = rm_alpha * rule + (1 - rm_alpha) * rm */
+  int self_consistency;      /* correct = agreement with the group's majority (rl/self_consistency.h) */
+  double sc_min_agreement;   /* below this majority share a group's correct parts are 0 */
 };
 
 /* One response to score. group: the prompt's group id, in [0, n_groups). */
@@ -58,6 +60,8 @@ struct reward_stats {
   double part_const_frac[REWARD_NCOMPONENTS];     /* reward_parts_const_frac.<name>: share of groups
                                                 in which the component is constant */
   double reward_const_frac;                  /* share of groups whose total reward is constant */
+  int sc_labeled, sc_label_ok;               /* self_consistency: groups with a majority and a
+                                                reference answer; those whose majority is right */
   long nonfinite;                            /* reward_nonfinite: samples with a non-finite value */
 };
 

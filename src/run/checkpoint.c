@@ -2,8 +2,8 @@
  * [checkpoint] dir/step_%08d.h5 collectively (io/ckpt.h) every [checkpoint]
  * every RL steps and after the last one: the policy, the AdamW moments and
  * step, the reference policy when there is one, the data cursor (the next RL
- * prompt index), the PPO critic, the run state of run/restart.h and the canonical
- * deck. A failed write follows [checkpoint] on_error: abort stops the job,
+ * prompt index), the PPO critic, the run state of run/restart.h (with the difficulty
+ * filter's state) and the canonical deck. A failed write follows [checkpoint] on_error: abort stops the job,
  * continue warns and trains on. */
 #include "run/checkpoint.h"
 
@@ -74,6 +74,7 @@ void run_checkpoint(struct run *r, long step) {
   partial_time(r, RUN_PHASE_CKPT, clock_seconds() - t0);
   free(st.deck);
   free(st.used_keys);
+  free(st.difficulty);
   for (int i = 0; i < 4; i++) free(tmp[i]);
   if (rc != CKPT_OK && r->cfg->checkpoint.on_error == CKPT_ON_ERROR_ABORT)
     die_local("step %ld: the checkpoint could not be written ([checkpoint] on_error = abort)", step);

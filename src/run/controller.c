@@ -9,6 +9,7 @@
 #include "monitor/watch.h"
 #include "mpi/xfer.h"
 #include "rl/dynsamp.h"
+#include "run/difficulty_sync.h"
 #include "run/partial.h"
 #include "run/route.h"
 #include "run/run.h"
@@ -33,12 +34,9 @@ void controller_send_prompts(struct run *r, long step, int round) {
   for (int i = 0; i < R; i++) {
     for (long g = route_slice_lo(P, R, i); g < route_slice_lo(P, R, i + 1); g++) {
       struct task_prompt tp;
-      uint64_t id = dynsamp_prompt_id(step, round, g, P, r->cfg->algo.max_resample_rounds);
+      uint64_t id = difficulty_draw(r, step, round, g, &tp);
       struct sample *s = sample_batch_add(&b);
       if (!s) die_local("out of memory for the prompts of step %ld", step);
-      if (task_prompt(&r->task, id, TASK_TRAIN, &tp) != 0)
-        die_local("task: no train problem found for prompt %llu (problem space too small for "
-                  "[task] heldout_frac)", (unsigned long long)id);
       s->prompt_id = (int64_t)id;
       s->group = (int32_t)g;
       s->step = step;
@@ -181,6 +179,7 @@ static void log_rewards(const struct run *r, const double *q, struct step_metric
     active++;
   }
   m->reward_parts_const_frac = active ? cfrac / active : NAN;
+  if (q[PS_SC_LABELED] > 0) m->sc_label_acc = q[PS_SC_LABEL_OK] / q[PS_SC_LABELED];
   m->t_gen = q[PS_T_GEN];
   m->t_reward = q[PS_T_REWARD];
   if (q[PS_T_GEN] > 0) m->gen_tok_per_s = q[PS_GEN_TOK] / q[PS_T_GEN];
@@ -208,6 +207,7 @@ void controller_log_step(struct run *r, const double *q, enum metrics_phase phas
     m.groups_filtered = q[PS_FILTERED];
     m.gen_rounds = q[PS_ROUNDS];
     m.groups_trained = q[PS_SELECTED];
+    if (r->diff.on) m.prompts_filtered = q[PS_PROMPTS_FILTERED];
   }
   if (metrics_log_step(&r->mlog, &m, stdout) != 0)
     die_local("writing the metrics file %s failed", r->cfg->log.metrics_path);

@@ -18,8 +18,7 @@
 #include "util/clock.h"
 #include "util/error.h"
 
-/* 1 when the reward's `correct` component accepts sample s of held-out prompt tp. */
-static int eval_correct(const struct run *r, const struct task_prompt *tp, const struct sample *s) {
+int eval_correct(const struct run *r, const struct task_prompt *tp, const struct sample *s) {
   size_t len = 0;
   char *text = NULL;
   int rc = tokenizer_decode_generated(&r->tok, (const int *)s->resp, (size_t)s->n_resp, &text, &len);
@@ -33,18 +32,16 @@ static int eval_correct(const struct run *r, const struct task_prompt *tp, const
   return parts[REWARD_CORRECT] == 1.0;
 }
 
-/* Generate `group` completions for held-out prompts [lo, hi) into out (sample.group = prompt
- * offset from lo); fills tps[hi - lo]. Adds generation time and tokens to the partial. */
-static void eval_generate(struct run *r, long lo, long hi, int group, long step, struct task_prompt *tps,
-                          struct sample_batch *out) {
+void eval_generate_split(struct run *r, enum task_split split, long lo, long hi, int group,
+                         long step_key, struct task_prompt *tps, struct sample_batch *out) {
   long n = hi - lo;
   struct sample_batch pb;
   sample_batch_init(&pb);
   struct rollout_prompt *rp = calloc_check((size_t)n + 1, sizeof *rp);
   if (sample_batch_reserve(&pb, (int)n) != 0) die_local("out of memory for %ld eval prompts", n);
   for (long j = 0; j < n; j++) {
-    if (task_prompt(&r->task, (uint64_t)(lo + j), TASK_EVAL, &tps[j]) != 0)
-      die_local("task: no held-out problem for eval prompt %ld", lo + j);
+    if (task_prompt(&r->task, (uint64_t)(lo + j), split, &tps[j]) != 0)
+      die_local("task: no %s problem for prompt %ld", split == TASK_EVAL ? "held-out" : "train", lo + j);
     struct sample *s = sample_batch_add(&pb);
     if (!s || run_prompt_tokens(r, &tps[j], s) != 0) die_local("eval prompt '%s' does not encode", tps[j].text);
     rp[j] = (struct rollout_prompt){ .prompt_id = lo + j, .group = (int32_t)j,
@@ -52,13 +49,19 @@ static void eval_generate(struct run *r, long lo, long hi, int group, long step,
   }
   char err[512];
   double t0 = clock_seconds();
-  if (rollout_generate(r->engine, rp, (int)n, group, EVAL_STEP_KEY(step), r->weight_version, out, NULL,
-                       err, sizeof err) != 0)
-    die_local("eval generation failed: %s", err);
+  if (rollout_generate(r->engine, rp, (int)n, group, step_key, r->weight_version, out, NULL, err,
+                       sizeof err) != 0)
+    die_local("generation failed: %s", err);
   partial_time(r, RUN_PHASE_GEN, clock_seconds() - t0);
   r->partial[PS_GEN_TOK] += (double)sample_batch_resp_tokens(out);
   free(rp);
   sample_batch_free(&pb);
+}
+
+/* Held-out prompts [lo, hi) of an eval at step. */
+static void eval_generate(struct run *r, long lo, long hi, int group, long step, struct task_prompt *tps,
+                          struct sample_batch *out) {
+  eval_generate_split(r, TASK_EVAL, lo, hi, group, EVAL_STEP_KEY(step), tps, out);
 }
 
 void eval_greedy_share(struct run *r, enum metrics_phase phase, long step) {

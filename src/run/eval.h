@@ -16,12 +16,22 @@
 #define RLPT_EVAL_H
 
 #include "rl/metrics.h"
+#include "tasks/prompt.h"
 
 struct run;
+struct sample;
+struct sample_batch;
 
 /* The RNG step key of an eval at `step` (disjoint from the RL steps' keys). */
 #define EVAL_STEP_KEY(step) (0x80000000L + (step))
 
+/* 1 when the reward's `correct` component accepts sample s of prompt tp. */
+int eval_correct(const struct run *r, const struct task_prompt *tp, const struct sample *s);
+/* Rollout ranks: `group` completions of prompts [lo, hi) of split into out (sample.group =
+ * prompt offset from lo, prompt_id = its index), the RNG keyed by step_key; fills
+ * tps[hi - lo]. Adds generation time and tokens to the partial. */
+void eval_generate_split(struct run *r, enum task_split split, long lo, long hi, int group,
+                         long step_key, struct task_prompt *tps, struct sample_batch *out);
 /* Rollout ranks: this instance's share of the greedy pass (on the band prompts too when
  * phase is PHASE_SFT) and of the sampled one, into the partial (PS_EV_* slots). */
 void eval_greedy_share(struct run *r, enum metrics_phase phase, long step);

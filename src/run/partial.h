@@ -15,10 +15,12 @@ struct run;
 enum partial_slot {
   PS_STEP, PS_RANK, PS_KIND,   /* header (not merged) */
   PS_ROUNDS, PS_FILTERED, PS_SELECTED,  /* dynamic sampling: set by the controller on the merged partial */
+  PS_PROMPTS_FILTERED,                  /* difficulty filter: set by the controller likewise */
   PS_N, PS_R_SUM, PS_R2_SUM, PS_CORRECT, PS_LEN_SUM, PS_TRUNC, PS_NONFINITE,
   PS_PART_SUM, PS_PART_CONST = PS_PART_SUM + REWARD_NCOMPONENTS,
   PS_GROUPS = PS_PART_CONST + REWARD_NCOMPONENTS,
   PS_GEN_TOK, PS_LAG_SUM, PS_TRAINED,
+  PS_SC_LABELED, PS_SC_LABEL_OK,       /* self_consistency: groups with a reference, majority right */
   /* eval */
   PS_EV_GREEDY_N, PS_EV_GREEDY_OK, PS_EV_BAND_N, PS_EV_BAND_OK, PS_EV_N, PS_EV_PASS1, PS_EV_PASSK,
   PS_MAX_BEGIN,

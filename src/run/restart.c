@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "io/ckpt.h"
+#include "run/difficulty_sync.h"
 #include "run/run.h"
 #include "train/trainer.h"
 #include "train/zero.h"
@@ -43,6 +44,10 @@ void restart_fill(const struct run *r, struct ckpt_state *st, long step, int pha
   st->n_rng = 0;  /* every random draw is keyed by (seed, step, ...): no generator state */
   st->data = (struct ckpt_data_cursor){ .cursor = (uint64_t)step * P, .epoch = 0,
                                         .shuffle_seed = (uint64_t)r->cfg->run.seed };
+  /* the difficulty filter's per-prompt rates (freed by the caller after the write) */
+  st->has_difficulty = r->diff.on;
+  if (r->diff.on && difficulty_save(&r->diff, &st->difficulty, &st->difficulty_len) != 0)
+    die_local("out of memory saving the difficulty filter");
 }
 
 /* The checkpoint [run] restart names, into path (rank 0 resolves; the verdict is agreed). */
@@ -140,6 +145,8 @@ int restart_load(struct run *r, struct restart_point *rp) {
     ckpt_describe(st, m->desc, sizeof m->desc);
   }
   if (!rc) MPI_CHECK(MPI_Bcast(m, (int)sizeof *m, MPI_BYTE, r->train_world[0], MPI_COMM_WORLD));
+  if (!rc) rc = difficulty_restore(r, st && st->has_difficulty ? st->difficulty : NULL,
+                                   st && st->has_difficulty ? st->difficulty_len : 0);
   if (!rc) {
     rp->active = 1;
     rp->phase_rl = m->phase_rl;

@@ -10,6 +10,7 @@
 #include "deck/config.h"
 #include "model/params.h"
 #include "mpi/comm.h"
+#include "rl/difficulty.h"
 #include "rl/experience.h"
 #include "rl/reward.h"
 #include "run/metrics_log.h"
@@ -55,6 +56,9 @@ struct run {
   double t_start;
   double sft_pass1, rl_pass1;       /* greedy pass@1 after SFT and at the end (NaN: not run) */
   int ds_warned;                    /* dynamic sampling fell short once (warned on the console) */
+  struct difficulty diff;           /* every rank: the difficulty filter (run/difficulty_sync.h) */
+  long diff_skipped;                /* controller: draws the filter skipped this step */
+  int diff_warned;                  /* controller: the filter ran out of draws once (warned) */
   struct doctor_watch *watch;       /* the doctor's checks on each RL line (monitor/watch.h);
                                        created at the first one */
   double t_ckpt_last;               /* train dp 0: seconds of the last checkpoint, reported in

@@ -13,6 +13,7 @@
 #include "monitor/watch.h"
 #include "rl/reward_model.h"
 #include "rollout/engine.h"
+#include "run/difficulty_sync.h"
 #include "run/mode.h"
 #include "run/partial.h"
 #include "run/reward_service.h"
@@ -92,6 +93,7 @@ static int setup_common(struct run *r, char *err, size_t len) {
   if (!rc) rc = reward_init(&r->rcfg, r->cfg, err, len);
   if (!rc) rc = reward_service_check(r, err, len);  /* rank 0: [reward] rm_path fits the policy */
   if (!rc) rc = check_lengths(r, err, len);
+  if (!rc && difficulty_run_init(r) != 0) rc = 1, snprintf(err, len, "out of memory");
   if (!rc && build_maps(r) != 0) {
     snprintf(err, len, "out of memory");
     rc = 1;
@@ -204,6 +206,7 @@ void run_teardown(struct run *r) {
   free(r->train_world);
   if (r->is_ctl) metrics_log_close(&r->mlog);
   samples_log_close(r);
+  difficulty_free(&r->diff);
   watch_free(r->watch);
   tokenizer_free(&r->tok);
 }

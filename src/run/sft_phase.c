@@ -3,7 +3,8 @@
  * the task's train split, train/trainer.h's SFT data path); train dp 0 reports each
  * step's metrics to the controller, which logs a `phase sft` line and watches
  * the step's deadline. Nothing else runs during SFT: the other ranks wait for
- * the weight broadcast that follows it. */
+ * the weight broadcast that follows it; with [sft] source = rejection the rollout ranks also
+ * generate each round's examples (run/rejection_sft.h). */
 #include "run/sft_phase.h"
 
 #include <math.h>
@@ -12,23 +13,28 @@
 
 #include "run/controller.h"
 #include "run/partial.h"
+#include "run/rejection_sft.h"
 #include "run/run.h"
 #include "train/trainer.h"
 #include "util/alloc.h"
 #include "util/clock.h"
 #include "util/error.h"
 
-static void sft_train_step(struct run *r, struct sft_batch *b, long step) {
-  long k0, n;
+/* pool: [sft] source = rejection's examples (run/rejection_sft.h), else NULL: the task's. */
+static void sft_train_step(struct run *r, struct sft_batch *b, long step, struct rejection_pool *pool) {
+  long k0, n, B = r->cfg->sft.batch_size;
   char err[512];
-  trainer_sft_share(r->cfg->sft.batch_size, r->comms.place.dp, r->comms.counts.train_dp, &k0, &n);
-  int rc = trainer_sft_batch_from_task(b, r->cfg, &r->task, &r->tok, r->mc.max_seq, step, k0, n, err,
-                                       sizeof err);
+  trainer_sft_share(B, r->comms.place.dp, r->comms.counts.train_dp, &k0, &n);
+  int rc = pool ? rejection_sft_batch(pool, b, B, step, k0, n, r->mc.max_seq, err, sizeof err)
+                : trainer_sft_batch_from_task(b, r->cfg, &r->task, &r->tok, r->mc.max_seq, step, k0, n,
+                                              err, sizeof err);
   if (rc) die_local("SFT step %ld: %s", step, err);
   struct step_metrics m;
   metrics_init(&m);
-  if (trainer_sft_step(r->trainer, b->tokens, b->cu_seqlens, b->mask, b->nseq, &m) != 0)
+  int empty = pool && pool->kept.n == 0;  /* a rejection round that kept nothing */
+  if (!empty && trainer_sft_step(r->trainer, b->tokens, b->cu_seqlens, b->mask, b->nseq, &m) != 0)
     die_local("SFT step %ld failed", step);
+  rejection_sft_metrics(pool, &m);
   if (r->comms.place.dp == 0) {
     for (int i = 0; i < metric_fields_len; i++) r->partial[PS_TRAIN_BEGIN + i] = *metrics_field(&m, i);
     r->partial[PS_HAS_TRAIN] = 1;
@@ -43,6 +49,7 @@ void sft_phase_run(struct run *r) {
   sft_batch_init(&b);
   if (r->is_train) trainer_begin_sft(r->trainer);
   int train0 = r->train_world[0];
+  struct rejection_pool *pool = rejection_pool_new(r);
   char *expect = calloc_check((size_t)r->comms.world_size, 1);
   double *q = malloc_check(sizeof(double) * (size_t)r->partial_len);
   expect[train0] = 1;
@@ -54,18 +61,21 @@ void sft_phase_run(struct run *r) {
   }
   for (long s = 1; s <= S; s++) {
     double t0 = clock_seconds();
+    rejection_sft_round(r, pool, s - 1);
     partial_reset(r, s, PK_SFT);
     if (r->is_train) {
       /* trainer_sft_example keys examples by the 0-based step */
-      sft_train_step(r, &b, s - 1);
+      sft_train_step(r, &b, s - 1, pool);
       if (r->comms.world_rank == train0) partial_report(r);
     }
     if (r->is_ctl) {
       controller_collect(r, expect, "sft", s, q);
       controller_log_step(r, q, PHASE_SFT, s, clock_seconds() - t0);
     }
-    if (!r->is_train && !r->is_ctl) break;  /* rollout / reward ranks: nothing to do */
+    /* rollout / reward ranks: nothing to do but the rejection rounds */
+    if (!r->is_train && !r->is_ctl && !rejection_sft_rounds_left(r, s)) break;
   }
+  rejection_pool_free(pool);
   free(expect);
   free(q);
   sft_batch_free(&b);

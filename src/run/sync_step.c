@@ -10,6 +10,8 @@
  *   (dynamic sampling: each reward rank sends its kept group numbers to the
  *   controller, which broadcasts them to every rank; while fewer than P are kept
  *   and rounds are left, all of the above runs again on P new prompts: rl/dynsamp.h)
+ *   (difficulty filter: after each round every rank records the groups' correct counts,
+ *   summed over the world: run/difficulty_sync.h)
  *   rollout     its metrics partial to the controller, then the weight sync
  *   reward      the first min(P, kept) groups, renumbered to their slots 0..n-1,
  *               each whole to train DP rank route_slot_dp(n, slot)    -> train
@@ -30,6 +32,7 @@
 #include "rl/dynsamp.h"
 #include "rollout/engine.h"
 #include "run/controller.h"
+#include "run/difficulty_sync.h"
 #include "run/mode.h"
 #include "run/partial.h"
 #include "run/reward_service.h"
@@ -121,6 +124,8 @@ static void partial_add_rewards(struct run *r, const struct sample_batch *b, con
   q[PS_CORRECT] += st->acc * n;
   q[PS_NONFINITE] += (double)st->nonfinite;
   q[PS_GROUPS] += n_groups;
+  q[PS_SC_LABELED] += st->sc_labeled;
+  q[PS_SC_LABEL_OK] += st->sc_label_ok;
   for (int c = 0; c < REWARD_NCOMPONENTS; c++) {
     q[PS_PART_SUM + c] += st->part_mean[c] * n;
     q[PS_PART_CONST + c] += st->part_const_frac[c] * n_groups;
@@ -157,7 +162,8 @@ static void reward_score(struct run *r, struct sample_batch *b) {
 /* One round: score the samples of this rank's rollout instances, move the groups the round
  * keeps into *held and their numbers into groups[] (room for P). Returns how many it
  * kept, or -1 when this rank scored nothing this round. */
-static int score_round(struct run *r, const struct dynsamp *ds, struct sample_batch *held, int32_t *groups) {
+static int score_round(struct run *r, const struct dynsamp *ds, struct sample_batch *held, int32_t *groups,
+                       int64_t *pass) {
   long P = r->cfg->algo.prompts_per_step;
   int R = r->comms.counts.rollout_instances, j = r->comms.place.role_rank[ROLE_REWARD];
   struct sample_batch b;
@@ -168,6 +174,7 @@ static int score_round(struct run *r, const struct dynsamp *ds, struct sample_ba
   if (b.n == 0) return -1;
   double t0 = clock_seconds();
   reward_score(r, &b);
+  if (r->diff.on) difficulty_group_pass(r, &b, pass);
   int n = dynsamp_round_groups(ds, &b, groups);
   if (n < 0) die_local("out of memory filtering %d samples", b.n);
   partial_time(r, RUN_PHASE_REWARD, clock_seconds() - t0);
@@ -310,18 +317,22 @@ static void warn_short(struct run *r, const struct dynsamp *ds, long step) {
 static void run_rounds(struct run *r, long step, struct dynsamp *ds, struct sample_batch *in) {
   struct sample_batch *held = NULL;  /* [round]: the kept groups this reward rank holds */
   int32_t *mine = malloc_check(sizeof(int32_t) * (size_t)(ds->P + 1));
+  int64_t *pass = malloc_check(sizeof(int64_t) * 3 * (size_t)ds->P);  /* difficulty filter */
   while (!dynsamp_done(ds)) {
     int n_mine = -1;
     held = realloc_check(held, sizeof *held * (size_t)(ds->rounds + 1));
     sample_batch_init(&held[ds->rounds]);
+    memset(pass, 0, sizeof(int64_t) * 3 * (size_t)ds->P);
     if (r->is_ctl) controller_send_prompts(r, step, ds->rounds);
     if (r->is_rollout) generate_share(r, step);
-    if (r->is_reward) n_mine = score_round(r, ds, &held[ds->rounds], mine);
+    if (r->is_reward) n_mine = score_round(r, ds, &held[ds->rounds], mine, pass);
     round_agree(r, ds, step, mine, n_mine);
+    if (r->diff.on) difficulty_round_sync(r, pass);
   }
   if (r->is_reward || r->is_train) reward_to_train(r, ds, held, in);
   free(held);
   free(mine);
+  free(pass);
 }
 
 /* Controller: the step's partials collected and its line logged. */
@@ -333,6 +344,8 @@ static void log_step(struct run *r, const struct dynsamp *ds, long step, double 
   q[PS_ROUNDS] = ds->rounds;
   q[PS_FILTERED] = (double)ds->n_filtered;
   q[PS_SELECTED] = (double)dynsamp_selected(ds);
+  q[PS_PROMPTS_FILTERED] = (double)r->diff_skipped;
+  r->diff_skipped = 0;
   warn_short(r, ds, step);
   controller_log_step(r, q, PHASE_RL, step, clock_seconds() - t0);
   free(expect);

@@ -95,11 +95,17 @@ static int row_answer(const struct row_ctx *x, const cJSON *obj, long line, int 
                       char *numbuf, size_t numlen, char *msg, size_t msglen) {
   const char *key = x->cfg->data.answer_key;
   const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(obj, "messages");
-  if (cJSON_GetObjectItemCaseSensitive(obj, key) || last_user < 0)
-    return jsonl_get_text(obj, key, x->path, line, text, numbuf, numlen, msg, msglen);
-  int n = cJSON_GetArraySize(msgs);
+  int n = cJSON_GetArraySize(msgs), has_key = cJSON_GetObjectItemCaseSensitive(obj, key) != NULL;
   const cJSON *last = cJSON_GetArrayItem(msgs, n - 1);
-  if (n - 1 > last_user && !strcmp(cJSON_GetObjectItemCaseSensitive(last, "role")->valuestring, "assistant")) {
+  int assistant = last_user >= 0 && n - 1 > last_user &&
+                  !strcmp(cJSON_GetObjectItemCaseSensitive(last, "role")->valuestring, "assistant");
+  if (!has_key && !assistant && x->cfg->reward.self_consistency) {  /* label-free: voted on */
+    *text = "";
+    return 0;
+  }
+  if (has_key || last_user < 0)
+    return jsonl_get_text(obj, key, x->path, line, text, numbuf, numlen, msg, msglen);
+  if (assistant) {
     *text = cJSON_GetObjectItemCaseSensitive(last, "content")->valuestring;
     return 0;
   }

@@ -276,6 +276,18 @@ double task_verify(const struct task *t, const struct task_prompt *p, const char
   return verify_countdown(resp, len, p->nums, p->n_nums, p->target);
 }
 
+long task_answer(const struct task *t, const char *resp, size_t len, char *out, size_t cap) {
+  enum verify_kind k = VERIFY_MATH;
+  if (t->kind == TASK_COUNTDOWN) return -1;
+  if (t->kind == TASK_ARITH) k = t->chat ? VERIFY_MATH : VERIFY_ARITH;
+  if (t->kind == TASK_JSONL) {
+    enum data_verifier v = t->ds->verifier;
+    if (v == DATA_VERIFY_COUNTDOWN) return -1;
+    k = v == DATA_VERIFY_ARITH ? VERIFY_ARITH : v == DATA_VERIFY_EXACT ? VERIFY_EXACT : VERIFY_MATH;
+  }
+  return (long)verify_answer_canon(k, resp, len, out, cap);
+}
+
 int task_sft_tokens(const struct tokenizer *tok, const struct task_prompt *p, int *ids, size_t cap,
                     size_t *n_prompt, size_t *n_total) {
   size_t n = 0, m = 0, bad = 0;

@@ -68,6 +68,11 @@ int task_prompt(const struct task *t, uint64_t index, enum task_split split, str
 /* Correctness of a response (text without EOS): 1.0 or 0.0. */
 double task_verify(const struct task *t, const struct task_prompt *p, const char *resp, size_t len);
 
+/* The canonical final answer of a response under the task's verifier (verify_answer_canon):
+ * its length, 0 when the response gives none; -1 when the verifier has no answer to compare
+ * (countdown checks an expression against the target). */
+long task_answer(const struct task *t, const char *resp, size_t len, char *out, size_t cap);
+
 /* SFT tokens [BOS] prompt answer [EOS] into ids (cap entries). *n_prompt = tokens of
  * [BOS] prompt (the loss starts after them), *n_total = all. Returns 0, or the
  * tokenizer's error code (TOK_ERR_*). */

@@ -1,7 +1,8 @@
-/* tasks/verify.c: exact rationals shared by the verifiers, the arith verifier and the
- * format verifier (see tasks/verify.h for the rules). */
+/* tasks/verify.c: exact rationals shared by the verifiers, the arith verifier, the
+ * format verifier and the canonical answers votes compare (see tasks/verify.h). */
 #include "tasks/verify.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* |num| and den stay <= 2^62, so a*d + b*c of two values fits 128 bits with room. */
@@ -86,6 +87,32 @@ double verify_arith(const char *resp, size_t len, const char *answer) {
   size_t gl = canon_integer(resp + off, n, got, sizeof got);
   size_t wl = canon_integer(answer, strlen(answer), want, sizeof want);
   return gl && wl && gl == wl && memcmp(got, want, gl) == 0 ? 1.0 : 0.0;
+}
+
+static size_t copy_text(const char *prefix, const char *s, size_t n, char *out, size_t cap) {
+  size_t p = strlen(prefix);
+  if (n == 0 || p + n + 1 > cap) return 0;
+  memcpy(out, prefix, p);
+  memcpy(out + p, s, n);
+  out[p + n] = '\0';
+  return p + n;
+}
+
+size_t verify_answer_canon(enum verify_kind kind, const char *resp, size_t len, char *out, size_t cap) {
+  size_t off = 0, n = 0, t = 0;
+  struct rational q;
+  if (!resp || cap == 0) return 0;
+  if (kind == VERIFY_ARITH || kind == VERIFY_EXACT) {
+    verify_trim(resp, len, &off, &n);
+    return kind == VERIFY_ARITH ? canon_integer(resp + off, n, out, cap) : copy_text("", resp + off, n, out, cap);
+  }
+  if (verify_math_extract(resp, len, &off, &n)) return 0;
+  verify_trim(resp + off, n, &t, &n);
+  if (n && verify_parse_number(resp + off + t, n, &q) == 0) {
+    int w = snprintf(out, cap, "%lld/%lld", (long long)q.num, (long long)q.den);
+    return w > 0 && (size_t)w < cap ? (size_t)w : 0;
+  }
+  return copy_text("\"", resp + off + t, n, out, cap);
 }
 
 /* Occurrences of pat in s[0..len); *first = offset of the first one. Linear for the

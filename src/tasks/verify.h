@@ -51,6 +51,15 @@ double verify_format(const char *resp, size_t len, const char *open, const char 
 /* Span of text without leading/trailing ASCII whitespace. */
 void verify_trim(const char *s, size_t len, size_t *off, size_t *n);
 
+/* ---- the answer a response gives, for votes (tasks/verify.c; rl/self_consistency.h) ----
+ * Canonical text of the final answer, so that answers the verifier holds equal have equal
+ * text: arith: the exact integer (leading zeros, '+', -0 dropped); math: the final answer
+ * (verify_math_extract) as the reduced rational "num/den" when it parses, else its trimmed
+ * text prefixed with '"'; exact: the trimmed response. Returns the length, 0 when the
+ * response gives no answer (or it does not fit cap). */
+enum verify_kind { VERIFY_ARITH, VERIFY_MATH, VERIFY_EXACT };
+size_t verify_answer_canon(enum verify_kind kind, const char *resp, size_t len, char *out, size_t cap);
+
 /* ---- countdown (tasks/verify_countdown.c) ---- */
 enum cd_status {
   CD_OK = 0, CD_EMPTY, CD_SYNTAX, CD_TOO_LONG, CD_TOO_DEEP, CD_OVERFLOW, CD_DIV_ZERO,

@@ -374,6 +374,19 @@ static int sft_reserve(struct sft_batch *b, int seqs, int toks) {
   return 0;
 }
 
+int trainer_sft_batch_add(struct sft_batch *b, const int *ids, size_t n_prompt, size_t n_total) {
+  if (sft_reserve(b, b->nseq + 1, b->n_tok + (int)n_total)) return 1;
+  if (b->nseq == 0) b->cu_seqlens[0] = 0;
+  for (size_t i = 0; i < n_total; i++) {
+    b->tokens[b->n_tok + (int)i] = ids[i];
+    /* position i predicts token i+1: a completion target when i+1 >= n_prompt */
+    b->mask[b->n_tok + (int)i] = (i + 1 >= n_prompt && i + 1 < n_total) ? 1.0f : 0.0f;
+  }
+  b->n_tok += (int)n_total;
+  b->cu_seqlens[++b->nseq] = b->n_tok;
+  return 0;
+}
+
 int trainer_sft_batch_from_task(struct sft_batch *b, const struct config *cfg,
                                 const struct task *task, const struct tokenizer *tok, int max_seq,
                                 long step, long k0, long n, char *err, size_t errlen) {
@@ -391,19 +404,18 @@ int trainer_sft_batch_from_task(struct sft_batch *b, const struct config *cfg,
                task_name(task->kind), (unsigned long long)idx);
       return 2;
     }
+    if (!p.answer[0]) {
+      snprintf(err, errlen, "[task] %s: train example %llu has no answer (a label-free row): SFT on the "
+               "dataset needs answers; set [sft] steps = 0 or [sft] source = rejection",
+               task_name(task->kind), (unsigned long long)idx);
+      return 2;
+    }
     if ((int)n_total > max_seq) {
       snprintf(err, errlen, "[task] %s: train example %llu has %zu tokens, more than [model] "
                "max_seq = %d", task_name(task->kind), (unsigned long long)idx, n_total, max_seq);
       return 2;
     }
-    if (sft_reserve(b, (int)n, b->n_tok + (int)n_total)) return 1;
-    for (size_t i = 0; i < n_total; i++) {
-      b->tokens[b->n_tok + (int)i] = ids[i];
-      /* position i predicts token i+1: a completion target when i+1 >= n_prompt */
-      b->mask[b->n_tok + (int)i] = (i + 1 >= n_prompt && i + 1 < n_total) ? 1.0f : 0.0f;
-    }
-    b->n_tok += (int)n_total;
-    b->cu_seqlens[++b->nseq] = b->n_tok;
+    if (trainer_sft_batch_add(b, ids, n_prompt, n_total)) return 1;
   }
   return 0;
 }

@@ -166,6 +166,9 @@ struct sft_batch {
 void sft_batch_init(struct sft_batch *b);
 void sft_batch_free(struct sft_batch *b);
 
+/* Append one example of n_total tokens whose first n_prompt are the prompt (the loss
+ * covers the rest) to b (emptied by b->nseq = b->n_tok = 0). 0, or 1 when out of memory. */
+int trainer_sft_batch_add(struct sft_batch *b, const int *ids, size_t n_prompt, size_t n_total);
 /* Task index of example k (0 <= k < [sft] batch_size) of SFT step `step`:
  * step * batch_size + k (fresh examples), or with [sft] pool > 0 a draw from
  * [0, pool) keyed by (seed, RNG_STREAM_SFT, step, k). Every rank gets the same. */

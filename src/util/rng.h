@@ -32,6 +32,7 @@ enum rng_stream_id {
   RNG_STREAM_TASK_SPLIT = 5,  /* hash that assigns a problem to train or held-out */
   RNG_STREAM_SHUFFLE = 6,     /* dataset order */
   RNG_STREAM_SFT = 7,         /* SFT example draw */
+  RNG_STREAM_DIFFICULTY = 8,  /* replacement draws for prompts the difficulty filter skips */
   RNG_STREAM_TEST = 99,       /* tests only */
 };
 

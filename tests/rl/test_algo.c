@@ -321,13 +321,17 @@ static void test_aggregation(void) {
   CHECK_NEAR(w[1], 1.0 / 12.0, 1e-7);
   CHECK_NEAR(w[4], 1.0 / 12.0, 1e-7);
   CHECK(w[5] == 0.0f);
+  algo_agg_weights(&t.b, AGG_SEQ_MEAN_TOKEN_SUM_NORM_VERL, &c, 4, w);  /* veRL: 1/l_max = 1/4 */
+  CHECK_NEAR(w[1], 0.25, 1e-7);
+  CHECK_NEAR(w[4], 0.25, 1e-7);
+  CHECK(w[0] == 0.0f && w[5] == 0.0f);
 
   /* No valid token anywhere: divisors max(count, 1), loss 0, no NaN. */
   float none[7] = {0}, lp[7] = {-1, -1, -1, -1, -1, -1, -1}, adv[7] = {1, 1, 1, 1, 1, 1, 1}, dlp[7];
   t.b.mask = none;
   algo_counts_local(&t.b, &c);
   CHECK(c.n_tok == 0.0 && c.n_seq_valid == 0.0);
-  for (int mode = AGG_TOKEN_MEAN; mode <= AGG_SEQ_MEAN_TOKEN_SUM_NORM; mode++) {
+  for (int mode = AGG_TOKEN_MEAN; mode <= AGG_SEQ_MEAN_TOKEN_SUM_NORM_VERL; mode++) {
     struct algo_params p = params(PL_PPO_CLIP, mode);
     struct algo_tokens in = {.lp = lp, .lp_old = lp, .lp_ref = lp, .adv = adv};
     struct algo_stats st = {0};
@@ -360,7 +364,7 @@ static void test_micro_batches(void) {
   algo_counts_local(&m2.b, &c2);
   CHECK(c1.n_tok + c2.n_tok == g.n_tok && c1.n_seq + c2.n_seq == g.n_seq);
   for (int pl = PL_PPO_CLIP; pl <= PL_GSPO; pl++)
-    for (int mode = AGG_TOKEN_MEAN; mode <= AGG_SEQ_MEAN_TOKEN_SUM_NORM; mode++) {
+    for (int mode = AGG_TOKEN_MEAN; mode <= AGG_SEQ_MEAN_TOKEN_SUM_NORM_VERL; mode++) {
       struct algo_params p = params(pl, mode);
       p.kl_coef = 0.1, p.entropy_coef = 0.01;
       struct algo_tokens in = {.lp = lp, .lp_old = lp_old, .lp_ref = lp_ref, .adv = adv,

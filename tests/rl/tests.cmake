@@ -2,7 +2,11 @@
 # dynamic sampling, samples and the experience buffer, rewards and the reward model.
 add_unit_test(test_algo SOURCES rl/test_algo.c)
 add_unit_test(test_algo_golden SOURCES rl/test_algo_golden.c LABELS unit golden)
+# veRL's low_var_kl and agg_loss "seq-mean-token-sum-norm" (tests/ref/verl_ref.py, 1e-7)
+add_unit_test(test_verl_names SOURCES rl/test_verl_names.c LABELS unit golden)
 add_unit_test(test_dynsamp SOURCES rl/test_dynsamp.c)
+add_unit_test(test_difficulty SOURCES rl/test_difficulty.c)
+add_unit_test(test_self_consistency SOURCES rl/test_self_consistency.c)
 add_unit_test(test_experience SOURCES rl/test_experience.c)
 add_unit_test(test_reward SOURCES rl/test_reward.c)
 
