@@ -24,24 +24,29 @@
 
 /* ---- create / free ---------------------------------------------------------- */
 
+int trainer_check_file(const struct model_config *mc, const char *path, const char *what, char *err,
+                       size_t errlen) {
+  struct model_config fmc;
+  if (model_h5_read_config(path, &fmc)) {
+    snprintf(err, errlen, "%s%s: not a readable rlpt model file (see above)", what, path);
+    return 2;
+  }
+  fmc.init_std = mc->init_std;  /* a scratch-init knob, not part of the shape */
+  char *a = model_config_to_json(&fmc), *b = model_config_to_json(mc);
+  int same = a && b && !strcmp(a, b);
+  if (!same)
+    snprintf(err, errlen, "%s%s: the file's model %s differs from the deck's %s", what, path, a ? a : "?",
+             b ? b : "?");
+  free(a);
+  free(b);
+  return same ? 0 : 2;
+}
+
 /* [model] init = ckpt:PATH: the /model group of an rlpt model file (rlpt init) or
  * checkpoint; its /meta model config must equal the deck's. Every rank reads. */
 static int init_from_file(struct trainer *t, const char *path, char *err, size_t errlen) {
-  struct model_config fmc;
-  if (model_h5_read_config(path, &fmc)) {
-    snprintf(err, errlen, "[model] init = ckpt:%s: not a readable rlpt model file (see above)",
-             path);
-    return 2;
-  }
-  fmc.init_std = t->policy.cfg.init_std;  /* a scratch-init knob, not part of the shape */
-  char *a = model_config_to_json(&fmc), *b = model_config_to_json(&t->policy.cfg);
-  int same = a && b && !strcmp(a, b);
-  if (!same)
-    snprintf(err, errlen, "[model] init = ckpt:%s: the file's model %s differs from the deck's %s",
-             path, a ? a : "?", b ? b : "?");
-  free(a);
-  free(b);
-  if (!same) return 2;
+  int rc = trainer_check_file(&t->policy.cfg, path, "[model] init = ckpt:", err, errlen);
+  if (rc) return rc;
   if (model_h5_read_params(path, &t->policy.table, t->policy.params)) {
     snprintf(err, errlen, "[model] init = ckpt:%s: could not read /model (see above)", path);
     return 2;
@@ -111,7 +116,9 @@ int trainer_create(struct trainer *t, const struct config *cfg, const struct mod
   t->ent = malloc(sizeof(float) * n);
   t->dlp = malloc(sizeof(float) * n);
   t->cu_mb = malloc(sizeof(int) * (n + 1));
-  int need_ref = cfg->run.steps > 0 && cfg->algo.kl_coef > 0.0;
+  /* DPO and IPO compare with the reference in the loss itself */
+  int dpo = cfg->algo.name == ALGO_DPO || cfg->algo.name == ALGO_IPO;
+  int need_ref = cfg->run.steps > 0 && (cfg->algo.kl_coef > 0.0 || dpo);
   int ref_rc = need_ref ? weights_create(&t->ref, t->policy.table.total, ops) : 0;
   if (need_ref && !ref_rc) weights_track_host_writes(&t->ref);
   /* a device update reads the gradients where the backward leaves them */

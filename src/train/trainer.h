@@ -50,7 +50,8 @@ struct trainer {
   const struct config *cfg;
   struct model policy;       /* params, grads, activations */
   struct weights ref;        /* frozen reference policy, the policy's table (ref.host):
-                                only when [run] steps > 0 and [algo] kl_coef > 0 (else
+                                only when [run] steps > 0 and [algo] kl_coef > 0 or
+                                name = dpo | ipo (else
                                 ref.host is NULL, and the kl metric is NaN) */
   struct adamw opt;
   struct optim_sched sched;  /* of the current phase */
@@ -85,6 +86,10 @@ struct trainer {
 int trainer_create(struct trainer *t, const struct config *cfg, const struct model_config *mc,
                    int max_tokens, MPI_Comm dp, char *err, size_t errlen);
 void trainer_free(struct trainer *t);
+/* path is an rlpt model file or checkpoint whose /meta model config is mc (init_std aside):
+ * 0, or 2 with a message starting with what (e.g. "[model] init = ckpt:"). */
+int trainer_check_file(const struct model_config *mc, const char *path, const char *what, char *err,
+                       size_t errlen);
 
 /* Start a phase: fresh AdamW moments and the phase's LR schedule (SFT: [sft]
  * lr/warmup over sft.steps; RL: [optim] over run.steps). Snapshots the
