@@ -1,0 +1,68 @@
+/* run/test_pref_run.c: checks a preference run's metrics JSONL ([algo] name = dpo | ipo | rm;
+ * tests/run/tests.cmake).
+ *   test_pref_run METRICS.jsonl LOSS1 TOL MIN_RISE MIN_EVAL
+ * - every training line (phase rl, no eval_pass@1) carries finite pref_loss, pref_chosen,
+ *   pref_rejected, pref_margin, pref_acc, grad_norm, lr, and no rollout metric (reward_mean
+ *   null);
+ * - step 1's pref_loss is LOSS1 within TOL (policy = reference: log 2 for DPO, 1/(4 beta^2)
+ *   for IPO; a negative LOSS1 skips it: the reward model starts anywhere);
+ * - mean pref_acc of the last 10 steps - of the first 5 >= MIN_RISE;
+ * - the last pref_eval_acc (held-out pairs) >= MIN_EVAL.
+ * Prints what it measured. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static double num(const cJSON *o, const char *k) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+  return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+static const char *const must[] = {"pref_loss", "pref_chosen", "pref_rejected", "pref_margin", "pref_acc",
+                                   "grad_norm", "lr"};
+
+int main(int argc, char **argv) {
+  if (argc != 6) {
+    fprintf(stderr, "usage: test_pref_run METRICS.jsonl LOSS1 TOL MIN_RISE MIN_EVAL\n");
+    return 2;
+  }
+  double loss1 = atof(argv[2]), tol = atof(argv[3]), rise = atof(argv[4]), min_eval = atof(argv[5]);
+  FILE *f = fopen(argv[1], "r");
+  CHECK(f != NULL);
+  if (!f) return 1;
+  double acc[4096], first_loss = NAN, eval = NAN;
+  int n = 0;
+  char *line = NULL;
+  size_t cap = 0;
+  while (getline(&line, &cap, f) > 0 && n < 4096) {
+    cJSON *o = cJSON_Parse(line);
+    const cJSON *ph = cJSON_GetObjectItemCaseSensitive(o, "phase");
+    int train = o && cJSON_IsString(ph) && !strcmp(ph->valuestring, "rl") &&
+                !cJSON_GetObjectItemCaseSensitive(o, "eval_pass@1");
+    if (train) {
+      for (size_t i = 0; i < sizeof must / sizeof *must; i++)
+        CHECK_MSG(isfinite(num(o, must[i])), "step %d: %s is not a number", (int)num(o, "step"), must[i]);
+      CHECK(!isfinite(num(o, "reward_mean")));
+      if (n == 0) first_loss = num(o, "pref_loss");
+      acc[n++] = num(o, "pref_acc");
+      if (isfinite(num(o, "pref_eval_acc"))) eval = num(o, "pref_eval_acc");
+    }
+    cJSON_Delete(o);
+  }
+  free(line);
+  fclose(f);
+  CHECK(n >= 15);
+  double a0 = 0, a1 = 0;
+  for (int i = 0; i < 5 && n >= 15; i++) a0 += acc[i] / 5;
+  for (int i = n - 10; i < n && n >= 15; i++) a1 += acc[i] / 10;
+  printf("test_pref_run: %d steps, step 1 pref_loss %.9f, pref_acc first 5 %.3f -> last 10 %.3f (%+.3f), "
+         "held-out pair accuracy %.3f\n", n, first_loss, a0, a1, a1 - a0, eval);
+  if (loss1 >= 0) CHECK_NEAR(first_loss, loss1, tol);
+  CHECK(a1 - a0 >= rise);
+  CHECK(eval >= min_eval);
+  return TEST_RESULT("test_pref_run");
+}
