@@ -8,7 +8,11 @@
  *   for IPO; a negative LOSS1 skips it: the reward model starts anywhere);
  * - mean pref_acc of the last 10 steps - of the first 5 >= MIN_RISE;
  * - the last pref_eval_acc (held-out pairs) >= MIN_EVAL.
- * Prints what it measured. */
+ * Prints what it measured.
+ *   test_pref_run --rise METRICS.jsonl FIELD MIN_RISE
+ * the RLHF check (inputs/rm_train.ini then inputs/rlhf_ppo.ini): over the RL training lines,
+ * mean FIELD of the last 10 - of the first 10 >= MIN_RISE; prints the same for
+ * reward_parts.correct, resp_len_mean and kl beside it (the reward-hacking signature). */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -25,7 +29,43 @@ static double num(const cJSON *o, const char *k) {
 static const char *const must[] = {"pref_loss", "pref_chosen", "pref_rejected", "pref_margin", "pref_acc",
                                    "grad_norm", "lr"};
 
+/* Mean of field over the first / last 10 RL training lines of path. */
+static int first_last(const char *path, const char *field, double *first, double *last) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  static double v[8192];
+  int n = 0;
+  char *line = NULL;
+  size_t cap = 0;
+  while (getline(&line, &cap, f) > 0 && n < 8192) {
+    cJSON *o = cJSON_Parse(line);
+    const cJSON *ph = cJSON_GetObjectItemCaseSensitive(o, "phase");
+    if (o && cJSON_IsString(ph) && !strcmp(ph->valuestring, "rl") && !cJSON_GetObjectItemCaseSensitive(o, "eval_pass@1"))
+      v[n++] = num(o, field);
+    cJSON_Delete(o);
+  }
+  free(line);
+  fclose(f);
+  if (n < 20) return -1;
+  *first = *last = 0;
+  for (int i = 0; i < 10; i++) *first += v[i] / 10, *last += v[n - 10 + i] / 10;
+  return 0;
+}
+
+static int check_rise(const char *path, const char *field, double min_rise) {
+  const char *shown[4] = {field, "reward_parts.correct", "resp_len_mean", "kl"};
+  double a[4], b[4];
+  for (int i = 0; i < 4; i++) {
+    CHECK_MSG(first_last(path, shown[i], &a[i], &b[i]) == 0, "%s: fewer than 20 RL lines", path);
+    printf("test_pref_run: %-22s first 10 steps %.3f, last 10 %.3f (%+.3f)\n", shown[i], a[i], b[i], b[i] - a[i]);
+    CHECK(isfinite(a[i]) && isfinite(b[i]));
+  }
+  CHECK(b[0] - a[0] >= min_rise);
+  return TEST_RESULT("test_pref_run");
+}
+
 int main(int argc, char **argv) {
+  if (argc == 5 && !strcmp(argv[1], "--rise")) return check_rise(argv[2], argv[3], atof(argv[4]));
   if (argc != 6) {
     fprintf(stderr, "usage: test_pref_run METRICS.jsonl LOSS1 TOL MIN_RISE MIN_EVAL\n");
     return 2;
