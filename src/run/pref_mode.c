@@ -28,7 +28,7 @@ int pref_mode_setup(struct run *r, char *err, size_t errlen) {
   r->pref = calloc(1, sizeof *r->pref);
   if (!r->pref) return snprintf(err, errlen, "out of memory"), 1;
   const struct chat_template *chat = r->task.chat ? &r->task.chat_tpl : NULL;
-  int rc = pref_load(&r->pref->set, r->cfg, chat, err, errlen);
+  int rc = pref_load(&r->pref->set, r->cfg, chat, r->comms.world_rank == 0 ? stderr : NULL, err, errlen);
   if (!rc) rc = pref_check_fit(&r->pref->set, &r->tok, r->mc.max_seq, err, errlen);
   if (!rc && r->cfg->algo.dpo_ref[0])
     rc = trainer_check_file(&r->mc, r->cfg->algo.dpo_ref, "[algo] dpo_ref = ", err, errlen);

@@ -129,7 +129,7 @@ static int grow(struct pref_row **rows, long n, long *cap) {
 }
 
 /* All good rows of one file, in order. */
-static int load_file(const struct pref_ctx *x, struct pref_row **out, long *n_out, char *err, size_t errlen) {
+static int load_file(const struct pref_ctx *x, FILE *log, struct pref_row **out, long *n_out, char *err, size_t errlen) {
   struct jsonl_reader rd;
   struct jsonl_bad bad = {0};
   enum jsonl_policy pol = x->cfg->data.on_bad_line == DATA_BAD_LINE_SKIP ? JSONL_SKIP : JSONL_ERROR;
@@ -153,7 +153,7 @@ static int load_file(const struct pref_ctx *x, struct pref_row **out, long *n_ou
   }
   jsonl_close(&rd);
   if (!rc && n == 0) snprintf(err, errlen, "%s: no usable preference rows (%ld lines)", x->path, n_lines), rc = 2;
-  if (!rc) jsonl_bad_report(&bad, n_lines, x->path, stderr);
+  if (!rc) jsonl_bad_report(&bad, n_lines, x->path, log);
   if (rc) {
     for (long i = 0; i < n; i++) row_free(&rows[i]);
     free(rows);
@@ -191,8 +191,8 @@ static int hold_out(struct pref_set *ps, double frac, char *err, size_t errlen) 
   return 0;
 }
 
-int pref_load(struct pref_set *ps, const struct config *cfg, const struct chat_template *chat, char *err,
-              size_t errlen) {
+int pref_load(struct pref_set *ps, const struct config *cfg, const struct chat_template *chat, FILE *log,
+              char *err, size_t errlen) {
   struct pref_ctx x = {.cfg = cfg, .chat = chat};
   memset(ps, 0, sizeof *ps);
   ps->seed = (uint64_t)cfg->run.seed;
@@ -203,7 +203,7 @@ int pref_load(struct pref_set *ps, const struct config *cfg, const struct chat_t
     if (!path[0]) continue;
     snprintf(ps->path[s], sizeof ps->path[s], "%s", path);
     x.path = path;
-    rc = load_file(&x, &ps->rows[s], &ps->n[s], err, errlen);
+    rc = load_file(&x, log, &ps->rows[s], &ps->n[s], err, errlen);
   }
   if (!rc && !cfg->data.pref_eval_path[0]) rc = hold_out(ps, cfg->data.eval_frac, err, errlen);
   if (rc) pref_free(ps);

@@ -25,6 +25,7 @@
 #define RLPT_PREFERENCE_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "deck/config.h"
@@ -48,8 +49,8 @@ struct pref_set {
 };
 
 /* Read and check [data] pref_path (and pref_eval_path); chat as task_init looked it up
- * (NULL: none). 0; 2 with "FILE:LINE: ..." in err; 1 out of memory. */
-int pref_load(struct pref_set *ps, const struct config *cfg, const struct chat_template *chat,
+ * (NULL: none); skipped lines are summarised on log (may be NULL). 0; 2 with "FILE:LINE: ..." in err; 1 out of memory. */
+int pref_load(struct pref_set *ps, const struct config *cfg, const struct chat_template *chat, FILE *log,
               char *err, size_t errlen);
 void pref_free(struct pref_set *ps);
 /* The train row of pair `index` (see above), or eval row index mod n. */
