@@ -5,7 +5,8 @@
  *   pref_rejected, pref_margin, pref_acc, grad_norm, lr, and no rollout metric (reward_mean
  *   null);
  * - step 1's pref_loss is LOSS1 within TOL (policy = reference: log 2 for DPO, 1/(4 beta^2)
- *   for IPO; a negative LOSS1 skips it: the reward model starts anywhere);
+ *   for IPO; a negative LOSS1 skips it: the reward model starts anywhere); a negative TOL
+ *   asks for the opposite, more than |TOL| away (a reference that is not the policy);
  * - mean pref_acc of the last 10 steps - of the first 5 >= MIN_RISE;
  * - the last pref_eval_acc (held-out pairs) >= MIN_EVAL.
  * Prints what it measured.
@@ -101,7 +102,8 @@ int main(int argc, char **argv) {
   for (int i = n - 10; i < n && n >= 15; i++) a1 += acc[i] / 10;
   printf("test_pref_run: %d steps, step 1 pref_loss %.9f, pref_acc first 5 %.3f -> last 10 %.3f (%+.3f), "
          "held-out pair accuracy %.3f\n", n, first_loss, a0, a1, a1 - a0, eval);
-  if (loss1 >= 0) CHECK_NEAR(first_loss, loss1, tol);
+  if (loss1 >= 0 && tol >= 0) CHECK_NEAR(first_loss, loss1, tol);
+  if (loss1 >= 0 && tol < 0) CHECK(fabs(first_loss - loss1) > -tol);
   CHECK(a1 - a0 >= rise);
   CHECK(eval >= min_eval);
   return TEST_RESULT("test_pref_run");

@@ -428,13 +428,15 @@ add_test(NAME pref_data
 set_tests_properties(pref_data PROPERTIES LABELS unit FIXTURES_SETUP pref_data)
 set(RLPT_PREF_DECK ${CMAKE_CURRENT_SOURCE_DIR}/decks/dpo_tiny.ini)
 
-# pref_test(NAME NP LOSS1 MIN_RISE MIN_EVAL [overrides...])
+# pref_test(NAME NP LOSS1 MIN_RISE MIN_EVAL [overrides...]); PREF_TOL (default 1e-6) is
+# test_pref_run's TOL.
+set(PREF_TOL 1e-6)
 function(pref_test name np loss1 rise min_eval)
   add_test(NAME e2e_${name}
     COMMAND sh -c "rlpt=$0 deck=$1 chk=$2; shift 2; \
                    $RLPT_MPIEXEC ${np} $RLPT_MPI_FLAGS \"$rlpt\" run \"$deck\" log.metrics_path=${name}.jsonl \
                    checkpoint.dir=${name}_ckpt \"$@\" > out.${name}.log 2>&1 || { tail -20 out.${name}.log; echo PREF_RUN_FAILED; }; \
-                   grep '^step' out.${name}.log | tail -3; \"$chk\" ${name}.jsonl ${loss1} 1e-6 ${rise} ${min_eval}"
+                   grep '^step' out.${name}.log | tail -3; \"$chk\" ${name}.jsonl ${loss1} ${PREF_TOL} ${rise} ${min_eval}"
             $<TARGET_FILE:rlpt> ${RLPT_PREF_DECK} $<TARGET_FILE:test_pref_run> ${ARGN}
     WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   set_tests_properties(e2e_${name} PROPERTIES LABELS e2e ENVIRONMENT "${RLPT_E2E_ENV}" PROCESSORS ${np}
@@ -447,6 +449,26 @@ pref_test(dpo_colocated_2 2 0.6931471805599453 0.10 0.55 data.pref_path=pref_ari
 pref_test(ipo_4 4 25 0.10 0.55 data.pref_path=pref_arith.jsonl run.steps=40 algo.name=ipo)
 pref_test(rm_4 4 -1 0.10 0.70 data.pref_path=pref_arith_2k.jsonl run.steps=100 algo.name=rm
   model.value_head=true)
+
+# [algo] dpo_ref: a model file (rlpt init of the deck at another seed, fixture pref_ref_models).
+# As both policy and reference the loss starts at log 2; as the reference of the scratch
+# policy it does not (|loss1 - log 2| > 1e-3: the file is the reference). Another shape is
+# refused at setup, naming the key.
+add_test(NAME pref_ref_models
+  COMMAND sh -c "\"$0\" init \"$1\" --out pref_ref_seed9.h5 run.seed=9 && \"$0\" init \"$1\" --out pref_ref_small.h5 model.dim=32"
+          $<TARGET_FILE:rlpt> ${RLPT_PREF_DECK}
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(pref_ref_models PROPERTIES LABELS unit FIXTURES_SETUP pref_ref_models)
+pref_test(dpo_ref_same_4 4 0.6931471805599453 -1 0 data.pref_path=pref_arith.jsonl run.steps=15
+  model.init=ckpt:pref_ref_seed9.h5 algo.dpo_ref=pref_ref_seed9.h5)
+set(PREF_TOL -1e-3)
+pref_test(dpo_ref_other_4 4 0.6931471805599453 -1 0 data.pref_path=pref_arith.jsonl run.steps=15
+  algo.dpo_ref=pref_ref_seed9.h5)
+set(PREF_TOL 1e-6)
+set_tests_properties(e2e_dpo_ref_same_4 e2e_dpo_ref_other_4 PROPERTIES FIXTURES_REQUIRED "pref_data;pref_ref_models")
+run_fail_test(pref_bad_ref 4 2 "rlpt: run: \\[algo\\] dpo_ref = pref_ref_small.h5: the file's model .*differs from the deck's.*RLPT_MESSAGES=1"
+  ${RLPT_PREF_DECK} data.pref_path=pref_arith.jsonl algo.dpo_ref=pref_ref_small.h5 log.metrics_path=pref_bad_ref.jsonl)
+set_tests_properties(e2e_pref_bad_ref PROPERTIES FIXTURES_REQUIRED "pref_data;pref_ref_models")
 
 # Exact restart of a DPO run (run/test_restart.sh exact: stop after step 3, --restart latest,
 # the metrics equal the straight run's bit for bit; the reference is in the checkpoint).
