@@ -56,6 +56,8 @@ file(GLOB RLPT_INPUT_DECKS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/inputs/*.ini)
 # pref_data, tests/run) and the reward model (fixture rm_models, tests/rl) stand in.
 set(RLPT_INPUT_NEEDS_rm_train data.pref_path=${CMAKE_CURRENT_BINARY_DIR}/pref_arith.jsonl)
 set(RLPT_INPUT_FIXTURE_rm_train pref_data)
+set(RLPT_INPUT_NEEDS_dpo_arith data.pref_path=${CMAKE_CURRENT_BINARY_DIR}/pref_arith.jsonl)
+set(RLPT_INPUT_FIXTURE_dpo_arith pref_data)
 set(RLPT_INPUT_NEEDS_rlhf_ppo reward.rm_path=${CMAKE_CURRENT_BINARY_DIR}/rm_tiny_rm.h5)
 set(RLPT_INPUT_FIXTURE_rlhf_ppo rm_models)
 foreach(deck ${RLPT_INPUT_DECKS})

@@ -524,3 +524,9 @@ add_test(NAME e2e_rlhf_pair
 set_tests_properties(e2e_rlhf_pair PROPERTIES LABELS e2e ENVIRONMENT "${RLPT_E2E_ENV}" PROCESSORS 4 TIMEOUT 120
   PASS_REGULAR_EXPRESSION "test_rm --metrics: all checks passed.*test_pref_run: all checks passed"
   FAIL_REGULAR_EXPRESSION "CHECK failed|CHECK_NEAR failed")
+
+# rlpt doctor over a DPO run's metrics: healthy (a preference step has pref_loss, not pg_loss).
+set_tests_properties(e2e_dpo_4 PROPERTIES FIXTURES_SETUP pref_dpo_run)
+add_test(NAME pref_doctor COMMAND $<TARGET_FILE:rlpt> doctor dpo_4.jsonl WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(pref_doctor PROPERTIES LABELS e2e FIXTURES_REQUIRED pref_dpo_run
+  PASS_REGULAR_EXPRESSION "doctor: healthy: none of the [0-9]+ checks found anything")
