@@ -19,7 +19,7 @@
 
 struct pref_state {
   struct pref_set set;
-  struct pref_batch batch, eval;  /* train ranks: this step's pairs, this rank's held-out share */
+  struct sft_batch batch, eval;  /* train ranks: this step's pairs, this rank's held-out share */
   char *expect;                   /* the controller waits for train dp 0 only */
   double *merged;
 };
@@ -38,8 +38,8 @@ int pref_mode_setup(struct run *r, char *err, size_t errlen) {
 void pref_mode_free(struct run *r) {
   if (!r->pref) return;
   pref_free(&r->pref->set);
-  pref_batch_free(&r->pref->batch);
-  pref_batch_free(&r->pref->eval);
+  sft_batch_free(&r->pref->batch);
+  sft_batch_free(&r->pref->eval);
   free(r->pref->expect);
   free(r->pref->merged);
   free(r->pref);

@@ -6,11 +6,11 @@
 #include <string.h>
 
 #include "io/jsonl.h"
+#include "io/jsonl_rows.h"
 #include "tasks/dataset.h"
 #include "tasks/tasks.h"
 #include "tokenizer/tokenizer.h"
 
-#define MSG_MAX 1024
 /* the epoch key of the hold-out permutation: no training epoch reaches it */
 #define PREF_HOLDOUT_EPOCH UINT64_MAX
 
@@ -118,50 +118,21 @@ static int row_build(const struct pref_ctx *x, const cJSON *obj, long line, stru
   return 0;
 }
 
-static int grow(struct pref_row **rows, long n, long *cap) {
-  if (n < *cap) return 0;
-  long nc = *cap ? 2 * *cap : 256;
-  struct pref_row *nr = realloc(*rows, (size_t)nc * sizeof *nr);
-  if (!nr) return 1;
-  *rows = nr;
-  *cap = nc;
-  return 0;
+static int build_row(const void *ctx, const cJSON *obj, long line, void *row, char *msg, size_t msglen) {
+  return row_build(ctx, obj, line, row, msg, msglen);
 }
 
+static void free_row(void *row) { row_free(row); }
+
 /* All good rows of one file, in order. */
-static int load_file(const struct pref_ctx *x, FILE *log, struct pref_row **out, long *n_out, char *err, size_t errlen) {
-  struct jsonl_reader rd;
-  struct jsonl_bad bad = {0};
+static int load_file(const struct pref_ctx *x, FILE *log, struct pref_row **out, long *n_out, char *err,
+                     size_t errlen) {
+  static const struct jsonl_row_ops ops = {.size = sizeof(struct pref_row), .build = build_row, .free_row = free_row};
   enum jsonl_policy pol = x->cfg->data.on_bad_line == DATA_BAD_LINE_SKIP ? JSONL_SKIP : JSONL_ERROR;
-  char msg[MSG_MAX];
-  long n = 0, cap = 0, n_lines = 0;
-  struct pref_row *rows = NULL;
-  int rc = jsonl_open(&rd, x->path, err, errlen);
-  while (!rc) {
-    cJSON *obj = NULL;
-    long line = 0;
-    int got = jsonl_next(&rd, &obj, &line, msg, sizeof msg);
-    if (got == JSONL_EOF) break;
-    if (got == JSONL_IOERR) { snprintf(err, errlen, "%s", msg); rc = 2; break; }
-    n_lines++;
-    if (grow(&rows, n, &cap)) { cJSON_Delete(obj); rc = 1; break; }
-    int brc = got == JSONL_BAD ? 2 : row_build(x, obj, line, &rows[n], msg, sizeof msg);
-    cJSON_Delete(obj);
-    if (brc == 0) { n++; continue; }
-    if (got != JSONL_BAD) row_free(&rows[n]);
-    rc = brc == 1 ? 1 : jsonl_bad_line(pol, &bad, msg, err, errlen);
-  }
-  jsonl_close(&rd);
-  if (!rc && n == 0) snprintf(err, errlen, "%s: no usable preference rows (%ld lines)", x->path, n_lines), rc = 2;
-  if (!rc) jsonl_bad_report(&bad, n_lines, x->path, log);
-  if (rc) {
-    for (long i = 0; i < n; i++) row_free(&rows[i]);
-    free(rows);
-    return rc;
-  }
-  *out = rows;
-  *n_out = n;
-  return 0;
+  void *rows = NULL;
+  int rc = jsonl_load_rows(x->path, pol, &ops, x, log, &rows, n_out, err, errlen);
+  if (!rc) *out = rows;
+  return rc;
 }
 
 /* The rows at the first k positions of the hold-out permutation go to the eval split. */

@@ -275,6 +275,20 @@ int trainer_apply_update(struct trainer *t, double lr, double *grad_norm) {
   return applied;
 }
 
+int trainer_step_update(struct trainer *t, double t0, double n_tok, struct step_metrics *m) {
+  double lr = optim_lr_at(&t->sched, t->step), norm;
+  long skipped = t->skipped_nonfinite;
+  int applied = trainer_apply_update(t, lr, &norm);
+  t->step++;
+  double dt = clock_seconds() - t0;
+  m->grad_norm = norm;
+  m->lr = lr;
+  m->skipped_nonfinite = (double)(t->skipped_nonfinite - skipped);
+  m->t_train = dt;
+  m->train_tok_per_s = dt > 0.0 ? n_tok / dt : NAN;
+  return applied;
+}
+
 /* ---- SFT step ---------------------------------------------------------------- */
 
 /* Forward + backward of one micro-batch; adds -sum m lp / n_glob and sum m H. */
@@ -323,19 +337,10 @@ int trainer_sft_step(struct trainer *t, const int *tokens, const int *cu_seqlens
   /* every rank must reach the collectives below: agree on failure first */
   if (error_agree(t->dp, rc)) return 1;
   allreduce_polite(sums, 2, MPI_DOUBLE, MPI_SUM, t->dp);
-  double lr = optim_lr_at(&t->sched, t->step), norm;
-  long skipped = t->skipped_nonfinite;
-  trainer_apply_update(t, lr, &norm);
-  t->step++;
-  double dt = clock_seconds() - t0;
+  trainer_step_update(t, t0, counts[1], m);
   m->phase = PHASE_SFT;
   m->pg_loss = sums[0];
   m->entropy = sums[1] / n_glob;
-  m->grad_norm = norm;
-  m->lr = lr;
-  m->skipped_nonfinite = (double)(t->skipped_nonfinite - skipped);
-  m->t_train = dt;
-  m->train_tok_per_s = dt > 0.0 ? counts[1] / dt : NAN;
   return 0;
 }
 
@@ -363,7 +368,7 @@ void trainer_sft_share(long batch, int rank, int size, long *k0, long *n) {
   *n = base + (rank < extra);
 }
 
-static int sft_reserve(struct sft_batch *b, int seqs, int toks) {
+int sft_batch_reserve(struct sft_batch *b, int seqs, int toks) {
   if (seqs > b->cap_seq) {
     int *cu = realloc(b->cu_seqlens, sizeof(int) * ((size_t)seqs + 1));
     if (!cu) return 1;
@@ -381,11 +386,23 @@ static int sft_reserve(struct sft_batch *b, int seqs, int toks) {
   return 0;
 }
 
+int sft_batch_append(struct sft_batch *b, int seqs, const int *ids, size_t n_prompt, size_t n_total) {
+  if (sft_batch_reserve(b, seqs, b->n_tok + (int)n_total)) return 1;
+  for (size_t i = 0; i < n_total; i++) {
+    b->tokens[b->n_tok + (int)i] = ids[i];
+    /* position i predicts token i+1: a completion target when i+1 >= n_prompt */
+    b->mask[b->n_tok + (int)i] = (i + 1 >= n_prompt && i + 1 < n_total) ? 1.0f : 0.0f;
+  }
+  b->n_tok += (int)n_total;
+  b->cu_seqlens[++b->nseq] = b->n_tok;
+  return 0;
+}
+
 int trainer_sft_batch_from_task(struct sft_batch *b, const struct config *cfg,
                                 const struct task *task, const struct tokenizer *tok, int max_seq,
                                 long step, long k0, long n, char *err, size_t errlen) {
   b->nseq = b->n_tok = 0;
-  if (sft_reserve(b, (int)n, 0)) return 1;
+  if (sft_batch_reserve(b, (int)n, 0)) return 1;
   b->cu_seqlens[0] = 0;
   int ids[2 * TASK_TEXT_MAX + 4];
   for (long k = k0; k < k0 + n; k++) {
@@ -403,14 +420,7 @@ int trainer_sft_batch_from_task(struct sft_batch *b, const struct config *cfg,
                "max_seq = %d", task_name(task->kind), (unsigned long long)idx, n_total, max_seq);
       return 2;
     }
-    if (sft_reserve(b, (int)n, b->n_tok + (int)n_total)) return 1;
-    for (size_t i = 0; i < n_total; i++) {
-      b->tokens[b->n_tok + (int)i] = ids[i];
-      /* position i predicts token i+1: a completion target when i+1 >= n_prompt */
-      b->mask[b->n_tok + (int)i] = (i + 1 >= n_prompt && i + 1 < n_total) ? 1.0f : 0.0f;
-    }
-    b->n_tok += (int)n_total;
-    b->cu_seqlens[++b->nseq] = b->n_tok;
+    if (sft_batch_append(b, (int)n, ids, n_prompt, n_total)) return 1;
   }
   return 0;
 }

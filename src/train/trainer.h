@@ -134,6 +134,10 @@ int trainer_rl_step(struct trainer *t, struct sample_batch *b, struct step_metri
  * (params and moments unchanged) and counts it in skipped_nonfinite. *grad_norm
  * gets the norm before clipping. Returns 1 when the update was applied, 0 when skipped. */
 int trainer_apply_update(struct trainer *t, double lr, double *grad_norm);
+/* The update of a one-update step (SFT, preference): the LR of t->step's schedule, the
+ * update, t->step + 1; fills grad_norm, lr, skipped_nonfinite, t_train (seconds since t0)
+ * and train_tok_per_s (n_tok / t_train). 1 when the update was applied. */
+int trainer_step_update(struct trainer *t, double t0, double n_tok, struct step_metrics *m);
 /* The same for any model of the trainer (the policy or the critic) and its
  * AdamW state; does not touch t->update. */
 int trainer_update_model(struct trainer *t, struct model *m, struct adamw *opt, double lr,
@@ -170,6 +174,11 @@ struct sft_batch {
 };
 void sft_batch_init(struct sft_batch *b);
 void sft_batch_free(struct sft_batch *b);
+/* Room for seqs sequences and toks tokens (kept when larger). 0, or 1 out of memory. */
+int sft_batch_reserve(struct sft_batch *b, int seqs, int toks);
+/* Append one sequence ids[0..n_total) whose completion starts at n_prompt (the mask above),
+ * with room for seqs sequences. 0, or 1 out of memory. */
+int sft_batch_append(struct sft_batch *b, int seqs, const int *ids, size_t n_prompt, size_t n_total);
 
 /* Task index of example k (0 <= k < [sft] batch_size) of SFT step `step`:
  * step * batch_size + k (fresh examples), or with [sft] pool > 0 a draw from

@@ -30,38 +30,56 @@ static double num(const cJSON *o, const char *k) {
 static const char *const must[] = {"pref_loss", "pref_chosen", "pref_rejected", "pref_margin", "pref_acc",
                                    "grad_norm", "lr"};
 
-/* Mean of field over the first / last 10 RL training lines of path. */
-static int first_last(const char *path, const char *field, double *first, double *last) {
+#define MAX_LINES 8192
+
+/* The RL training lines (phase rl, not an eval line) of path, parsed, at most MAX_LINES;
+ * -1 when the file cannot be read. The caller frees them with free_lines. */
+static int rl_lines(const char *path, cJSON **out) {
   FILE *f = fopen(path, "r");
   if (!f) return -1;
-  static double v[8192];
   int n = 0;
   char *line = NULL;
   size_t cap = 0;
-  while (getline(&line, &cap, f) > 0 && n < 8192) {
+  while (getline(&line, &cap, f) > 0 && n < MAX_LINES) {
     cJSON *o = cJSON_Parse(line);
     const cJSON *ph = cJSON_GetObjectItemCaseSensitive(o, "phase");
     if (o && cJSON_IsString(ph) && !strcmp(ph->valuestring, "rl") && !cJSON_GetObjectItemCaseSensitive(o, "eval_pass@1"))
-      v[n++] = num(o, field);
-    cJSON_Delete(o);
+      out[n++] = o;
+    else
+      cJSON_Delete(o);
   }
   free(line);
   fclose(f);
-  if (n < 20) return -1;
-  *first = *last = 0;
-  for (int i = 0; i < 10; i++) *first += v[i] / 10, *last += v[n - 10 + i] / 10;
-  return 0;
+  return n;
 }
+
+static void free_lines(cJSON **o, int n) {
+  for (int i = 0; i < n; i++) cJSON_Delete(o[i]);
+}
+
+/* Mean of field over lines [i0, i0 + k). */
+static double mean_of(cJSON *const *o, int i0, int k, const char *field) {
+  double sum = 0;
+  for (int i = i0; i < i0 + k; i++) sum += num(o[i], field) / k;
+  return sum;
+}
+
+static cJSON *g_lines[MAX_LINES];
 
 static int check_rise(const char *path, const char *field, double min_rise) {
   const char *shown[4] = {field, "reward_parts.correct", "resp_len_mean", "kl"};
+  int n = rl_lines(path, g_lines);
+  CHECK_MSG(n >= 20, "%s: %d RL lines, fewer than 20", path, n);
+  if (n < 20) return TEST_RESULT("test_pref_run");
   double a[4], b[4];
   for (int i = 0; i < 4; i++) {
-    CHECK_MSG(first_last(path, shown[i], &a[i], &b[i]) == 0, "%s: fewer than 20 RL lines", path);
+    a[i] = mean_of(g_lines, 0, 10, shown[i]);
+    b[i] = mean_of(g_lines, n - 10, 10, shown[i]);
     printf("test_pref_run: %-22s first 10 steps %.3f, last 10 %.3f (%+.3f)\n", shown[i], a[i], b[i], b[i] - a[i]);
     CHECK(isfinite(a[i]) && isfinite(b[i]));
   }
   CHECK(b[0] - a[0] >= min_rise);
+  free_lines(g_lines, n);
   return TEST_RESULT("test_pref_run");
 }
 
@@ -72,34 +90,19 @@ int main(int argc, char **argv) {
     return 2;
   }
   double loss1 = atof(argv[2]), tol = atof(argv[3]), rise = atof(argv[4]), min_eval = atof(argv[5]);
-  FILE *f = fopen(argv[1], "r");
-  CHECK(f != NULL);
-  if (!f) return 1;
-  double acc[4096], first_loss = NAN, eval = NAN;
-  int n = 0;
-  char *line = NULL;
-  size_t cap = 0;
-  while (getline(&line, &cap, f) > 0 && n < 4096) {
-    cJSON *o = cJSON_Parse(line);
-    const cJSON *ph = cJSON_GetObjectItemCaseSensitive(o, "phase");
-    int train = o && cJSON_IsString(ph) && !strcmp(ph->valuestring, "rl") &&
-                !cJSON_GetObjectItemCaseSensitive(o, "eval_pass@1");
-    if (train) {
-      for (size_t i = 0; i < sizeof must / sizeof *must; i++)
-        CHECK_MSG(isfinite(num(o, must[i])), "step %d: %s is not a number", (int)num(o, "step"), must[i]);
-      CHECK(!isfinite(num(o, "reward_mean")));
-      if (n == 0) first_loss = num(o, "pref_loss");
-      acc[n++] = num(o, "pref_acc");
-      if (isfinite(num(o, "pref_eval_acc"))) eval = num(o, "pref_eval_acc");
-    }
-    cJSON_Delete(o);
+  int n = rl_lines(argv[1], g_lines);
+  CHECK_MSG(n >= 15, "%s: %d RL lines, fewer than 15", argv[1], n);
+  if (n < 15) return TEST_RESULT("test_pref_run");
+  double eval = NAN;
+  for (int k = 0; k < n; k++) {
+    for (size_t i = 0; i < sizeof must / sizeof *must; i++)
+      CHECK_MSG(isfinite(num(g_lines[k], must[i])), "step %d: %s is not a number", k + 1, must[i]);
+    CHECK(!isfinite(num(g_lines[k], "reward_mean")));
+    if (isfinite(num(g_lines[k], "pref_eval_acc"))) eval = num(g_lines[k], "pref_eval_acc");
   }
-  free(line);
-  fclose(f);
-  CHECK(n >= 15);
-  double a0 = 0, a1 = 0;
-  for (int i = 0; i < 5 && n >= 15; i++) a0 += acc[i] / 5;
-  for (int i = n - 10; i < n && n >= 15; i++) a1 += acc[i] / 10;
+  double first_loss = num(g_lines[0], "pref_loss");
+  double a0 = mean_of(g_lines, 0, 5, "pref_acc"), a1 = mean_of(g_lines, n - 10, 10, "pref_acc");
+  free_lines(g_lines, n);
   printf("test_pref_run: %d steps, step 1 pref_loss %.9f, pref_acc first 5 %.3f -> last 10 %.3f (%+.3f), "
          "held-out pair accuracy %.3f\n", n, first_loss, a0, a1, a1 - a0, eval);
   if (loss1 >= 0 && tol >= 0) CHECK_NEAR(first_loss, loss1, tol);

@@ -39,7 +39,7 @@ struct fix {
   struct config cfg;
   struct model_config mc;
   struct trainer t;
-  struct pref_batch b;
+  struct sft_batch b;
   hid_t f;
 };
 
@@ -64,20 +64,20 @@ static void fix_make(struct fix *x, int name, const char *mb, const char *body) 
   weights_host_written(&x->t.policy.weights);
   weights_host_written(&x->t.ref);
   long n_tok, ncu;
-  pref_batch_init(&x->b);
+  sft_batch_init(&x->b);
   x->b.tokens = golden_read(x->f, "tokens", H5T_NATIVE_INT, &n_tok);
-  x->b.cu = golden_read(x->f, "cu_seqlens", H5T_NATIVE_INT, &ncu);
+  x->b.cu_seqlens = golden_read(x->f, "cu_seqlens", H5T_NATIVE_INT, &ncu);
   double *mask = golden_read(x->f, "mask", H5T_NATIVE_DOUBLE, NULL);
   x->b.mask = malloc(sizeof(float) * (size_t)n_tok);
   for (long i = 0; i < n_tok; i++) x->b.mask[i] = (float)mask[i];
   free(mask);
-  x->b.n_pairs = (int)(ncu - 1) / 2;
+  x->b.nseq = (int)(ncu - 1);
   x->b.n_tok = (int)n_tok;
 }
 
 static void fix_free(struct fix *x) {
   H5Fclose(x->f);
-  pref_batch_free(&x->b);
+  sft_batch_free(&x->b);
   trainer_free(&x->t);
 }
 
@@ -114,7 +114,7 @@ static void check_kind(int name, const char *kind) {
   struct fix x;
   fix_make(&x, name, "64", "true");
   struct pref_stats st;
-  CHECK(trainer_pref_pass(&x.t, &x.b, x.b.n_pairs, 1, &st) == 0);
+  CHECK(trainer_pref_pass(&x.t, &x.b, x.b.nseq / 2, 1, &st) == 0);
   char key[64];
   snprintf(key, sizeof key, "%s/loss", kind);
   double want = scalar(x.f, key);
@@ -140,7 +140,7 @@ static void check_kind(int name, const char *kind) {
   struct fix y;
   fix_make(&y, name, "2", "true");
   struct pref_stats st2;
-  CHECK(trainer_pref_pass(&y.t, &y.b, y.b.n_pairs, 1, &st2) == 0);
+  CHECK(trainer_pref_pass(&y.t, &y.b, y.b.nseq / 2, 1, &st2) == 0);
   CHECK_NEAR(st2.loss, st.loss, 1e-6 * fabs(st.loss));
   double gmax = 0, gerr = 0;
   for (size_t i = 0; i < x.t.policy.table.total; i++) {
@@ -160,7 +160,7 @@ static void check_first_step(void) {
   memcpy(x.t.ref.host, x.t.policy.params, sizeof(float) * x.t.policy.table.total);
   weights_host_written(&x.t.ref);
   struct pref_stats st;
-  CHECK(trainer_pref_pass(&x.t, &x.b, x.b.n_pairs, 0, &st) == 0);
+  CHECK(trainer_pref_pass(&x.t, &x.b, x.b.nseq / 2, 0, &st) == 0);
   printf("  policy = reference: loss %.12f (log 2 = %.12f), margin %g\n", st.loss, log(2.0), st.margin);
   CHECK_NEAR(st.loss, log(2.0), 1e-6);
   CHECK(st.margin == 0.0 && st.n_correct == 0.0);
@@ -172,7 +172,7 @@ static void check_head_only(void) {
   struct fix x;
   fix_make(&x, ALGO_RM, "64", "false");
   struct pref_stats st;
-  CHECK(trainer_pref_pass(&x.t, &x.b, x.b.n_pairs, 1, &st) == 0);
+  CHECK(trainer_pref_pass(&x.t, &x.b, x.b.nseq / 2, 1, &st) == 0);
   const struct param_table *tb = &x.t.policy.table;
   double body = 0, head = 0;
   for (int i = 0; i < tb->n; i++)
