@@ -18,7 +18,8 @@ static const struct preset_row preset_base[] = {
   {.key = "kl_in", .value = "loss"}, {.key = "kl_coef", .value = "0.001"},
   {.key = "gamma", .value = "1.0"}, {.key = "lam", .value = "1.0"},
   {.key = "whiten_adv", .value = "false"}, {.key = "dynamic_sampling", .value = "false"},
-  {.key = "overlong_buffer", .value = "0"}, {.key = NULL}};
+  {.key = "overlong_buffer", .value = "0"}, {.key = "dpo_beta", .value = "0.1"},
+  {.key = "dpo_loss", .value = "sigmoid"}, {.key = NULL}};
 
 static const struct preset_row preset_grpo[] = {{.key = NULL}};
 static const struct preset_row preset_dr_grpo[] = {
