@@ -530,3 +530,10 @@ set_tests_properties(e2e_dpo_4 PROPERTIES FIXTURES_SETUP pref_dpo_run)
 add_test(NAME pref_doctor COMMAND $<TARGET_FILE:rlpt> doctor dpo_4.jsonl WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(pref_doctor PROPERTIES LABELS e2e FIXTURES_REQUIRED pref_dpo_run
   PASS_REGULAR_EXPRESSION "doctor: healthy: none of the [0-9]+ checks found anything")
+# The same for the reward model (no reference; the value head is in /model).
+add_test(NAME restart_exact_rm
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_restart.sh exact $<TARGET_FILE:rlpt>
+          $<TARGET_FILE:test_restart_cmp> ${RLPT_PREF_DECK} data.pref_path=${CMAKE_CURRENT_BINARY_DIR}/pref_arith.jsonl
+          run.steps=6 eval.every=2 algo.name=rm model.value_head=true)
+set_tests_properties(restart_exact_rm PROPERTIES LABELS "e2e;mpi" ENVIRONMENT "${RLPT_RESTART_ENV}"
+  PROCESSORS 4 TIMEOUT 90 FIXTURES_REQUIRED pref_data FAIL_REGULAR_EXPRESSION "RESTART_TEST_FAILED|CHECK failed")
