@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "io/model_h5.h"
+#include "model/device.h"
 #include "run/controller.h"
 #include "run/mode.h"
 #include "run/partial.h"
@@ -24,6 +25,13 @@ struct pref_state {
   double *merged;
 };
 
+/* The trainer would run on a device ([run] device; a refusal is left to the trainer's setup). */
+static int on_device(const struct config *cfg) {
+  char msg[256];
+  const struct backend_ops *ops = device_backend(cfg->run.device, cfg->model.dtype, msg, sizeof msg);
+  return ops && ops->upload;
+}
+
 int pref_mode_setup(struct run *r, char *err, size_t errlen) {
   r->pref = calloc(1, sizeof *r->pref);
   if (!r->pref) return snprintf(err, errlen, "out of memory"), 1;
@@ -32,6 +40,11 @@ int pref_mode_setup(struct run *r, char *err, size_t errlen) {
   if (!rc) rc = pref_check_fit(&r->pref->set, &r->tok, r->mc.max_seq, err, errlen);
   if (!rc && r->cfg->algo.dpo_ref[0])
     rc = trainer_check_file(&r->mc, r->cfg->algo.dpo_ref, "[algo] dpo_ref = ", err, errlen);
+  if (!rc && r->cfg->algo.name == ALGO_RM && !r->cfg->algo.rm_train_body && on_device(r->cfg)) {
+    snprintf(err, errlen, "[algo] rm_train_body = false: the body's gradients are zeroed on the host, so it "
+             "runs on the CPU trainer only: set [run] device = cpu");
+    rc = 2;
+  }
   return rc;
 }
 
@@ -63,8 +76,6 @@ static void pref_begin(struct run *r) {
   p->merged = malloc_check(sizeof(double) * (size_t)r->partial_len);
   if (!r->is_train) return;
   load_ref(r);
-  if (r->cfg->algo.name == ALGO_RM && !r->cfg->algo.rm_train_body && r->trainer->policy.grads_on_device)
-    die_local("[algo] rm_train_body = false runs on the CPU trainer only ([run] device = cpu)");
   long k0, n;
   char err[512];
   trainer_sft_share(p->set.n[TASK_EVAL], r->comms.place.dp, r->comms.counts.train_dp, &k0, &n);

@@ -13,7 +13,11 @@
  *   test_pref_run --rise METRICS.jsonl FIELD MIN_RISE
  * the RLHF check (inputs/rm_train.ini then inputs/rlhf_ppo.ini): over the RL training lines,
  * mean FIELD of the last 10 - of the first 10 >= MIN_RISE; prints the same for
- * reward_parts.correct, resp_len_mean and kl beside it (the reward-hacking signature). */
+ * reward_parts.correct, resp_len_mean and kl beside it (the reward-hacking signature).
+ *   test_pref_run --compare A.jsonl B.jsonl RTOL
+ * two runs of one deck on two devices (tests/run/test_gpu_pref.sh): the same number of RL
+ * lines, pref_loss, pref_chosen, pref_rejected, pref_margin, grad_norm within RTOL relative
+ * (+ 1e-6 absolute), pref_acc and pref_eval_acc equal. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -83,8 +87,31 @@ static int check_rise(const char *path, const char *field, double min_rise) {
   return TEST_RESULT("test_pref_run");
 }
 
+static int compare(const char *pa, const char *pb, double rtol) {
+  static cJSON *lb[MAX_LINES];
+  static const char *const close_[] = {"pref_loss", "pref_chosen", "pref_rejected", "pref_margin", "grad_norm"};
+  int na = rl_lines(pa, g_lines), nb = rl_lines(pb, lb);
+  CHECK_MSG(na > 0 && na == nb, "%s has %d RL lines, %s %d", pa, na, pb, nb);
+  double worst = 0;
+  for (int k = 0; k < na && k < nb; k++) {
+    for (size_t i = 0; i < sizeof close_ / sizeof *close_; i++) {
+      double x = num(g_lines[k], close_[i]), y = num(lb[k], close_[i]), e = fabs(x - y) / (fabs(x) + 1e-12);
+      CHECK_MSG(fabs(x - y) <= rtol * fabs(x) + 1e-6, "step %d %s: %.9g vs %.9g", k + 1, close_[i], x, y);
+      if (isfinite(e) && fabs(x) > 1e-6) worst = fmax(worst, e);
+    }
+    CHECK(num(g_lines[k], "pref_acc") == num(lb[k], "pref_acc"));
+    double ea = num(g_lines[k], "pref_eval_acc"), eb = num(lb[k], "pref_eval_acc");
+    CHECK(ea == eb || (isnan(ea) && isnan(eb)));
+  }
+  printf("test_pref_run: %d steps compared, worst relative difference %.2e (rtol %g)\n", na, worst, rtol);
+  free_lines(g_lines, na);
+  free_lines(lb, nb);
+  return TEST_RESULT("test_pref_run");
+}
+
 int main(int argc, char **argv) {
   if (argc == 5 && !strcmp(argv[1], "--rise")) return check_rise(argv[2], argv[3], atof(argv[4]));
+  if (argc == 5 && !strcmp(argv[1], "--compare")) return compare(argv[2], argv[3], atof(argv[4]));
   if (argc != 6) {
     fprintf(stderr, "usage: test_pref_run METRICS.jsonl LOSS1 TOL MIN_RISE MIN_EVAL\n");
     return 2;

@@ -537,3 +537,12 @@ add_test(NAME restart_exact_rm
           run.steps=6 eval.every=2 algo.name=rm model.value_head=true)
 set_tests_properties(restart_exact_rm PROPERTIES LABELS "e2e;mpi" ENVIRONMENT "${RLPT_RESTART_ENV}"
   PROCESSORS 4 TIMEOUT 90 FIXTURES_REQUIRED pref_data FAIL_REGULAR_EXPRESSION "RESTART_TEST_FAILED|CHECK failed")
+
+# Preference steps on the GPU (label gpu; skipped without one): 6 DPO and 6 reward-model
+# steps with run.device = cuda against the cpu runs, within 1e-4 relative (checked through
+# the kernel emulator, kernels/emu/check.sh rlpt: 3 steps within 1.5e-6 (DPO) and 9.2e-6 (RM) relative).
+add_test(NAME gpu_pref COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_gpu_pref.sh $<TARGET_FILE:rlpt>
+         $<TARGET_FILE:test_pref_run> 4 ${RLPT_PREF_DECK} ${CMAKE_CURRENT_BINARY_DIR}/pref_arith.jsonl 6 1e-4
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(gpu_pref PROPERTIES LABELS gpu ENVIRONMENT "${RLPT_E2E_ENV}" PROCESSORS 4 TIMEOUT 300
+  FIXTURES_REQUIRED pref_data SKIP_RETURN_CODE 77 FAIL_REGULAR_EXPRESSION "GPU_PREF_FAILED|CHECK failed")
