@@ -156,6 +156,10 @@ static int cross_pref(const struct cross *x) {
   if (c->data.pref_eval_path[0] && access(c->data.pref_eval_path, R_OK))
     return cross_fail(x, "data", "pref_eval_path", NULL, NULL, "cannot read '%s': %s", c->data.pref_eval_path,
                       strerror(errno));
+  if (c->algo.kl_coef > 0)
+    return cross_fail(x, "algo", "kl_coef", "algo", "name",
+                      "a preference run has no KL term (DPO and IPO hold the reference in the loss): "
+                      "kl_coef must be 0");
   if (c->ranks.micro_batch_seqs < 2)
     return cross_fail(x, "ranks", "micro_batch_seqs", "algo", "name",
                       "a preference micro-batch holds whole pairs: micro_batch_seqs must be >= 2");

@@ -496,6 +496,8 @@ pref_bad(grpo_with_data check "\\[data\\] pref_path: preference data is read by 
   data.pref_path=pref_arith.jsonl algo.name=grpo)
 pref_bad(rm_no_head check "override .algo.name=rm.: \\[algo\\] name: \\[algo\\] name = rm trains the value head: set \\[model\\] value_head = true"
   data.pref_path=pref_arith.jsonl algo.name=rm)
+pref_bad(kl_coef check "override 'algo.kl_coef=0.05': \\[algo\\] kl_coef: a preference run has no KL term"
+  data.pref_path=pref_arith.jsonl algo.kl_coef=0.05)
 pref_bad(micro_batch check "\\[ranks\\] micro_batch_seqs: a preference micro-batch holds whole pairs"
   data.pref_path=pref_arith.jsonl ranks.micro_batch_seqs=1)
 pref_bad(rm_body_decay check "\\[algo\\] rm_train_body: rm_train_body = false freezes the body"
