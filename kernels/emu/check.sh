@@ -24,12 +24,14 @@
 #               metrics, and the weight broadcast over NCCL vs run.weight_sync = mpi: the
 #               same metrics to the bit) on the separate 4-rank layout and on one
 #               colocated rank, and tests/cli/test_gpu_cli.sh (generate / score --device cuda vs cpu);
+#   pref:       rlpt with the emulated kernels: tests/run/test_gpu_pref.sh (3 DPO and 3
+#               reward-model steps, cuda vs cpu; about a minute);
 #   grpo16:     the rlpt GRPO run with the cuda side in [model] dtype = bf16, NCCL vs MPI
 #               weight sync too (not in the default set: about ten minutes more);
 #   bench:      bench_gpu --quick (tiny shapes: the benchmark's code, not its figures).
 # Needs a CUDA-configured build for librlpt.a and the CUDA headers:
 #   cmake -S . -B build-cuda -DRLPT_CUDA=ON && cmake --build build-cuda --target rlpt_lib
-# Usage: kernels/emu/check.sh [build-dir [ops|model|bf16|shapes|edge|select|nccl|trainer|rlpt|grpo16|bench ...]]
+# Usage: kernels/emu/check.sh [build-dir [ops|model|bf16|shapes|edge|select|nccl|trainer|rlpt|pref|grpo16|bench ...]]
 # (default build-cuda, all but grpo16). ops + model + bf16 take a few minutes, nccl and
 # trainer one, rlpt about fifteen.
 set -euo pipefail
@@ -37,7 +39,7 @@ EMU="$(cd "$(dirname "$0")" && pwd)"
 R="$(cd "$EMU/../.." && pwd)"
 B="$(cd "${1:-$R/build-cuda}" && pwd)"
 shift || true
-what="${*:-ops model bf16 shapes edge select nccl trainer rlpt bench}"
+what="${*:-ops model bf16 shapes edge select nccl trainer rlpt pref bench}"
 W="$B/emu"
 mkdir -p "$W"
 cd "$W"
@@ -62,7 +64,7 @@ for c in "$R"/kernels/*.c; do
   $CC -c "$c" -o "$(basename "$c" .c).o"
   objs+=("$(basename "$c" .c).o")
 done
-LIBS="$B/librlpt.a $(pkg-config --libs inih libcjson libpcre2-8) -lhdf5 -lopenblas -lz -lm -lpthread -lstdc++"
+LIBS="$B/librlpt.a $B/librlpt_tbproto.a $(pkg-config --libs inih libcjson libpcre2-8 libprotobuf-c) -lhdf5 -lopenblas -lz -lm -lpthread -lstdc++"
 HDF5_LIB="$(dirname "$(find /usr/lib -name 'libhdf5.so' -path '*openmpi*' | head -1)")"
 rc=0
 for t in kernels/test_gpu_ops model/test_gpu_model rollout/test_gpu_rollout rollout/test_gpu_sample \
@@ -121,7 +123,7 @@ if [[ " $what " == *" trainer "* ]]; then
     grep -E '^(step|after)|CHECK|test_gpu_trainer' "emu_test_gpu_trainer.$np$#.log" || true
   done
 fi
-if [[ " $what " == *" rlpt "* || " $what " == *" grpo16 "* ]]; then
+if [[ " $what " == *" rlpt "* || " $what " == *" grpo16 "* || " $what " == *" pref "* ]]; then
   $CC -DRLPT_VERSION='"emu"' -c "$R/src/cli/main.c" -o main.o
   mpicc -o emu_rlpt main.o "${objs[@]}" emu_rt.o -L"$HDF5_LIB" $LIBS
   $CC -c "$R/tests/run/test_gpu_grpo.c" -o test_gpu_grpo.o
@@ -162,6 +164,17 @@ if [[ " $what " == *" rlpt "* ]]; then
   ./emu_rlpt init emu_cli.ini --out emu_cli.h5 run.seed=5 > /dev/null
   sh "$R/tests/cli/test_gpu_cli.sh" "$W/emu_rlpt" emu_cli.h5 > emu_gpu_cli.log 2>&1 || rc=1
   tail -12 emu_gpu_cli.log
+fi
+if [[ " $what " == *" pref "* ]]; then
+  # preference steps (DPO, reward model): 3 steps each, cuda vs cpu, on the shipped pairs
+  echo "== run/test_gpu_pref.sh (emulated kernels)"
+  $CC -c "$R/tests/run/test_pref_run.c" -o test_pref_run.o
+  mpicc -o emu_test_pref_run test_pref_run.o $(pkg-config --libs libcjson) -lm
+  sh "$R/inputs/make_pref_arith.sh" emu_pref.jsonl
+  RLPT_MPI_FLAGS="$RLPT_MPI_FLAGS -x EMU_DEVICES" sh "$R/tests/run/test_gpu_pref.sh" "$W/emu_rlpt" \
+    "$W/emu_test_pref_run" 4 "$R/tests/decks/dpo_tiny.ini" "$W/emu_pref.jsonl" 3 1e-4 algo.prompts_per_step=8 \
+    eval.prompts=4 eval.samples=1 eval.k=1 > emu_gpu_pref.log 2>&1 || rc=1
+  grep -E 'test_pref_run|GPU_PREF|CHECK' emu_gpu_pref.log || true
 fi
 if [[ " $what " == *" grpo16 "* ]]; then
   echo "== run/test_gpu_grpo.sh, cuda side in bf16 (emulated kernels)"

@@ -47,7 +47,7 @@ enum model_dtype { DTYPE_FP32, DTYPE_BF16 };
 enum lr_schedule { SCHED_CONSTANT, SCHED_LINEAR, SCHED_COSINE };
 /* [algo] enums (src/rl/algo.h uses them; order = the schema row's choices). */
 enum algo_name { ALGO_GRPO, ALGO_DR_GRPO, ALGO_DAPO, ALGO_GSPO, ALGO_PPO, ALGO_RLOO,
-                 ALGO_REINFORCE_PP, ALGO_DPO };
+                 ALGO_REINFORCE_PP, ALGO_DPO, ALGO_IPO, ALGO_RM };
 enum adv_estimator { ADV_GRPO, ADV_DR_GRPO, ADV_RLOO, ADV_REINFORCE_PP, ADV_REINFORCE_PP_BASELINE,
                      ADV_GAE };
 enum adv_std { STD_UNBIASED, STD_BIASED };
@@ -111,6 +111,8 @@ struct config {
     char prompt_key[64], answer_key[64], chat_template[64];
     char prompt_template[CFG_STR_MAX];
     int shuffle, verifier, on_bad_line;
+    char pref_path[CFG_STR_MAX], pref_eval_path[CFG_STR_MAX];  /* preference pairs (tasks/preference.h) */
+    char chosen_key[64], rejected_key[64];
   } data;
   struct {
     double correct_weight, format_weight, length_weight;
@@ -130,6 +132,8 @@ struct config {
     double value_clip, logprob_min, overlong_penalty, dpo_beta, tis_cap, tis_min;
     long max_resample_rounds, overlong_buffer, difficulty_window;
     double difficulty_low, difficulty_high;
+    char dpo_ref[CFG_STR_MAX];  /* DPO/IPO reference model file ("" = the initial policy) */
+    int rm_train_body;          /* name = rm: train the body too, not only score.weight */
   } algo;
   struct {
     long max_new_tokens, top_k, kv_cache_mb, max_batch_tokens, max_num_seqs;
@@ -186,6 +190,8 @@ int config_load(struct config *cfg, const char *path, int n_over, char *const *o
 /* The canonical deck: every key, in schema order, `key = value  # source`. */
 void config_write_canonical(const struct config *cfg, FILE *f);
 /* The checks across keys (src/deck/config_check.c), run by config_parse; over as given to it. */
+/* 1 when [algo] name trains on preference pairs (dpo, ipo, rm), not rollouts. */
+int config_is_pref(const struct config *c);
 int config_cross_check(const struct config *cfg, const char *path, char *const *over, char *err,
                        size_t errlen);
 /* Parse text into the field of schema row r with the deck's rules (type, range,

@@ -142,12 +142,54 @@ static int cross_files(const struct cross *x) {
   return 0;
 }
 
+/* Preference runs ([algo] name = dpo | ipo | rm) and their data keys. */
+static int cross_pref(const struct cross *x) {
+  const struct config *c = x->cfg;
+  int pref = config_is_pref(c);
+  const char *name = c->algo.name == ALGO_RM ? "rm" : c->algo.name == ALGO_IPO ? "ipo" : "dpo";
+  if (pref && !c->data.pref_path[0])
+    return cross_fail(x, "data", "pref_path", "algo", "name",
+                      "[algo] name = %s trains on preference pairs: set [data] pref_path", name);
+  if (!pref && (c->data.pref_path[0] || c->data.pref_eval_path[0]))
+    return cross_fail(x, "data", c->data.pref_path[0] ? "pref_path" : "pref_eval_path", "algo", "name",
+                      "preference data is read by [algo] name = dpo | ipo | rm only");
+  if (c->algo.dpo_ref[0] && c->algo.name != ALGO_DPO && c->algo.name != ALGO_IPO)
+    return cross_fail(x, "algo", "dpo_ref", "algo", "name", "a DPO/IPO reference needs [algo] name = dpo or ipo");
+  if (!pref) return 0;
+  if (access(c->data.pref_path, R_OK))
+    return cross_fail(x, "data", "pref_path", NULL, NULL, "cannot read '%s': %s", c->data.pref_path,
+                      strerror(errno));
+  if (c->data.pref_eval_path[0] && access(c->data.pref_eval_path, R_OK))
+    return cross_fail(x, "data", "pref_eval_path", NULL, NULL, "cannot read '%s': %s", c->data.pref_eval_path,
+                      strerror(errno));
+  if (c->algo.kl_coef > 0)
+    return cross_fail(x, "algo", "kl_coef", "algo", "name",
+                      "a preference run has no KL term (DPO and IPO hold the reference in the loss): "
+                      "kl_coef must be 0");
+  if (c->ranks.micro_batch_seqs < 2)
+    return cross_fail(x, "ranks", "micro_batch_seqs", "algo", "name",
+                      "a preference micro-batch holds whole pairs: micro_batch_seqs must be >= 2");
+  if (c->algo.name == ALGO_RM && !c->model.value_head)
+    return cross_fail(x, "model", "value_head", "algo", "name",
+                      "[algo] name = rm trains the value head: set [model] value_head = true");
+  if (c->algo.name == ALGO_RM && !c->algo.rm_train_body && c->optim.weight_decay > 0)
+    return cross_fail(x, "algo", "rm_train_body", "optim", "weight_decay",
+                      "rm_train_body = false freezes the body, which weight decay would still shrink: "
+                      "set [optim] weight_decay = 0");
+  return 0;
+}
+
+int config_is_pref(const struct config *c) {
+  return c->algo.name == ALGO_DPO || c->algo.name == ALGO_IPO || c->algo.name == ALGO_RM;
+}
+
 int config_cross_check(const struct config *c, const char *path, char *const *over, char *err, size_t errlen) {
   const struct cross x = {.cfg = c, .path = path, .over = over, .err = err, .errlen = errlen};
   int rc = cross_model(&x);
   if (!rc) rc = cross_ranges(&x);
   if (!rc) rc = cross_batches(&x);
   if (!rc) rc = cross_files(&x);
+  if (!rc) rc = cross_pref(&x);
   if (!rc && c->model.dtype == DTYPE_BF16 && c->run.device == DEVICE_CPU)
     rc = cross_fail(&x, "model", "dtype", "run", "device", "bf16 needs run.device = cuda or auto");
   return rc;

@@ -101,6 +101,10 @@ const struct cfg_key cfg_schema[] = {
   STR("data", "chat_template", "", "Render prompts with a chat template: chatml | smollm2 | llama3 (empty = plain text)", data.chat_template),
   BOOL("data", "shuffle", "true", "Visit training rows in a fresh permutation each epoch, keyed by ([run] seed, epoch)", data.shuffle),
   ENUM("data", "verifier", "math", "math|arith|countdown|exact", "Correctness check of a response against the row's answer (countdown rows carry \"nums\" and \"target\")", data.verifier),
+  PATH("data", "pref_path", "", "Preference pairs for [algo] name = dpo | ipo | rm: JSONL rows {prompt, chosen, rejected} (key names below), or chosen / rejected as chat message lists whose final assistant turns differ (the turns before them are the prompt)", data.pref_path),
+  PATH("data", "pref_eval_path", "", "Held-out preference pairs (the eval's pair accuracy); empty = hold out eval_frac of pref_path", data.pref_eval_path),
+  STR("data", "chosen_key", "chosen", "Row key of the preferred response", data.chosen_key),
+  STR("data", "rejected_key", "rejected", "Row key of the dispreferred response", data.rejected_key),
   ENUM("data", "on_bad_line", "error", "error|skip", "A broken row (bad JSON, missing key, prompt too long): stop with FILE:LINE, or skip it and report the count at load", data.on_bad_line),
 
   /* [reward] */
@@ -115,9 +119,9 @@ const struct cfg_key cfg_schema[] = {
   INT("reward", "rm_batch_tokens", "1024", 1, 1e8, "tokens", "Tokens per reward-model forward (prompt + response sequences packed; raised to [model] max_seq when smaller)", reward.rm_batch_tokens),
 
   /* [algo] */
-  ENUM("algo", "name", "grpo", "grpo|dr_grpo|dapo|gspo|ppo|rloo|reinforce_pp|dpo", "Algorithm preset (every knob below can still be set)", algo.name),
+  ENUM("algo", "name", "grpo", "grpo|dr_grpo|dapo|gspo|ppo|rloo|reinforce_pp|dpo|ipo|rm", "Algorithm preset (every knob below can still be set); dpo, ipo (preference optimisation against a frozen reference) and rm (a Bradley-Terry reward model on the value head) train on [data] pref_path instead of rollouts", algo.name),
   INT("algo", "group_size", "8", 1, 1e5, "samples", "Samples per prompt (G)", algo.group_size),
-  INT("algo", "prompts_per_step", "16", 1, 1e7, "prompts", "Prompts per RL step (global)", algo.prompts_per_step),
+  INT("algo", "prompts_per_step", "16", 1, 1e7, "prompts", "Prompts per RL step (global); dpo, ipo, rm: preference pairs per step", algo.prompts_per_step),
   INT("algo", "mini_batches", "1", 1, 1e5, "", "Optimizer updates per step per epoch", algo.mini_batches),
   INT("algo", "ppo_epochs", "1", 1, 1e3, "", "Passes over each step's batch", algo.ppo_epochs),
   /* The rows below default to the GRPO preset; preset_apply (deck/presets.c) sets
@@ -151,6 +155,8 @@ const struct cfg_key cfg_schema[] = {
   FLT("algo", "overlong_penalty", "1.0", 0, 1e6, "", "Scale of the overlong shaping reward (-penalty at the limit)", algo.overlong_penalty),
   FLT("algo", "dpo_beta", "0.1", 0, 1e6, "", "DPO/IPO beta", algo.dpo_beta),
   ENUM("algo", "dpo_loss", "sigmoid", "sigmoid|ipo", "DPO loss form", algo.dpo_loss),
+  PATH("algo", "dpo_ref", "", "DPO/IPO frozen reference: an rlpt model file or checkpoint of the policy's shape (empty = the policy at the start of the preference steps)", algo.dpo_ref),
+  BOOL("algo", "rm_train_body", "true", "name = rm: train the whole model; false = the value head score.weight only (needs [optim] weight_decay = 0)", algo.rm_train_body),
   ENUM("algo", "tis", "off", "off|token_truncate|seq_truncate|token_mask|seq_mask", "Off-policy importance weights exp(lp_old - lp_roll)", algo.tis),
   FLT("algo", "tis_cap", "2.0", 0, 1e6, "", "TIS: truncation cap / upper bound of the mask", algo.tis_cap),
   FLT("algo", "tis_min", "0", 0, 1e6, "", "TIS mask modes: lower bound of the kept weights", algo.tis_min),

@@ -18,7 +18,8 @@ static const struct preset_row preset_base[] = {
   {.key = "kl_in", .value = "loss"}, {.key = "kl_coef", .value = "0.001"},
   {.key = "gamma", .value = "1.0"}, {.key = "lam", .value = "1.0"},
   {.key = "whiten_adv", .value = "false"}, {.key = "dynamic_sampling", .value = "false"},
-  {.key = "overlong_buffer", .value = "0"}, {.key = NULL}};
+  {.key = "overlong_buffer", .value = "0"}, {.key = "dpo_beta", .value = "0.1"},
+  {.key = "dpo_loss", .value = "sigmoid"}, {.key = NULL}};
 
 static const struct preset_row preset_grpo[] = {{.key = NULL}};
 static const struct preset_row preset_dr_grpo[] = {
@@ -46,10 +47,16 @@ static const struct preset_row preset_dpo[] = {
   {.key = "dpo_beta", .value = "0.1"}, {.key = "dpo_loss", .value = "sigmoid"},
   {.key = "kl_coef", .value = "0"}, {.key = NULL}};
 
+static const struct preset_row preset_ipo[] = {
+  {.key = "dpo_beta", .value = "0.1"}, {.key = "dpo_loss", .value = "ipo"},
+  {.key = "kl_coef", .value = "0"}, {.key = NULL}};
+static const struct preset_row preset_rm[] = {{.key = "kl_coef", .value = "0"}, {.key = NULL}};
+
 static const struct preset_row *const presets[] = {
   [ALGO_GRPO] = preset_grpo, [ALGO_DR_GRPO] = preset_dr_grpo, [ALGO_DAPO] = preset_dapo,
   [ALGO_GSPO] = preset_gspo, [ALGO_PPO] = preset_ppo, [ALGO_RLOO] = preset_rloo,
-  [ALGO_REINFORCE_PP] = preset_reinforce_pp, [ALGO_DPO] = preset_dpo};
+  [ALGO_REINFORCE_PP] = preset_reinforce_pp, [ALGO_DPO] = preset_dpo, [ALGO_IPO] = preset_ipo,
+  [ALGO_RM] = preset_rm};
 
 /* Writes a preset value into [algo] key unless the user set it. Returns 1 when the
  * deck's parser refuses the value (a wrong preset table), else 0. */
@@ -70,7 +77,7 @@ static int preset_set_rows(struct config *cfg, const struct preset_row *rows) {
 
 int preset_apply(struct config *cfg) {
   int name = cfg->algo.name;
-  if (name < 0 || name > ALGO_DPO) return 0;
+  if (name < 0 || name > ALGO_RM) return 0;
   int refused = preset_set_rows(cfg, preset_base) + preset_set_rows(cfg, presets[name]);
   if (name == ALGO_DAPO) {
     /* veRL's DAPO recipe: Lcache = 4096 of Lmax = 20480, i.e. a fifth of the budget. */

@@ -13,6 +13,8 @@
  *   reinforce_pp: reinforce_pp returns (gamma 1) whitened over the batch, clip 0.2/0.2,
  *           token-mean, KL k1 in the reward, coef 0.001 (the paper's placement)
  *   dpo:    beta 0.1, sigmoid loss, no KL term (the reference enters the loss)
+ *   ipo:    beta 0.1, ipo loss, no KL term
+ *   rm:     no KL term (a Bradley-Terry reward model: no reference)
  * Every preset also sets dynamic_sampling and overlong_buffer (off except DAPO). */
 #ifndef RLPT_PRESETS_H
 #define RLPT_PRESETS_H

@@ -202,6 +202,7 @@ static int check_nonfinite(const struct metric_rows *r, long t, struct check_hit
   double sk = rows_get(r, t, SERIES_COL(skipped_nonfinite));
   double rn = rows_get(r, t, SERIES_COL(reward_nonfinite));
   double loss = rows_get(r, t, SERIES_COL(pg_loss)), gn = rows_get(r, t, SERIES_COL(grad_norm));
+  if (!isfinite(loss)) loss = rows_get(r, t, SERIES_COL(pref_loss));  /* a preference step's loss */
   int trained = !(rows_get(r, t, SERIES_COL(groups_trained)) == 0);  /* NaN: assume it trained */
   int nulls = trained && (!isfinite(loss) || !isfinite(gn));
   if (!(sk > 0 || rn > 0 || nulls)) return 0;

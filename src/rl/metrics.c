@@ -59,6 +59,13 @@ const struct metric_field metric_fields[] = {
     F(train_tok_per_s, "perf/train_tokens_per_s", "trained tokens per second (tokens/s)"),
     F(sync_gbps, "perf/update_weights_gbps", "weight broadcast bandwidth (GB/s)"),
     F(mfu, "perf/mfu/actor", "train model FLOPs utilisation (fraction of peak)"),
+    /* preference steps, under TRL's DPOTrainer names */
+    F(pref_loss, "loss", "DPO / IPO / Bradley-Terry loss of the step's pairs"),
+    F(pref_chosen, "rewards/chosen", "mean reward of the chosen responses (beta (logp - logp_ref); rm: its score)"),
+    F(pref_rejected, "rewards/rejected", "mean reward of the rejected responses"),
+    F(pref_margin, "rewards/margins", "mean reward margin chosen - rejected"),
+    F(pref_acc, "rewards/accuracies", "fraction of the step's pairs with margin > 0"),
+    F(pref_eval_acc, "eval/rewards/accuracies", "fraction of the held-out pairs with margin > 0 (eval steps)"),
 };
 #undef F
 const int metric_fields_len = (int)(sizeof metric_fields / sizeof metric_fields[0]);

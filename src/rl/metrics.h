@@ -34,6 +34,8 @@ struct step_metrics {
   double sc_label_acc;                  /* self_consistency: majority answers the reference accepts */
   double t_gen, t_reward, t_ref, t_train, t_sync, t_ckpt;
   double gen_tok_per_s, train_tok_per_s, sync_gbps, mfu;
+  /* preference steps ([algo] name = dpo | ipo | rm; train/pref_step.h): means over the pairs */
+  double pref_loss, pref_chosen, pref_rejected, pref_margin, pref_acc, pref_eval_acc;
   /* eval lines only (has_eval = 1) */
   int has_eval;
   int eval_k;

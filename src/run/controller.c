@@ -196,7 +196,7 @@ void controller_log_step(struct run *r, const double *q, enum metrics_phase phas
   m.time_s = step_s;
   if (isfinite(q[PS_VERSION])) r->weight_version = (int64_t)q[PS_VERSION];
   m.weight_version = (long)r->weight_version;
-  if (phase == PHASE_RL) {
+  if (phase == PHASE_RL && !config_is_pref(r->cfg)) {  /* a preference step has no samples */
     log_rewards(r, q, &m);
     if (!isfinite(m.logprob_diff_max)) m.logprob_diff_max = q[PS_LPDIFF_ROLLOUT];
     if (q[PS_TRAINED] > 0) {

@@ -118,6 +118,8 @@ void metrics_format_console(const struct step_metrics *m, long total_steps, doub
                           (isfinite(m->pg_clipfrac_high) ? m->pg_clipfrac_high : 0)
                     : NAN;
   cat_group(&b, "", 1, (const char *const[]){"clip"}, &clip, "%.3f");
+  cat_group(&b, "", 4, (const char *const[]){"pref loss", "margin", "pref acc", "eval acc"},
+            (double[]){m->pref_loss, m->pref_margin, m->pref_acc, m->pref_eval_acc}, "%.4g");
   cat_group(&b, "", 2, (const char *const[]){"gnorm", "lr"}, (double[]){m->grad_norm, m->lr},
             "%.3g");
   cat_group(&b, "tok/s", 2, (const char *const[]){"gen", "train"},

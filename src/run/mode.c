@@ -3,8 +3,9 @@
 
 #include "deck/config.h"
 
-const struct mode_ops *mode_ops_for(int run_mode) {
-  switch (run_mode) {
+const struct mode_ops *mode_ops_for(const struct config *cfg) {
+  if (cfg->run.mode == MODE_SYNC && config_is_pref(cfg)) return &pref_mode_ops;
+  switch (cfg->run.mode) {
   case MODE_SYNC: return &sync_mode_ops;
   default: return NULL;  /* colocate_async, separate_async: refused at setup (run/setup.c) */
   }

@@ -21,9 +21,12 @@ struct mode_ops {
 /* The sync mode: every step generates with the weights of the previous update
  * (run/sync_step.c). */
 extern const struct mode_ops sync_mode_ops;
+/* Preference runs, [algo] name = dpo | ipo | rm (run/pref_mode.c): no rollouts. */
+extern const struct mode_ops pref_mode_ops;
 
-/* The ops of [run] mode (enum run_mode, deck/config.h), or NULL when rlpt run does not
- * implement it. */
-const struct mode_ops *mode_ops_for(int run_mode);
+/* The ops of the deck's [run] mode (enum run_mode, deck/config.h; a preference [algo] name
+ * runs pref_mode_ops), or NULL when rlpt run does not implement it. */
+struct config;
+const struct mode_ops *mode_ops_for(const struct config *cfg);
 
 #endif

@@ -130,7 +130,7 @@ int rejection_sft_batch(const struct rejection_pool *p, struct sft_batch *b, lon
     int *ids = malloc_check(sizeof(int) * (total ? total : 1));
     for (int t = 0; t < x->n_prompt; t++) ids[t] = x->prompt[t];
     for (int t = 0; t < x->n_resp; t++) ids[x->n_prompt + t] = x->resp[t];
-    int rc = trainer_sft_batch_add(b, ids, (size_t)x->n_prompt, total);
+    int rc = sft_batch_append(b, ids, (size_t)x->n_prompt, total);
     free(ids);
     if (rc) return 1;
   }

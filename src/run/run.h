@@ -24,6 +24,7 @@ struct reward_model;
 struct weight_sync;
 struct mode_ops;
 struct doctor_watch;
+struct pref_state;
 
 /* Local inbox slots: messages a rank sends to itself (run/route.h). */
 enum run_box { BOX_PROMPTS, BOX_SAMPLES, BOX_REWARDS, BOX_COUNT };
@@ -63,6 +64,7 @@ struct run {
                                        created at the first one */
   double t_ckpt_last;               /* train dp 0: seconds of the last checkpoint, reported in
                                        the next RL step's line (it is written after the log) */
+  struct pref_state *pref;          /* preference runs (run/pref_mode.h): the pairs; NULL otherwise */
   struct tb_events samples_tb;      /* train dp 0: [log] tensorboard_dir's samples file (run/
                                        samples_log.h); .f NULL: none */
 };

@@ -16,6 +16,7 @@
 #include "run/difficulty_sync.h"
 #include "run/mode.h"
 #include "run/partial.h"
+#include "run/pref_mode.h"
 #include "run/reward_service.h"
 #include "run/run.h"
 #include "run/samples_log.h"
@@ -27,7 +28,7 @@
  * the deck). */
 static int run_supported(struct run *r, char *err, size_t len) {
   const struct role_counts *c = &r->comms.counts;
-  r->mode = mode_ops_for(r->cfg->run.mode);
+  r->mode = mode_ops_for(r->cfg);
   if (!r->mode)
     snprintf(err, len, "[run] mode: rlpt run implements mode = sync; colocate_async and "
              "separate_async are not available in this build");
@@ -94,6 +95,7 @@ static int setup_common(struct run *r, char *err, size_t len) {
   if (!rc) rc = reward_service_check(r, err, len);  /* rank 0: [reward] rm_path fits the policy */
   if (!rc) rc = check_lengths(r, err, len);
   if (!rc && difficulty_run_init(r) != 0) rc = 1, snprintf(err, len, "out of memory");
+  if (!rc && config_is_pref(r->cfg)) rc = pref_mode_setup(r, err, len);  /* [data] pref_path */
   if (!rc && build_maps(r) != 0) {
     snprintf(err, len, "out of memory");
     rc = 1;
@@ -208,5 +210,6 @@ void run_teardown(struct run *r) {
   samples_log_close(r);
   difficulty_free(&r->diff);
   watch_free(r->watch);
+  pref_mode_free(r);
   tokenizer_free(&r->tok);
 }

@@ -6,11 +6,11 @@
 #include <string.h>
 
 #include "io/jsonl.h"
+#include "io/jsonl_rows.h"
 #include "tasks/chat.h"
 #include "tasks/verify.h"
 #include "util/rng.h"
 
-#define MSG_MAX JSONL_MSG_MAX
 
 /* What every row conversion needs from the deck. */
 struct row_ctx {
@@ -208,50 +208,21 @@ static int row_build(const struct row_ctx *x, const cJSON *obj, long line, struc
   return row_reference(x, line, r, msg, msglen);
 }
 
+static int build_row(const void *ctx, const cJSON *obj, long line, void *row, char *msg, size_t msglen) {
+  return row_build(ctx, obj, line, row, msg, msglen);
+}
+
+static void free_row(void *row) { row_free(row); }
+
 /* All good rows of one file, in order. */
 static int load_file(const struct row_ctx *x, FILE *log, struct data_row **out, long *n_out, char *err,
                      size_t errlen) {
-  struct jsonl_reader rd;
-  struct jsonl_bad bad = {0};
+  static const struct jsonl_row_ops ops = {.size = sizeof(struct data_row), .build = build_row, .free_row = free_row};
   enum jsonl_policy pol = x->cfg->data.on_bad_line == DATA_BAD_LINE_SKIP ? JSONL_SKIP : JSONL_ERROR;
-  char msg[MSG_MAX];
-  long n = 0, cap = 0, n_lines = 0;
-  struct data_row *rows = NULL;
-  int rc = jsonl_open(&rd, x->path, err, errlen);
-  while (!rc) {
-    cJSON *obj = NULL;
-    long line = 0;
-    int got = jsonl_next(&rd, &obj, &line, msg, sizeof msg);
-    if (got == JSONL_EOF) break;
-    if (got == JSONL_IOERR) { snprintf(err, errlen, "%s", msg); rc = 2; break; }
-    n_lines++;
-    if (n == cap) {
-      cap = cap ? 2 * cap : 256;
-      struct data_row *nr = realloc(rows, (size_t)cap * sizeof *rows);
-      if (!nr) { cJSON_Delete(obj); rc = 1; break; }
-      rows = nr;
-    }
-    int brc = got == JSONL_BAD ? 2 : row_build(x, obj, line, &rows[n], msg, sizeof msg);
-    cJSON_Delete(obj);
-    if (brc == 0) { n++; continue; }
-    if (got != JSONL_BAD) row_free(&rows[n]);
-    rc = brc == 1 ? 1 : jsonl_bad_line(pol, &bad, msg, err, errlen);
-  }
-  jsonl_close(&rd);
-  if (!rc && n == 0) {
-    snprintf(err, errlen, "%s: no usable rows (%ld lines%s%s)", x->path, n_lines, bad.n_bad ? ", skipped; first: " : "",
-             bad.n_bad ? bad.first : "");
-    rc = 2;
-  }
-  if (!rc) jsonl_bad_report(&bad, n_lines, x->path, log);
-  if (rc) {
-    for (long i = 0; i < n; i++) row_free(&rows[i]);
-    free(rows);
-    return rc;
-  }
-  *out = rows;
-  *n_out = n;
-  return 0;
+  void *rows = NULL;
+  int rc = jsonl_load_rows(x->path, pol, &ops, x, log, &rows, n_out, err, errlen);
+  if (!rc) *out = rows;
+  return rc;
 }
 
 struct keyed { uint64_t h; long i; };

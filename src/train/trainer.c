@@ -24,24 +24,29 @@
 
 /* ---- create / free ---------------------------------------------------------- */
 
+int trainer_check_file(const struct model_config *mc, const char *path, const char *what, char *err,
+                       size_t errlen) {
+  struct model_config fmc;
+  if (model_h5_read_config(path, &fmc)) {
+    snprintf(err, errlen, "%s%s: not a readable rlpt model file (see above)", what, path);
+    return 2;
+  }
+  fmc.init_std = mc->init_std;  /* a scratch-init knob, not part of the shape */
+  char *a = model_config_to_json(&fmc), *b = model_config_to_json(mc);
+  int same = a && b && !strcmp(a, b);
+  if (!same)
+    snprintf(err, errlen, "%s%s: the file's model %s differs from the deck's %s", what, path, a ? a : "?",
+             b ? b : "?");
+  free(a);
+  free(b);
+  return same ? 0 : 2;
+}
+
 /* [model] init = ckpt:PATH: the /model group of an rlpt model file (rlpt init) or
  * checkpoint; its /meta model config must equal the deck's. Every rank reads. */
 static int init_from_file(struct trainer *t, const char *path, char *err, size_t errlen) {
-  struct model_config fmc;
-  if (model_h5_read_config(path, &fmc)) {
-    snprintf(err, errlen, "[model] init = ckpt:%s: not a readable rlpt model file (see above)",
-             path);
-    return 2;
-  }
-  fmc.init_std = t->policy.cfg.init_std;  /* a scratch-init knob, not part of the shape */
-  char *a = model_config_to_json(&fmc), *b = model_config_to_json(&t->policy.cfg);
-  int same = a && b && !strcmp(a, b);
-  if (!same)
-    snprintf(err, errlen, "[model] init = ckpt:%s: the file's model %s differs from the deck's %s",
-             path, a ? a : "?", b ? b : "?");
-  free(a);
-  free(b);
-  if (!same) return 2;
+  int rc = trainer_check_file(&t->policy.cfg, path, "[model] init = ckpt:", err, errlen);
+  if (rc) return rc;
   if (model_h5_read_params(path, &t->policy.table, t->policy.params)) {
     snprintf(err, errlen, "[model] init = ckpt:%s: could not read /model (see above)", path);
     return 2;
@@ -111,7 +116,9 @@ int trainer_create(struct trainer *t, const struct config *cfg, const struct mod
   t->ent = malloc(sizeof(float) * n);
   t->dlp = malloc(sizeof(float) * n);
   t->cu_mb = malloc(sizeof(int) * (n + 1));
-  int need_ref = cfg->run.steps > 0 && cfg->algo.kl_coef > 0.0;
+  /* DPO and IPO compare with the reference in the loss itself */
+  int dpo = cfg->algo.name == ALGO_DPO || cfg->algo.name == ALGO_IPO;
+  int need_ref = cfg->run.steps > 0 && (cfg->algo.kl_coef > 0.0 || dpo);
   int ref_rc = need_ref ? weights_create(&t->ref, t->policy.table.total, ops) : 0;
   if (need_ref && !ref_rc) weights_track_host_writes(&t->ref);
   /* a device update reads the gradients where the backward leaves them */
@@ -268,6 +275,20 @@ int trainer_apply_update(struct trainer *t, double lr, double *grad_norm) {
   return applied;
 }
 
+int trainer_step_update(struct trainer *t, double t0, double n_tok, struct step_metrics *m) {
+  double lr = optim_lr_at(&t->sched, t->step), norm;
+  long skipped = t->skipped_nonfinite;
+  int applied = trainer_apply_update(t, lr, &norm);
+  t->step++;
+  double dt = clock_seconds() - t0;
+  m->grad_norm = norm;
+  m->lr = lr;
+  m->skipped_nonfinite = (double)(t->skipped_nonfinite - skipped);
+  m->t_train = dt;
+  m->train_tok_per_s = dt > 0.0 ? n_tok / dt : NAN;
+  return applied;
+}
+
 /* ---- SFT step ---------------------------------------------------------------- */
 
 /* Forward + backward of one micro-batch; adds -sum m lp / n_glob and sum m H. */
@@ -316,19 +337,10 @@ int trainer_sft_step(struct trainer *t, const int *tokens, const int *cu_seqlens
   /* every rank must reach the collectives below: agree on failure first */
   if (error_agree(t->dp, rc)) return 1;
   allreduce_polite(sums, 2, MPI_DOUBLE, MPI_SUM, t->dp);
-  double lr = optim_lr_at(&t->sched, t->step), norm;
-  long skipped = t->skipped_nonfinite;
-  trainer_apply_update(t, lr, &norm);
-  t->step++;
-  double dt = clock_seconds() - t0;
+  trainer_step_update(t, t0, counts[1], m);
   m->phase = PHASE_SFT;
   m->pg_loss = sums[0];
   m->entropy = sums[1] / n_glob;
-  m->grad_norm = norm;
-  m->lr = lr;
-  m->skipped_nonfinite = (double)(t->skipped_nonfinite - skipped);
-  m->t_train = dt;
-  m->train_tok_per_s = dt > 0.0 ? counts[1] / dt : NAN;
   return 0;
 }
 
@@ -356,7 +368,7 @@ void trainer_sft_share(long batch, int rank, int size, long *k0, long *n) {
   *n = base + (rank < extra);
 }
 
-static int sft_reserve(struct sft_batch *b, int seqs, int toks) {
+int sft_batch_reserve(struct sft_batch *b, int seqs, int toks) {
   if (seqs > b->cap_seq) {
     int *cu = realloc(b->cu_seqlens, sizeof(int) * ((size_t)seqs + 1));
     if (!cu) return 1;
@@ -374,8 +386,11 @@ static int sft_reserve(struct sft_batch *b, int seqs, int toks) {
   return 0;
 }
 
-int trainer_sft_batch_add(struct sft_batch *b, const int *ids, size_t n_prompt, size_t n_total) {
-  if (sft_reserve(b, b->nseq + 1, b->n_tok + (int)n_total)) return 1;
+/* Grows geometrically: rejection SFT appends one sequence at a time. */
+int sft_batch_append(struct sft_batch *b, const int *ids, size_t n_prompt, size_t n_total) {
+  int seqs = b->nseq + 1, toks = b->n_tok + (int)n_total;
+  if (sft_batch_reserve(b, seqs > b->cap_seq ? seqs + b->cap_seq : seqs,
+                        toks > b->cap_tok ? toks + b->cap_tok : toks)) return 1;
   if (b->nseq == 0) b->cu_seqlens[0] = 0;
   for (size_t i = 0; i < n_total; i++) {
     b->tokens[b->n_tok + (int)i] = ids[i];
@@ -391,7 +406,7 @@ int trainer_sft_batch_from_task(struct sft_batch *b, const struct config *cfg,
                                 const struct task *task, const struct tokenizer *tok, int max_seq,
                                 long step, long k0, long n, char *err, size_t errlen) {
   b->nseq = b->n_tok = 0;
-  if (sft_reserve(b, (int)n, 0)) return 1;
+  if (sft_batch_reserve(b, (int)n, 0)) return 1;
   b->cu_seqlens[0] = 0;
   int ids[2 * TASK_TEXT_MAX + 4];
   for (long k = k0; k < k0 + n; k++) {
@@ -415,7 +430,7 @@ int trainer_sft_batch_from_task(struct sft_batch *b, const struct config *cfg,
                "max_seq = %d", task_name(task->kind), (unsigned long long)idx, n_total, max_seq);
       return 2;
     }
-    if (trainer_sft_batch_add(b, ids, n_prompt, n_total)) return 1;
+    if (sft_batch_append(b, ids, n_prompt, n_total)) return 1;
   }
   return 0;
 }

@@ -50,7 +50,8 @@ struct trainer {
   const struct config *cfg;
   struct model policy;       /* params, grads, activations */
   struct weights ref;        /* frozen reference policy, the policy's table (ref.host):
-                                only when [run] steps > 0 and [algo] kl_coef > 0 (else
+                                only when [run] steps > 0 and [algo] kl_coef > 0 or
+                                name = dpo | ipo (else
                                 ref.host is NULL, and the kl metric is NaN) */
   struct adamw opt;
   struct optim_sched sched;  /* of the current phase */
@@ -85,6 +86,10 @@ struct trainer {
 int trainer_create(struct trainer *t, const struct config *cfg, const struct model_config *mc,
                    int max_tokens, MPI_Comm dp, char *err, size_t errlen);
 void trainer_free(struct trainer *t);
+/* path is an rlpt model file or checkpoint whose /meta model config is mc (init_std aside):
+ * 0, or 2 with a message starting with what (e.g. "[model] init = ckpt:"). */
+int trainer_check_file(const struct model_config *mc, const char *path, const char *what, char *err,
+                       size_t errlen);
 
 /* Start a phase: fresh AdamW moments and the phase's LR schedule (SFT: [sft]
  * lr/warmup over sft.steps; RL: [optim] over run.steps). Snapshots the
@@ -129,6 +134,10 @@ int trainer_rl_step(struct trainer *t, struct sample_batch *b, struct step_metri
  * (params and moments unchanged) and counts it in skipped_nonfinite. *grad_norm
  * gets the norm before clipping. Returns 1 when the update was applied, 0 when skipped. */
 int trainer_apply_update(struct trainer *t, double lr, double *grad_norm);
+/* The update of a one-update step (SFT, preference): the LR of t->step's schedule, the
+ * update, t->step + 1; fills grad_norm, lr, skipped_nonfinite, t_train (seconds since t0)
+ * and train_tok_per_s (n_tok / t_train). 1 when the update was applied. */
+int trainer_step_update(struct trainer *t, double t0, double n_tok, struct step_metrics *m);
 /* The same for any model of the trainer (the policy or the critic) and its
  * AdamW state; does not touch t->update. */
 int trainer_update_model(struct trainer *t, struct model *m, struct adamw *opt, double lr,
@@ -165,10 +174,11 @@ struct sft_batch {
 };
 void sft_batch_init(struct sft_batch *b);
 void sft_batch_free(struct sft_batch *b);
-
-/* Append one example of n_total tokens whose first n_prompt are the prompt (the loss
- * covers the rest) to b (emptied by b->nseq = b->n_tok = 0). 0, or 1 when out of memory. */
-int trainer_sft_batch_add(struct sft_batch *b, const int *ids, size_t n_prompt, size_t n_total);
+/* Room for seqs sequences and toks tokens (kept when larger). 0, or 1 out of memory. */
+int sft_batch_reserve(struct sft_batch *b, int seqs, int toks);
+/* Append one sequence ids[0..n_total) whose first n_prompt tokens are the prompt (the loss
+ * covers the rest); empty b with b->nseq = b->n_tok = 0. 0, or 1 out of memory. */
+int sft_batch_append(struct sft_batch *b, const int *ids, size_t n_prompt, size_t n_total);
 /* Task index of example k (0 <= k < [sft] batch_size) of SFT step `step`:
  * step * batch_size + k (fresh examples), or with [sft] pool > 0 a draw from
  * [0, pool) keyed by (seed, RNG_STREAM_SFT, step, k). Every rank gets the same. */

@@ -17,7 +17,7 @@ static void apply_preset(int name) {
 
 /* Every preset's values are accepted by the deck's parser. */
 static void test_every_preset_parses(void) {
-  for (int name = ALGO_GRPO; name <= ALGO_DPO; name++) {
+  for (int name = ALGO_GRPO; name <= ALGO_RM; name++) {
     config_defaults(&cfg);
     apply_preset(name);
   }
@@ -59,6 +59,10 @@ static void test_each_preset(void) {
   CHECK(cfg.algo.adv_estimator == ADV_REINFORCE_PP && cfg.algo.kl_in == KL_IN_REWARD);
   apply_preset(ALGO_DPO);
   CHECK(cfg.algo.dpo_loss == DPO_SIGMOID && cfg.algo.dpo_beta == 0.1);
+  apply_preset(ALGO_IPO);
+  CHECK(cfg.algo.dpo_loss == DPO_IPO && cfg.algo.dpo_beta == 0.1 && cfg.algo.kl_coef == 0);
+  apply_preset(ALGO_RM);
+  CHECK(cfg.algo.kl_coef == 0);
 }
 
 /* A key the deck set keeps its value under any preset. */

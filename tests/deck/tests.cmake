@@ -52,9 +52,20 @@ set_tests_properties(deck_help_up_to_date PROPERTIES LABELS unit)
 
 # Every shipped deck is valid.
 file(GLOB RLPT_INPUT_DECKS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/inputs/*.ini)
+# The RLHF pair reads files the other decks' runs write: the preference set (fixture
+# pref_data, tests/run) and the reward model (fixture rm_models, tests/rl) stand in.
+set(RLPT_INPUT_NEEDS_rm_train data.pref_path=${CMAKE_CURRENT_BINARY_DIR}/pref_arith.jsonl)
+set(RLPT_INPUT_FIXTURE_rm_train pref_data)
+set(RLPT_INPUT_NEEDS_dpo_arith data.pref_path=${CMAKE_CURRENT_BINARY_DIR}/pref_arith.jsonl)
+set(RLPT_INPUT_FIXTURE_dpo_arith pref_data)
+set(RLPT_INPUT_NEEDS_rlhf_ppo reward.rm_path=${CMAKE_CURRENT_BINARY_DIR}/rm_tiny_rm.h5)
+set(RLPT_INPUT_FIXTURE_rlhf_ppo rm_models)
 foreach(deck ${RLPT_INPUT_DECKS})
   get_filename_component(stem ${deck} NAME_WE)
-  deck_test(input_${stem} 0 "\\[ranks\\]" check ${deck})
+  deck_test(input_${stem} 0 "\\[ranks\\]" check ${deck} ${RLPT_INPUT_NEEDS_${stem}})
+  if(RLPT_INPUT_FIXTURE_${stem})
+    set_tests_properties(deck_input_${stem} PROPERTIES FIXTURES_REQUIRED ${RLPT_INPUT_FIXTURE_${stem}})
+  endif()
 endforeach()
 
 # The shipped example decks beyond the quickstart: `rlpt check` must accept

@@ -60,6 +60,10 @@ TAGS = {
     "t_ckpt": "timing_s/save_checkpoint", "gen_tok_per_s": "perf/gen_tokens_per_s",
     "train_tok_per_s": "perf/train_tokens_per_s", "sync_gbps": "perf/update_weights_gbps",
     "mfu": "perf/mfu/actor",
+    # preference steps ([algo] name = dpo | ipo | rm): TRL DPOTrainer's names
+    "pref_loss": "loss", "pref_chosen": "rewards/chosen", "pref_rejected": "rewards/rejected",
+    "pref_margin": "rewards/margins", "pref_acc": "rewards/accuracies",
+    "pref_eval_acc": "eval/rewards/accuracies",
 }
 # eval lines: these four by name, the rest under eval/ + TAGS
 EVAL_TAGS = {"eval_pass@1": "eval/pass@1", "eval_pass@k": "eval/pass@k", "eval_k": "eval/k",

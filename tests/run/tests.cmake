@@ -456,3 +456,145 @@ run_fail_test(bad_tensorboard_dir 4 2
 run_fail_test(bad_prometheus_path 4 2
   "rlpt: run: \\[log\\] prometheus_path = /dev/null/rlpt.prom: cannot create /dev/null/rlpt.prom.tmp: Not a directory.*RLPT_MESSAGES=1"
   ${RLPT_E2E_DECK} log.prometheus_path=/dev/null/rlpt.prom log.metrics_path=bad_prom.jsonl)
+
+# Preference runs ([algo] name = dpo | ipo | rm; src/run/pref_mode.c), label e2e, on
+# tests/decks/dpo_tiny.ini with the shipped preference set (inputs/make_pref_arith.sh,
+# written by the fixture: 400 single-digit addition pairs, and 2000 for the reward model).
+# test_pref_run checks the metrics: step 1's loss at policy = reference (DPO log 2, IPO
+# 1/(4 beta^2) = 25, within 1e-6), the rise of pref_acc (mean of the last 10 steps minus the
+# first 5) and the held-out pair accuracy.
+# Measured (2026-12-02, 40 steps, seeds 1-5): DPO pref_acc +0.16 to +0.36 (0.72-0.84 at the
+# end), held-out 0.40-0.85 on 40 pairs (0.75 at the deck's seed 3, the same with 2 ranks
+# colocated, train_dp 2); IPO seeds 1, 3: +0.33, +0.40, held-out 0.78, 0.93.
+# Reward model (100 steps on 2000 pairs, seeds 1-3): held-out accuracy 0.805-0.875 on 200
+# pairs (chance 0.5), bar 0.70.
+add_test_program(test_pref_run run/test_pref_run.c)
+add_test(NAME pref_data
+  COMMAND sh -c "sh \"$0\" pref_arith.jsonl && sh \"$0\" pref_arith_2k.jsonl 2000 && \
+                 head -n 40 pref_arith.jsonl > pref_partial.jsonl && \
+                 printf '{\"prompt\": \"1+1=\", \"chosen\": \"2\"}\\n' >> pref_partial.jsonl"
+          ${CMAKE_SOURCE_DIR}/inputs/make_pref_arith.sh
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(pref_data PROPERTIES LABELS unit FIXTURES_SETUP pref_data)
+set(RLPT_PREF_DECK ${CMAKE_CURRENT_SOURCE_DIR}/decks/dpo_tiny.ini)
+
+# pref_test(NAME NP LOSS1 MIN_RISE MIN_EVAL [overrides...]); PREF_TOL (default 1e-6) is
+# test_pref_run's TOL.
+set(PREF_TOL 1e-6)
+function(pref_test name np loss1 rise min_eval)
+  add_test(NAME e2e_${name}
+    COMMAND sh -c "rlpt=$0 deck=$1 chk=$2; shift 2; \
+                   $RLPT_MPIEXEC ${np} $RLPT_MPI_FLAGS \"$rlpt\" run \"$deck\" log.metrics_path=${name}.jsonl \
+                   checkpoint.dir=${name}_ckpt \"$@\" > out.${name}.log 2>&1 || { tail -20 out.${name}.log; echo PREF_RUN_FAILED; }; \
+                   grep '^step' out.${name}.log | tail -3; \"$chk\" ${name}.jsonl ${loss1} ${PREF_TOL} ${rise} ${min_eval}"
+            $<TARGET_FILE:rlpt> ${RLPT_PREF_DECK} $<TARGET_FILE:test_pref_run> ${ARGN}
+    WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(e2e_${name} PROPERTIES LABELS e2e ENVIRONMENT "${RLPT_E2E_ENV}" PROCESSORS ${np}
+    FIXTURES_REQUIRED pref_data TIMEOUT 90 FAIL_REGULAR_EXPRESSION "PREF_RUN_FAILED|CHECK failed|CHECK_NEAR failed"
+    PASS_REGULAR_EXPRESSION "test_pref_run: all checks passed")
+endfunction()
+pref_test(dpo_4 4 0.6931471805599453 0.10 0.55 data.pref_path=pref_arith.jsonl run.steps=40)
+pref_test(dpo_colocated_2 2 0.6931471805599453 0.10 0.55 data.pref_path=pref_arith.jsonl run.steps=40
+  ${RLPT_E2E_COLOCATED})
+pref_test(ipo_4 4 25 0.10 0.55 data.pref_path=pref_arith.jsonl run.steps=40 algo.name=ipo)
+pref_test(rm_4 4 -1 0.10 0.70 data.pref_path=pref_arith_2k.jsonl run.steps=100 algo.name=rm
+  model.value_head=true)
+
+# [algo] dpo_ref: a model file (rlpt init of the deck at another seed, fixture pref_ref_models).
+# As both policy and reference the loss starts at log 2; as the reference of the scratch
+# policy it does not (|loss1 - log 2| > 1e-3: the file is the reference). Another shape is
+# refused at setup, naming the key.
+add_test(NAME pref_ref_models
+  COMMAND sh -c "\"$0\" init \"$1\" --out pref_ref_seed9.h5 run.seed=9 && \"$0\" init \"$1\" --out pref_ref_small.h5 model.dim=32"
+          $<TARGET_FILE:rlpt> ${RLPT_PREF_DECK}
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(pref_ref_models PROPERTIES LABELS unit FIXTURES_SETUP pref_ref_models)
+pref_test(dpo_ref_same_4 4 0.6931471805599453 -1 0 data.pref_path=pref_arith.jsonl run.steps=15
+  model.init=ckpt:pref_ref_seed9.h5 algo.dpo_ref=pref_ref_seed9.h5)
+set(PREF_TOL -1e-3)
+pref_test(dpo_ref_other_4 4 0.6931471805599453 -1 0 data.pref_path=pref_arith.jsonl run.steps=15
+  algo.dpo_ref=pref_ref_seed9.h5)
+set(PREF_TOL 1e-6)
+set_tests_properties(e2e_dpo_ref_same_4 e2e_dpo_ref_other_4 PROPERTIES FIXTURES_REQUIRED "pref_data;pref_ref_models")
+run_fail_test(pref_bad_ref 4 2 "rlpt: run: \\[algo\\] dpo_ref = pref_ref_small.h5: the file's model .*differs from the deck's.*RLPT_MESSAGES=1"
+  ${RLPT_PREF_DECK} data.pref_path=pref_arith.jsonl algo.dpo_ref=pref_ref_small.h5 log.metrics_path=pref_bad_ref.jsonl)
+set_tests_properties(e2e_pref_bad_ref PROPERTIES FIXTURES_REQUIRED "pref_data;pref_ref_models")
+
+# Exact restart of a DPO run (run/test_restart.sh exact: stop after step 3, --restart latest,
+# the metrics equal the straight run's bit for bit; the reference is in the checkpoint).
+add_test(NAME restart_exact_dpo
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_restart.sh exact $<TARGET_FILE:rlpt>
+          $<TARGET_FILE:test_restart_cmp> ${RLPT_PREF_DECK} data.pref_path=${CMAKE_CURRENT_BINARY_DIR}/pref_arith.jsonl
+          run.steps=6 eval.every=2)
+set_tests_properties(restart_exact_dpo PROPERTIES LABELS "e2e;mpi" ENVIRONMENT "${RLPT_RESTART_ENV}"
+  PROCESSORS 4 TIMEOUT 90 FIXTURES_REQUIRED pref_data FAIL_REGULAR_EXPRESSION "RESTART_TEST_FAILED|CHECK failed")
+
+# Bad preference decks and data: exit 2, one message naming the key or FILE:LINE.
+function(pref_bad name cmd regex)
+  add_test(NAME pref_bad_${name}
+    COMMAND sh ${CMAKE_SOURCE_DIR}/tests/decks/run_check.sh $<TARGET_FILE:rlpt> 2 ${cmd} ${RLPT_PREF_DECK} ${ARGN}
+    WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(pref_bad_${name} PROPERTIES LABELS unit ENVIRONMENT "${RLPT_TEST_ENV}" FIXTURES_REQUIRED pref_data
+    PASS_REGULAR_EXPRESSION "${regex}" FAIL_REGULAR_EXPRESSION "WRONG_EXIT")
+endfunction()
+pref_bad(no_data check "override 'data.pref_path=': \\[data\\] pref_path: \\[algo\\] name = dpo trains on preference pairs: set \\[data\\] pref_path"
+  data.pref_path=)
+pref_bad(ipo_no_data check "\\[data\\] pref_path: \\[algo\\] name = ipo trains on preference pairs"
+  data.pref_path= algo.name=ipo)
+pref_bad(missing_file check "\\[data\\] pref_path: cannot read 'pref_nope.jsonl': No such file" data.pref_path=pref_nope.jsonl)
+pref_bad(grpo_with_data check "\\[data\\] pref_path: preference data is read by \\[algo\\] name = dpo \\| ipo \\| rm only"
+  data.pref_path=pref_arith.jsonl algo.name=grpo)
+pref_bad(rm_no_head check "override .algo.name=rm.: \\[algo\\] name: \\[algo\\] name = rm trains the value head: set \\[model\\] value_head = true"
+  data.pref_path=pref_arith.jsonl algo.name=rm)
+pref_bad(kl_coef check "override 'algo.kl_coef=0.05': \\[algo\\] kl_coef: a preference run has no KL term"
+  data.pref_path=pref_arith.jsonl algo.kl_coef=0.05)
+pref_bad(micro_batch check "\\[ranks\\] micro_batch_seqs: a preference micro-batch holds whole pairs"
+  data.pref_path=pref_arith.jsonl ranks.micro_batch_seqs=1)
+pref_bad(rm_body_decay check "\\[algo\\] rm_train_body: rm_train_body = false freezes the body"
+  data.pref_path=pref_arith.jsonl algo.name=rm model.value_head=true algo.rm_train_body=false optim.weight_decay=0.1)
+
+# A row without its rejected response (the last line of pref_partial.jsonl), and a reference
+# of another shape, at `rlpt run` on 4 ranks: exit 2, the message once, naming FILE:LINE / the key.
+run_fail_test(pref_bad_row 4 2 "rlpt: run: pref_partial.jsonl:41: key 'rejected' is missing.*RLPT_MESSAGES=1"
+  ${RLPT_PREF_DECK} data.pref_path=pref_partial.jsonl log.metrics_path=pref_bad_row.jsonl)
+set_tests_properties(e2e_pref_bad_row PROPERTIES FIXTURES_REQUIRED pref_data)
+
+# The RLHF deck pair, as shipped (inputs/rm_train.ini then inputs/rlhf_ppo.ini, in one
+# directory with the 2000-pair set): the reward model is trained (300 steps) and PPO with
+# rm_alpha = 0 raises its score. Checks: every RL line's reward_mean = reward_parts.rm
+# (test_rm --metrics, alpha 0) and reward_parts.rm's last-10 mean beats its first-10 mean
+# by >= 0.15 (measured +0.37 to +0.74, seeds 1-3, 2026-12-02); correct, length and KL are
+# printed beside it.
+add_test(NAME e2e_rlhf_pair
+  COMMAND sh -c "set -e; rm -rf rlhf && mkdir rlhf && cd rlhf && sh \"$3/inputs/make_pref_arith.sh\" pref_arith_2k.jsonl 2000; \
+                 $RLPT_MPIEXEC 4 $RLPT_MPI_FLAGS \"$0\" run \"$3/inputs/rm_train.ini\" > rm.log 2>&1 || { tail rm.log; exit 1; }; \
+                 grep '^step 300/300' rm.log; \
+                 $RLPT_MPIEXEC 4 $RLPT_MPI_FLAGS \"$0\" run \"$3/inputs/rlhf_ppo.ini\" > ppo.log 2>&1 || { tail ppo.log; exit 1; }; \
+                 \"$2\" --metrics rlhf_metrics.jsonl 0; \"$1\" --rise rlhf_metrics.jsonl reward_parts.rm 0.15"
+          $<TARGET_FILE:rlpt> $<TARGET_FILE:test_pref_run> $<TARGET_FILE:test_rm> ${CMAKE_SOURCE_DIR}
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(e2e_rlhf_pair PROPERTIES LABELS e2e ENVIRONMENT "${RLPT_E2E_ENV}" PROCESSORS 4 TIMEOUT 120
+  PASS_REGULAR_EXPRESSION "test_rm --metrics: all checks passed.*test_pref_run: all checks passed"
+  FAIL_REGULAR_EXPRESSION "CHECK failed|CHECK_NEAR failed")
+
+# rlpt doctor over a DPO run's metrics: healthy (a preference step has pref_loss, not pg_loss).
+set_tests_properties(e2e_dpo_4 PROPERTIES FIXTURES_SETUP pref_dpo_run)
+add_test(NAME pref_doctor COMMAND $<TARGET_FILE:rlpt> doctor dpo_4.jsonl WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(pref_doctor PROPERTIES LABELS e2e FIXTURES_REQUIRED pref_dpo_run
+  PASS_REGULAR_EXPRESSION "doctor: healthy: none of the [0-9]+ checks found anything")
+# The same for the reward model (no reference; the value head is in /model).
+add_test(NAME restart_exact_rm
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_restart.sh exact $<TARGET_FILE:rlpt>
+          $<TARGET_FILE:test_restart_cmp> ${RLPT_PREF_DECK} data.pref_path=${CMAKE_CURRENT_BINARY_DIR}/pref_arith.jsonl
+          run.steps=6 eval.every=2 algo.name=rm model.value_head=true)
+set_tests_properties(restart_exact_rm PROPERTIES LABELS "e2e;mpi" ENVIRONMENT "${RLPT_RESTART_ENV}"
+  PROCESSORS 4 TIMEOUT 90 FIXTURES_REQUIRED pref_data FAIL_REGULAR_EXPRESSION "RESTART_TEST_FAILED|CHECK failed")
+
+# Preference steps on the GPU (label gpu; skipped without one): 6 DPO and 6 reward-model
+# steps with run.device = cuda against the cpu runs, within 1e-4 relative (checked through
+# the kernel emulator, kernels/emu/check.sh rlpt: 3 steps within 1.5e-6 (DPO) and 9.2e-6 (RM) relative).
+add_test(NAME gpu_pref COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_gpu_pref.sh $<TARGET_FILE:rlpt>
+         $<TARGET_FILE:test_pref_run> 4 ${RLPT_PREF_DECK} ${CMAKE_CURRENT_BINARY_DIR}/pref_arith.jsonl 6 1e-4
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(gpu_pref PROPERTIES LABELS gpu ENVIRONMENT "${RLPT_E2E_ENV}" PROCESSORS 4 TIMEOUT 300
+  FIXTURES_REQUIRED pref_data SKIP_RETURN_CODE 77 FAIL_REGULAR_EXPRESSION "GPU_PREF_FAILED|CHECK failed")

@@ -73,3 +73,5 @@ add_mpi_test(NAME data_run_tiny EXE rlpt NUM_PROCS 4
   ARGS run ${RLPT_DATA_DECKS}/data_run_tiny.ini ${GSM_TRAIN} LABELS mpi)
 set_tests_properties(data_run_tiny PROPERTIES
   PASS_REGULAR_EXPRESSION "step 2/2 rl \\| reward [0-9.]+ .*eval \\(rl, step 2\\): greedy pass@1 [0-9.]+ on 4 held-out prompts.*summary: greedy pass@1")
+# Preference pairs for dpo / ipo / rm ([data] pref_path; src/tasks/preference.c).
+add_unit_test(test_preference SOURCES tasks/test_preference.c)

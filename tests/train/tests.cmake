@@ -72,3 +72,9 @@ add_mpi_test(NAME test_gpu_trainer_dp EXE test_gpu_trainer NUM_PROCS 2 LABELS gp
 # ZeRO-1 on both sides (train/zero.c on the host, sliced NCCL reduce/gather on the device)
 add_mpi_test(NAME test_gpu_trainer_zero EXE test_gpu_trainer NUM_PROCS 2 ARGS optim.zero=1
              LABELS gpu mpi)
+
+# Preference steps (src/train/pref_step.c): DPO, IPO and the Bradley-Terry reward model
+# through the whole model against PyTorch (tests/ref/pref_ref.py -> golden_pref.h5): loss,
+# rewards and d loss / d token within 1e-5, parameter gradients within 1e-3 relative,
+# micro-batching, log 2 at policy = reference, the head-only reward model.
+add_unit_test(test_pref_step SOURCES train/test_pref_step.c LABELS unit golden)
