@@ -62,7 +62,10 @@ enum tis_mode { TIS_OFF, TIS_TOKEN_TRUNCATE, TIS_SEQ_TRUNCATE, TIS_TOKEN_MASK, T
 enum rollout_scheduling { ROLLOUT_FCFS, ROLLOUT_LONGEST_FIRST };
 enum ckpt_on_error { CKPT_ON_ERROR_ABORT, CKPT_ON_ERROR_CONTINUE };
 /* [data] enums (src/tasks/dataset.h). */
-enum data_verifier { DATA_VERIFY_MATH, DATA_VERIFY_ARITH, DATA_VERIFY_COUNTDOWN, DATA_VERIFY_EXACT };
+enum data_verifier { DATA_VERIFY_MATH, DATA_VERIFY_ARITH, DATA_VERIFY_COUNTDOWN, DATA_VERIFY_EXACT, DATA_VERIFY_CODE };
+enum data_code_score { CODE_SCORE_FRACTION, CODE_SCORE_ALL };
+/* [sandbox] isolation (src/sandbox/sandbox.h). */
+enum sandbox_isolation { SANDBOX_ISOLATION_BWRAP, SANDBOX_ISOLATION_RLIMITS_ONLY };
 enum data_bad_line { DATA_BAD_LINE_ERROR, DATA_BAD_LINE_SKIP };
 
 struct config {
@@ -107,6 +110,7 @@ struct config {
     char prompt_key[64], answer_key[64], chat_template[64];
     char prompt_template[CFG_STR_MAX];
     int shuffle, verifier, on_bad_line;
+    int code_score;  /* enum data_code_score */
   } data;
   struct {
     double correct_weight, format_weight, length_weight;
@@ -114,7 +118,16 @@ struct config {
     char rm_path[CFG_STR_MAX];
     double rm_alpha;
     long rm_batch_tokens;
+    char command[CFG_STR_MAX];  /* external reward workers (rl/reward_command.h) */
+    long command_workers;
+    double command_timeout_s;
   } reward;
+  struct {
+    int isolation;  /* enum sandbox_isolation */
+    char interpreter[CFG_STR_MAX];
+    double timeout_s;
+    long cpu_s, memory_mb, output_kb, file_mb, processes, workers;
+  } sandbox;
   struct {
     int name;
     long group_size, prompts_per_step, mini_batches, ppo_epochs;

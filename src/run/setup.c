@@ -205,5 +205,7 @@ void run_teardown(struct run *r) {
   if (r->is_ctl) metrics_log_close(&r->mlog);
   samples_log_close(r);
   watch_free(r->watch);
+  reward_free(&r->rcfg);
+  task_free(&r->task);
   tokenizer_free(&r->tok);
 }

@@ -276,6 +276,13 @@ double task_verify(const struct task *t, const struct task_prompt *p, const char
   return verify_countdown(resp, len, p->nums, p->n_nums, p->target);
 }
 
+int task_verify_batch(const struct task *t, const struct task_prompt *const *p, const char *const *resp,
+                      const size_t *len, int n, double *out, struct code_stats *st) {
+  if (t->kind == TASK_JSONL) return dataset_verify_batch(t->ds, p, resp, len, n, out, st);
+  for (int i = 0; i < n; i++) out[i] = task_verify(t, p[i], resp[i], len[i]);
+  return 0;
+}
+
 int task_sft_tokens(const struct tokenizer *tok, const struct task_prompt *p, int *ids, size_t cap,
                     size_t *n_prompt, size_t *n_total) {
   size_t n = 0, m = 0, bad = 0;
