@@ -73,3 +73,13 @@ add_mpi_test(NAME data_run_tiny EXE rlpt NUM_PROCS 4
   ARGS run ${RLPT_DATA_DECKS}/data_run_tiny.ini ${GSM_TRAIN} LABELS mpi)
 set_tests_properties(data_run_tiny PROPERTIES
   PASS_REGULAR_EXPRESSION "step 2/2 rl \\| reward [0-9.]+ .*eval \\(rl, step 2\\): greedy pass@1 [0-9.]+ on 4 held-out prompts.*summary: greedy pass@1")
+
+# The code task ([data] verifier = code; src/tasks/code.h) through `rlpt reward-score` on 8
+# HumanEval problems from the cache (skips without network): canonical solutions 1.0,
+# empty / wrong / exit(0) programs 0.
+add_test(NAME code_reward_score
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tasks/code_reward_score.sh $<TARGET_FILE:rlpt>
+          ${CMAKE_CURRENT_SOURCE_DIR}/decks/code_score.ini ${CMAKE_SOURCE_DIR}/jobscripts/fetch-humaneval.sh
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(code_reward_score PROPERTIES LABELS e2e ENVIRONMENT "${RLPT_TEST_ENV}"
+  SKIP_RETURN_CODE ${RLPT_SKIP_CODE} TIMEOUT 120)
