@@ -18,19 +18,34 @@
 #include "util/clock.h"
 #include "util/error.h"
 
-/* 1 when the reward's `correct` component accepts sample s of held-out prompt tp. */
-static int eval_correct(const struct run *r, const struct task_prompt *tp, const struct sample *s) {
-  size_t len = 0;
-  char *text = NULL;
-  int rc = tokenizer_decode_generated(&r->tok, (const int *)s->resp, (size_t)s->n_resp, &text, &len);
-  if (rc == TOK_ERR_NOMEM) die_local("out of memory decoding an eval response");
-  if (rc != TOK_OK) die_local("eval: a response does not decode (token %zu)", len);
-  struct reward_item it = { .prompt = tp, .text = text, .len = len, .n_tokens = s->n_resp, .group = 0 };
-  double parts[REWARD_NCOMPONENTS];
-  int bad = 0;
-  reward_score_one(&r->rcfg, &r->task, &it, parts, &bad);
-  free(text);
-  return parts[REWARD_CORRECT] == 1.0;
+/* ok[k] = 1 when the reward's `correct` component accepts sample k of out (its held-out
+ * prompt tps[group]); scored as one batch, so the code verifier runs it over the sandbox
+ * pool. */
+static void eval_correct(const struct run *r, const struct task_prompt *tps, const struct sample_batch *out, int *ok) {
+  int n = out->n;
+  struct reward_item *it = calloc_check((size_t)n + 1, sizeof *it);
+  double *rew = calloc_check((size_t)n + 1, sizeof *rew);
+  double (*parts)[REWARD_NCOMPONENTS] = calloc_check((size_t)n + 1, sizeof *parts);
+  for (int k = 0; k < n; k++) {
+    const struct sample *s = &out->s[k];
+    size_t len = 0;
+    char *text = NULL;
+    int rc = tokenizer_decode_generated(&r->tok, (const int *)s->resp, (size_t)s->n_resp, &text, &len);
+    if (rc == TOK_ERR_NOMEM) die_local("out of memory decoding an eval response");
+    if (rc != TOK_OK) die_local("eval: a response does not decode (token %zu)", len);
+    it[k] = (struct reward_item){ .prompt = &tps[s->group], .text = text, .len = len, .n_tokens = s->n_resp,
+                                  .group = 0 };
+  }
+  struct reward_stats st;
+  if (reward_score_batch(&r->rcfg, &r->task, it, n, 1, rew, parts, &st) != 0)
+    die_local("eval: scoring %d responses failed", n);
+  for (int k = 0; k < n; k++) {
+    ok[k] = parts[k][REWARD_CORRECT] == 1.0;
+    free((char *)it[k].text);
+  }
+  free(it);
+  free(rew);
+  free(parts);
 }
 
 /* Generate `group` completions for held-out prompts [lo, hi) into out (sample.group = prompt
@@ -73,12 +88,14 @@ void eval_greedy_share(struct run *r, enum metrics_phase phase, long step) {
   rollout_set_sampling(r->engine, 0, 1, 0);
   eval_generate(r, lo, hi, 1, step, tps, &out);
   rollout_set_sampling(r->engine, -1, -1, -1);
+  int *ok = calloc_check((size_t)out.n + 1, sizeof *ok);
+  eval_correct(r, tps, &out, ok);
   for (int k = 0; k < out.n; k++) {
     long j = out.s[k].group, idx = lo + j;
-    int ok = eval_correct(r, &tps[j], &out.s[k]);
-    if (idx < n_eval) { r->partial[PS_EV_GREEDY_N] += 1; r->partial[PS_EV_GREEDY_OK] += ok; }
-    if (idx < n_band) { r->partial[PS_EV_BAND_N] += 1; r->partial[PS_EV_BAND_OK] += ok; }
+    if (idx < n_eval) { r->partial[PS_EV_GREEDY_N] += 1; r->partial[PS_EV_GREEDY_OK] += ok[k]; }
+    if (idx < n_band) { r->partial[PS_EV_BAND_N] += 1; r->partial[PS_EV_BAND_OK] += ok[k]; }
   }
+  free(ok);
   free(tps);
   sample_batch_free(&out);
 }
@@ -93,7 +110,10 @@ void eval_sampled_share(struct run *r, long step) {
   struct sample_batch out;
   sample_batch_init(&out);
   eval_generate(r, lo, hi, (int)n, step, tps, &out);
-  for (int s = 0; s < out.n; s++) c[out.s[s].group] += eval_correct(r, &tps[out.s[s].group], &out.s[s]);
+  int *ok = calloc_check((size_t)out.n + 1, sizeof *ok);
+  eval_correct(r, tps, &out, ok);
+  for (int s = 0; s < out.n; s++) c[out.s[s].group] += ok[s];
+  free(ok);
   for (long j = 0; j < hi - lo; j++) {
     r->partial[PS_EV_N] += 1;
     r->partial[PS_EV_PASS1] += (double)c[j] / (double)n;

@@ -120,6 +120,10 @@ static void partial_add_rewards(struct run *r, const struct sample_batch *b, con
   q[PS_N] += n;
   q[PS_CORRECT] += st->acc * n;
   q[PS_NONFINITE] += (double)st->nonfinite;
+  q[PS_REWARD_ERRORS] += (double)st->errors;
+  q[PS_EXECS] += (double)st->executions;
+  q[PS_ERR_SOURCES] = r->rcfg.cmd || task_sandboxed(&r->task);
+  if (st->exec_wall_s > 0) q[PS_EXEC_WALL] = (isfinite(q[PS_EXEC_WALL]) ? q[PS_EXEC_WALL] : 0) + st->exec_wall_s;
   q[PS_GROUPS] += n_groups;
   for (int c = 0; c < REWARD_NCOMPONENTS; c++) {
     q[PS_PART_SUM + c] += st->part_mean[c] * n;

@@ -276,6 +276,8 @@ double task_verify(const struct task *t, const struct task_prompt *p, const char
   return verify_countdown(resp, len, p->nums, p->n_nums, p->target);
 }
 
+int task_sandboxed(const struct task *t) { return t->kind == TASK_JSONL && t->ds && t->ds->sb; }
+
 int task_verify_batch(const struct task *t, const struct task_prompt *const *p, const char *const *resp,
                       const size_t *len, int n, double *out, struct code_stats *st) {
   if (t->kind == TASK_JSONL) return dataset_verify_batch(t->ds, p, resp, len, n, out, st);

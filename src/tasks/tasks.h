@@ -70,6 +70,8 @@ double task_verify(const struct task *t, const struct task_prompt *p, const char
 /* task_verify of n responses into out[n]; the code verifier runs their tests together over
  * the sandbox pool and adds its counts to st (may be NULL). 0, or 1 out of memory. */
 struct code_stats;
+/* 1 when the task's verifier runs programs in the sandbox ([data] verifier = code). */
+int task_sandboxed(const struct task *t);
 int task_verify_batch(const struct task *t, const struct task_prompt *const *p, const char *const *resp,
                       const size_t *len, int n, double *out, struct code_stats *st);
 

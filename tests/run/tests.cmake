@@ -406,3 +406,13 @@ run_fail_test(bad_tensorboard_dir 4 2
 run_fail_test(bad_prometheus_path 4 2
   "rlpt: run: \\[log\\] prometheus_path = /dev/null/rlpt.prom: cannot create /dev/null/rlpt.prom.tmp: Not a directory.*RLPT_MESSAGES=1"
   ${RLPT_E2E_DECK} log.prometheus_path=/dev/null/rlpt.prom log.metrics_path=bad_prom.jsonl)
+
+# The code task in a run: one GRPO step of tests/decks/code_run_tiny.ini on 4 ranks, every
+# response's tests in the sandbox (run/code_run.sh: rewards 0, reward_errors 0,
+# sandbox_exec_per_s measured). Skips nothing: the suite installs bubblewrap.
+add_test(NAME e2e_code_run_4
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/code_run.sh $<TARGET_FILE:rlpt>
+          ${CMAKE_CURRENT_SOURCE_DIR}/decks/code_run_tiny.ini
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(e2e_code_run_4 PROPERTIES LABELS e2e ENVIRONMENT "${RLPT_E2E_ENV}" PROCESSORS 4
+  TIMEOUT 120)
