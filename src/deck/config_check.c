@@ -136,12 +136,38 @@ static int cross_files(const struct cross *x) {
   return 0;
 }
 
+/* The first key of section set by the deck or an override (NULL: none). */
+static const char *first_set(const struct config *c, const char *section) {
+  for (int i = 0; i < cfg_schema_len; i++)
+    if (c->src[i] && !strcmp(cfg_schema[i].section, section)) return cfg_schema[i].name;
+  return NULL;
+}
+
+/* Keys of the code sandbox and of [reward] command only mean something when those are used. */
+static int cross_code(const struct cross *x) {
+  const struct config *c = x->cfg;
+  int code = !strcmp(c->task.name, "jsonl") && c->data.verifier == DATA_VERIFY_CODE;
+  const char *k = first_set(c, "sandbox");
+  if (k && !code)
+    return cross_fail(x, "sandbox", k, "data", "verifier", "[sandbox] runs the code task's programs: it needs "
+                      "[task] name = jsonl with [data] verifier = code");
+  if (c->src[config_find("data", "code_score")] && !code)
+    return cross_fail(x, "data", "code_score", "data", "verifier", "needs [data] verifier = code");
+  const char *ck = c->src[config_find("reward", "command_workers")] ? "command_workers"
+                   : c->src[config_find("reward", "command_timeout_s")] ? "command_timeout_s" : NULL;
+  if (ck && !c->reward.command[0])
+    return cross_fail(x, "reward", ck, "reward", "command", "applies to [reward] command workers, and "
+                      "[reward] command is empty");
+  return 0;
+}
+
 int config_cross_check(const struct config *c, const char *path, char *const *over, char *err, size_t errlen) {
   const struct cross x = {.cfg = c, .path = path, .over = over, .err = err, .errlen = errlen};
   int rc = cross_model(&x);
   if (!rc) rc = cross_ranges(&x);
   if (!rc) rc = cross_batches(&x);
   if (!rc) rc = cross_files(&x);
+  if (!rc) rc = cross_code(&x);
   if (!rc && c->model.dtype == DTYPE_BF16 && c->run.device == DEVICE_CPU)
     rc = cross_fail(&x, "model", "dtype", "run", "device", "bf16 needs run.device = cuda or auto");
   return rc;

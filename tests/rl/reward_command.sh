@@ -26,8 +26,9 @@ printf 'read line\nexit 3\n' > reward_cmd_crash.sh
 printf 'read line\nsleep 30\n' > reward_cmd_hang.sh
 printf 'while read line; do echo "hello, not json"; done\n' > reward_cmd_garbage.sh
 over="data.train_path=reward_cmd_in.jsonl"
+workers="reward.command_workers=2 reward.command_timeout_s=0.5"
 "$rlpt" reward-score "$deck" --input reward_cmd_in.jsonl --output rc_builtin.jsonl $over || fail "built-in"
-"$rlpt" reward-score "$deck" --input reward_cmd_in.jsonl --output rc_worker.jsonl $over \
+"$rlpt" reward-score "$deck" --input reward_cmd_in.jsonl --output rc_worker.jsonl $over $workers \
   "reward.command=/usr/bin/python3 reward_cmd_worker.py" > rc_worker.log 2>&1 || { cat rc_worker.log; fail "worker"; }
 cat rc_worker.log
 grep -q "reward_errors 0" rc_worker.log || fail "the Python worker had errors"
@@ -37,7 +38,7 @@ rewards() { grep -o '"line":[0-9]*,"reward":[0-9.]*' "$1"; }
 grep -q '"command_parts":{"chars":1}' rc_worker.jsonl || fail "the worker's parts are missing"
 for kind in crash hang garbage; do
   start=$(date +%s)
-  "$rlpt" reward-score "$deck" --input reward_cmd_in.jsonl --output rc_$kind.jsonl $over \
+  "$rlpt" reward-score "$deck" --input reward_cmd_in.jsonl --output rc_$kind.jsonl $over $workers \
     "reward.command=sh reward_cmd_$kind.sh" > rc_$kind.log 2>&1 || { cat rc_$kind.log; fail "$kind: exit $?"; }
   took=$(( $(date +%s) - start ))
   head -3 rc_$kind.log
