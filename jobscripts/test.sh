@@ -7,8 +7,8 @@ set -euo pipefail
 source "$(dirname "$0")/env.sh"
 # python3-h5py: the checkpoint test that reads our files with h5py; prometheus: promtool for
 # the alert rules; python3-yaml, python3-pip: the monitoring checks; chromium: the rlpt report
-# test renders the HTML headless.
-"$RLPT_ROOT/jobscripts/bootstrap-debian.sh" python3-h5py prometheus python3-yaml python3-pip chromium
+# test renders the HTML headless; bubblewrap: the sandbox tests (also in the build's list).
+"$RLPT_ROOT/jobscripts/bootstrap-debian.sh" python3-h5py prometheus python3-yaml python3-pip chromium bubblewrap
 # TensorBoard's own event reader and a Prometheus text parser for the monitoring tests
 # (pip --target into the cache; the tests skip only when the packages cannot be imported).
 CACHE="${RLPT_CACHE:-$HOME/.cache/rlpt}"

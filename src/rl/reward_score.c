@@ -8,7 +8,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "io/jsonl.h"
 #include "model/import.h"
 #include "rl/reward.h"
 #include "tasks/dataset.h"
@@ -22,9 +21,9 @@ struct score_env {
   struct task t;
   struct reward_cfg rc;
   struct tokenizer tok;
-  char **resp;             /* by line number (1-based); NULL where a line has none */
-  long *n_tokens;          /* by line: the row's "n_tokens", or -1 */
-  long n_lines;
+  char **resp;             /* by row */
+  long *n_tokens;          /* by row: its "n_tokens", or -1 */
+  long n;
 };
 
 /* The deck's verifier for a file of rows: a dataset's own, arith's or countdown's. */
@@ -36,38 +35,22 @@ static void input_verifier(struct config *c) {
   c->data.shuffle = 0;  /* prompt i is row i */
 }
 
-/* Every line's "response" (and "n_tokens"). 0, or 2 with FILE:LINE in err. */
-static int read_responses(struct score_env *e, const char *path, char *err, size_t errlen) {
-  struct jsonl_reader rd;
-  char msg[JSONL_MSG_MAX];
-  long cap = 0;
-  int rc = jsonl_open(&rd, path, err, errlen);
-  while (!rc) {
-    cJSON *obj = NULL;
-    long line = 0;
-    int got = jsonl_next(&rd, &obj, &line, msg, sizeof msg);
-    if (got == JSONL_EOF) break;
-    if (got == JSONL_IOERR) { snprintf(err, errlen, "%s", msg); rc = 2; break; }
-    if (line >= cap) {
-      long nc = line * 2 + 64;
-      e->resp = realloc_check(e->resp, sizeof *e->resp * (size_t)nc);
-      e->n_tokens = realloc_check(e->n_tokens, sizeof *e->n_tokens * (size_t)nc);
-      for (long i = cap; i < nc; i++) { e->resp[i] = NULL; e->n_tokens[i] = -1; }
-      cap = nc;
-    }
-    e->n_lines = line + 1 > e->n_lines ? line + 1 : e->n_lines;
-    const cJSON *r = cJSON_GetObjectItemCaseSensitive(obj, "response");
-    const cJSON *nt = cJSON_GetObjectItemCaseSensitive(obj, "n_tokens");
-    if (got == JSONL_ROW && !cJSON_IsString(r)) {
-      snprintf(err, errlen, "%s:%ld: no \"response\" string (the text to score)", path, line);
-      rc = 2;
-    } else if (got == JSONL_ROW) {
-      e->resp[line] = strdup(r->valuestring);
-      if (cJSON_IsNumber(nt) && nt->valuedouble >= 0) e->n_tokens[line] = (long)nt->valuedouble;
-    }
-    cJSON_Delete(obj);
+/* Row i's "response" and "n_tokens" (-1 when absent) from its JSON. 0, or 2 with FILE:LINE. */
+static int row_response(const struct dataset *ds, long i, char **resp, long *n_tokens, char *err, size_t errlen) {
+  const struct data_row *row = &ds->rows[TASK_TRAIN][i];
+  cJSON *o = cJSON_Parse(row->json);
+  const cJSON *r = cJSON_GetObjectItemCaseSensitive(o, "response");
+  const cJSON *nt = cJSON_GetObjectItemCaseSensitive(o, "n_tokens");
+  int rc = 0;
+  *n_tokens = cJSON_IsNumber(nt) && nt->valuedouble >= 0 ? (long)nt->valuedouble : -1;
+  if (!cJSON_IsString(r)) {
+    snprintf(err, errlen, "%s:%ld: no \"response\" string (the text to score)", ds->path[TASK_TRAIN], row->line);
+    rc = 2;
+  } else {
+    *resp = strdup(r->valuestring);
+    if (!*resp) rc = 1;
   }
-  jsonl_close(&rd);
+  cJSON_Delete(o);
   return rc;
 }
 
@@ -86,7 +69,11 @@ static int env_open(struct score_env *e, const struct config *cfg, const struct 
   e->t.ds = malloc_check(sizeof *e->t.ds);
   int rc = dataset_load_file(e->t.ds, &e->cfg, o->input, stderr, err, errlen);
   if (rc) { free(e->t.ds); e->t.ds = NULL; return rc; }
-  if ((rc = read_responses(e, o->input, err, errlen))) return rc;
+  e->n = e->t.ds->n[TASK_TRAIN];
+  e->resp = calloc_check((size_t)e->n + 1, sizeof *e->resp);
+  e->n_tokens = calloc_check((size_t)e->n + 1, sizeof *e->n_tokens);
+  for (long i = 0; i < e->n; i++)
+    if ((rc = row_response(e->t.ds, i, &e->resp[i], &e->n_tokens[i], err, errlen))) return rc;
   if ((rc = reward_init(&e->rc, &e->cfg, err, errlen))) return rc;
   return model_import_or_deck(&e->cfg, &mc, &e->tok, err, errlen) ? 2 : 0;
 }
@@ -95,7 +82,7 @@ static void env_close(struct score_env *e) {
   reward_free(&e->rc);
   task_free(&e->t);
   tokenizer_free(&e->tok);
-  for (long i = 0; i < e->n_lines; i++) free(e->resp[i]);
+  for (long i = 0; e->resp && i < e->n; i++) free(e->resp[i]);
   free(e->resp);
   free(e->n_tokens);
 }
@@ -133,13 +120,13 @@ static int build_items(struct score_env *e, struct task_prompt *tp, struct rewar
                        size_t errlen) {
   for (long i = 0; i < n; i++) {
     const struct data_row *row = &e->t.ds->rows[TASK_TRAIN][i];
-    const char *r = row->line < e->n_lines ? e->resp[row->line] : NULL;
-    if (!r || task_prompt(&e->t, (uint64_t)i, TASK_TRAIN, &tp[i])) {
-      snprintf(err, errlen, "%s:%ld: no response for this row", e->t.ds->path[TASK_TRAIN], row->line);
+    const char *r = e->resp[i];
+    if (task_prompt(&e->t, (uint64_t)i, TASK_TRAIN, &tp[i])) {
+      snprintf(err, errlen, "%s:%ld: the row does not fit a prompt", e->t.ds->path[TASK_TRAIN], row->line);
       return 2;
     }
     size_t len = strlen(r);
-    long nt = e->n_tokens[row->line];
+    long nt = e->n_tokens[i];
     it[i] = (struct reward_item){.prompt = &tp[i], .text = r, .len = len, .group = 0,
                                  .n_tokens = nt >= 0 ? nt : count_tokens(&e->tok, r, len)};
   }

@@ -20,6 +20,7 @@ struct row_ctx {
   const char *path;
   char tmpl[CFG_STR_MAX];
   const struct chat_template *chat;  /* NULL: no chat rendering */
+  int keep_json;                     /* keep each row's JSON (data_row.json) */
 };
 
 int dataset_template_unescape(const char *tmpl, char *out, size_t outlen, char *err, size_t errlen) {
@@ -195,7 +196,7 @@ static int row_build(const struct row_ctx *x, const cJSON *obj, long line, struc
     return rc;
   if (code && (rc = code_row_parse(obj, x->path, line, x->cfg->data.prompt_key, r, &answer, msg, msglen)))
     return rc;
-  if (x->cfg->reward.command[0] && !(r->json = cJSON_PrintUnformatted(obj))) return 1;
+  if (x->keep_json && !(r->json = cJSON_PrintUnformatted(obj))) return 1;
   r->prompt = render_prompt(x, obj, last_user, prompt);
   r->answer = strdup(answer);
   if (!r->prompt || !r->answer) return 1;
@@ -312,6 +313,7 @@ static int dataset_open(struct dataset *ds, struct row_ctx *x, const struct conf
   ds->code_all = cfg->data.code_score == CODE_SCORE_ALL;
   x->cfg = cfg;
   x->chat = chat;
+  x->keep_json = cfg->reward.command[0] != '\0';
   int rc = dataset_template_unescape(cfg->data.prompt_template, x->tmpl, sizeof x->tmpl, err, errlen);
   if (rc || ds->verifier != DATA_VERIFY_CODE) return rc;
   struct sandbox_opts o;
@@ -349,6 +351,7 @@ int dataset_load_file(struct dataset *ds, const struct config *cfg, const char *
                       size_t errlen) {
   struct row_ctx x;
   int rc = dataset_open(ds, &x, cfg, NULL, err, errlen);
+  x.keep_json = 1;
   if (!rc) rc = load_split(ds, &x, TASK_TRAIN, path, log, err, errlen);
   if (rc) dataset_free(ds);
   return rc;

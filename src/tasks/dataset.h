@@ -54,7 +54,8 @@ struct data_row {
   char **tests;     /* verifier = code (tasks/code.h): the programs' tests */
   int n_tests;
   char *code_prefix;  /* verifier = code, HumanEval: the raw prompt the program runs after */
-  char *json;       /* the row as read (compact JSON), kept for [reward] command; else NULL */
+  char *json;       /* the row as read (compact JSON), kept for [reward] command and
+                       dataset_load_file; else NULL */
 };
 
 struct sandbox;
@@ -93,7 +94,8 @@ double dataset_verify(const struct dataset *ds, const struct task_prompt *p, con
 struct code_stats;
 int dataset_verify_batch(const struct dataset *ds, const struct task_prompt *const *p, const char *const *resp,
                          const size_t *len, int n, double *out, struct code_stats *st);
-/* Load one file as the train split alone (no held-out rows): `rlpt reward-score`'s input. */
+/* Load one file as the train split alone (no held-out rows, every row's json kept):
+ * `rlpt reward-score`'s input. */
 int dataset_load_file(struct dataset *ds, const struct config *cfg, const char *path, FILE *log, char *err,
                       size_t errlen);
 
