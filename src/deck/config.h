@@ -216,7 +216,8 @@ void config_allowed_text(const struct cfg_key *k, char *buf, size_t len);
  * the keys, without a location. */
 #define CFG_TAG_MAX 128  /* [reward] format_tags: the longest tag + NUL */
 /* rm_alpha < 1 needs rm_path; overlong_buffer below max_new_tokens; format_tags as
- * config_format_tags takes it. 0, or 2 with a message in err. */
+ * config_format_tags takes it; [sandbox] keys and [data] code_score off their defaults need
+ * [data] verifier = code, [reward] command_* keys a command. 0, or 2 with a message in err. */
 int config_reward_check(const struct config *cfg, char *err, size_t errlen);
 /* [reward] format_tags "OPEN,CLOSE" split into open and close (CFG_TAG_MAX bytes each;
  * both empty when tags is empty). 0, or 2 with a message in err. */

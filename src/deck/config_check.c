@@ -136,29 +136,26 @@ static int cross_files(const struct cross *x) {
   return 0;
 }
 
-/* The first key of section set by the deck or an override (NULL: none). */
-static const char *first_set(const struct config *c, const char *section) {
-  for (int i = 0; i < cfg_schema_len; i++)
-    if (c->src[i] && !strcmp(cfg_schema[i].section, section)) return cfg_schema[i].name;
-  return NULL;
+/* 1 when row r of c holds another value than its default (d: the defaults). Values, not
+ * sources: a canonical deck sets every key, to its default where the deck did not. */
+static int off_default(const struct config *c, const struct config *d, int r) {
+  const struct cfg_key *k = &cfg_schema[r];
+  const char *a = (const char *)c + k->offset, *b = (const char *)d + k->offset;
+  switch (k->type) {
+    case CFG_INT: return *(const long *)a != *(const long *)b;
+    case CFG_FLOAT: return *(const double *)a != *(const double *)b;
+    case CFG_BOOL: case CFG_ENUM: return *(const int *)a != *(const int *)b;
+    case CFG_STRING: case CFG_PATH: return strcmp(a, b) != 0;
+    case CFG_LIST: return memcmp(a, b, sizeof(struct cfg_list)) != 0;
+  }
+  return 0;
 }
 
-/* Keys of the code sandbox and of [reward] command only mean something when those are used. */
-static int cross_code(const struct cross *x) {
-  const struct config *c = x->cfg;
-  int code = !strcmp(c->task.name, "jsonl") && c->data.verifier == DATA_VERIFY_CODE;
-  const char *k = first_set(c, "sandbox");
-  if (k && !code)
-    return cross_fail(x, "sandbox", k, "data", "verifier", "[sandbox] runs the code task's programs: it needs "
-                      "[task] name = jsonl with [data] verifier = code");
-  if (c->src[config_find("data", "code_score")] && !code)
-    return cross_fail(x, "data", "code_score", "data", "verifier", "needs [data] verifier = code");
-  const char *ck = c->src[config_find("reward", "command_workers")] ? "command_workers"
-                   : c->src[config_find("reward", "command_timeout_s")] ? "command_timeout_s" : NULL;
-  if (ck && !c->reward.command[0])
-    return cross_fail(x, "reward", ck, "reward", "command", "applies to [reward] command workers, and "
-                      "[reward] command is empty");
-  return 0;
+/* The first key of section off its default (NULL: none). */
+static const char *first_changed(const struct config *c, const struct config *d, const char *section) {
+  for (int i = 0; i < cfg_schema_len; i++)
+    if (!strcmp(cfg_schema[i].section, section) && off_default(c, d, i)) return cfg_schema[i].name;
+  return NULL;
 }
 
 int config_cross_check(const struct config *c, const char *path, char *const *over, char *err, size_t errlen) {
@@ -167,7 +164,6 @@ int config_cross_check(const struct config *c, const char *path, char *const *ov
   if (!rc) rc = cross_ranges(&x);
   if (!rc) rc = cross_batches(&x);
   if (!rc) rc = cross_files(&x);
-  if (!rc) rc = cross_code(&x);
   if (!rc && c->model.dtype == DTYPE_BF16 && c->run.device == DEVICE_CPU)
     rc = cross_fail(&x, "model", "dtype", "run", "device", "bf16 needs run.device = cuda or auto");
   return rc;
@@ -196,6 +192,28 @@ int config_format_tags(const char *tags, char *open, char *close, char *err, siz
   return 0;
 }
 
+/* Keys of the code sandbox and of [reward] command mean something only where those are used. */
+static int code_keys_check(const struct config *c, char *err, size_t errlen) {
+  struct config *d = malloc_check(sizeof *d);
+  config_defaults(d);
+  int code = !strcmp(c->task.name, "jsonl") && c->data.verifier == DATA_VERIFY_CODE, rc = 2;
+  const char *k = first_changed(c, d, "sandbox");
+  int score = off_default(c, d, config_find("data", "code_score"));
+  const char *ck = off_default(c, d, config_find("reward", "command_workers")) ? "command_workers"
+                   : off_default(c, d, config_find("reward", "command_timeout_s")) ? "command_timeout_s" : NULL;
+  free(d);
+  if (k && !code)
+    snprintf(err, errlen, "[sandbox] %s: [sandbox] runs the code task's programs: it needs [task] name = jsonl "
+             "with [data] verifier = code", k);
+  else if (score && !code)
+    snprintf(err, errlen, "[data] code_score: needs [data] verifier = code");
+  else if (ck && !c->reward.command[0])
+    snprintf(err, errlen, "[reward] %s: applies to [reward] command workers, and [reward] command is empty", ck);
+  else
+    rc = 0;
+  return rc;
+}
+
 int config_reward_check(const struct config *cfg, char *err, size_t errlen) {
   long buffer = cfg->algo.overlong_buffer, max_new = cfg->rollout.max_new_tokens;
   if (!cfg->reward.rm_path[0] && cfg->reward.rm_alpha < 1.0) {
@@ -209,7 +227,8 @@ int config_reward_check(const struct config *cfg, char *err, size_t errlen) {
     return 2;
   }
   char open[CFG_TAG_MAX], close[CFG_TAG_MAX];
-  return config_format_tags(cfg->reward.format_tags, open, close, err, errlen);
+  int rc = config_format_tags(cfg->reward.format_tags, open, close, err, errlen);
+  return rc ? rc : code_keys_check(cfg, err, errlen);
 }
 
 /* ---- rlpt check ------------------------------------------------------------------------ */

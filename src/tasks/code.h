@@ -14,7 +14,7 @@
  *
  * Each test is one sandbox execution of: program, a blank line, the test, then a line
  * printing a random 128-bit marker drawn for that execution. The test passes when the
- * execution exits 0 and its stdout ends with the marker, so exit(0), os._exit(0) or a
+ * execution exits 0 and its stdout ends with the marker line, so exit(0), os._exit(0) or a
  * printed "PASS" before the tests run do not pass. (Python cannot hide the marker from a
  * program that reads its own code object; the sandbox, not the marker, is the security
  * boundary.) correct = passed / tests ([data] code_score = fraction) or 1 only when all

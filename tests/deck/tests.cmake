@@ -131,7 +131,7 @@ plan_test(colocated_2_pool 2 "colocated worker rank: weights 1.5 MB \\+ \\[rollo
   ranks.rollout=auto ranks.train=auto ranks.train_tp=2 ranks.rollout_tp=2 ranks.device_memory_gb=0.02)
 
 # Keys of the code sandbox and of [reward] command are refused where nothing reads them.
-deck_test(sandbox_without_code 2 "override 'sandbox.timeout_s=3': \\[sandbox\\] timeout_s: \\[sandbox\\] runs the code task's programs"
+deck_test(sandbox_without_code 2 "\\[sandbox\\] timeout_s: \\[sandbox\\] runs the code task's programs"
   check good.ini sandbox.timeout_s=3)
 deck_test(code_score_without_code 2 "\\[data\\] code_score: needs \\[data\\] verifier = code"
   check good.ini data.code_score=all)

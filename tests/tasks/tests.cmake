@@ -83,3 +83,9 @@ add_test(NAME code_reward_score
   WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(code_reward_score PROPERTIES LABELS e2e ENVIRONMENT "${RLPT_TEST_ENV}"
   SKIP_RETURN_CODE ${RLPT_SKIP_CODE} TIMEOUT 120)
+# MBPP-style rows without network: the share of asserts passed, all-or-nothing, a bad row.
+add_test(NAME code_mbpp_score
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tasks/code_mbpp_score.sh $<TARGET_FILE:rlpt>
+          ${CMAKE_CURRENT_SOURCE_DIR}/decks/code_score.ini
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(code_mbpp_score PROPERTIES LABELS unit ENVIRONMENT "${RLPT_TEST_ENV}" TIMEOUT 60)
