@@ -120,7 +120,7 @@ const struct cfg_key cfg_schema[] = {
   INT("sandbox", "output_kb", "64", 1, 1e6, "KiB", "stdout and stderr captured, each; more ends the execution", sandbox.output_kb),
   INT("sandbox", "file_mb", "16", 1, 1e5, "MiB", "Largest file (RLIMIT_FSIZE) and, under bwrap, the size of the tmpfs working directory", sandbox.file_mb),
   INT("sandbox", "processes", "16", 1, 4096, "processes", "Processes of one execution (RLIMIT_NPROC inside its user namespace)", sandbox.processes),
-  INT("sandbox", "workers", "2", 1, 1024, "processes", "Executions run at once by each reward rank (its pool of sandboxes)", sandbox.workers),
+  INT("sandbox", "workers", "2", 1, 1024, "processes", "Executions run at once by each process that scores (a reward rank, a rollout rank in the eval, rlpt reward-score): its pool of sandboxes", sandbox.workers),
 
   /* [algo] */
   ENUM("algo", "name", "grpo", "grpo|dr_grpo|dapo|gspo|ppo|rloo|reinforce_pp|dpo", "Algorithm preset (every knob below can still be set)", algo.name),

@@ -10,6 +10,7 @@
 
 #include "model/import.h"
 #include "rl/reward.h"
+#include "rl/reward_command.h"
 #include "tasks/dataset.h"
 #include "tasks/tasks.h"
 #include "tokenizer/tokenizer.h"
@@ -157,8 +158,9 @@ static int score_rows(struct score_env *e, const struct reward_score_opts *o, ch
   }
   if (!rc)
     printf("reward-score: %ld rows of %s -> %s: reward mean %.4f, acc %.4f, reward_errors %ld, sandbox "
-           "executions %ld (%.1f per s)\n", n, o->input, o->output, st.mean, st.acc, st.errors, st.executions,
-           st.exec_wall_s > 0 ? (double)st.executions / st.exec_wall_s : 0.0);
+           "executions %ld (%.1f per s), command workers restarted %ld\n", n, o->input, o->output, st.mean, st.acc,
+           st.errors, st.executions, st.exec_wall_s > 0 ? (double)st.executions / st.exec_wall_s : 0.0,
+           reward_command_restarts(e->rc.cmd));
   for (long i = 0; i < n; i++) free(cmd_parts[i]);
   free(cmd_parts); free(tp); free(it); free(rew); free(parts);
   return rc;

@@ -1,5 +1,6 @@
 /* test_sandbox_modes.c: the sandbox's set-up refusals and its weaker mode. An interpreter
- * that does not exist is refused naming [sandbox] interpreter (exit code 2); under
+ * that does not exist is refused naming [sandbox] interpreter (exit code 2), as is one whose
+ * empty program does not exit 0 under bwrap (the probe; the message names rlimits_only); under
  * isolation = rlimits_only (a WARNING on stderr, checked by the test's regex) a program
  * runs with its stdin, an endless loop and an output flood are still cut off, and the
  * private working directories are removed afterwards. */
@@ -25,6 +26,11 @@ int main(void) {
                            .cpu_s = 1, .memory_mb = 256, .output_kb = 16, .file_mb = 1, .processes = 16};
   CHECK(sandbox_init(&sb, &o, err, sizeof err) == 2);
   CHECK_MSG(strstr(err, "[sandbox] interpreter: 'no-such-python3' is not an executable"), "%s", err);
+  /* a probe that does not end with 0 is refused (what a machine refusing namespaces gives) */
+  snprintf(o.interpreter, sizeof o.interpreter, "false");
+  CHECK(sandbox_init(&sb, &o, err, sizeof err) == 2);
+  CHECK_MSG(strstr(err, "an empty program with 'false' ended exited (exit 1)") &&
+            strstr(err, "isolation = rlimits_only"), "%s", err);
   snprintf(o.interpreter, sizeof o.interpreter, "python3");
   o.isolation = SANDBOX_ISOLATION_RLIMITS_ONLY;
   int before = workdirs();
