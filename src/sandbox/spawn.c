@@ -24,11 +24,14 @@
 #define NOBODY 65534
 #define MAX_OPEN_FILES 64
 
-/* The words of the child's command line, with room for the numbers it prints. */
+#define SYSTEM_DIRS 6
+
+/* The words of the child's command line, with room for the numbers and links they name. */
 struct argv_buf {
   const char *a[SANDBOX_ARGS_MAX + 1];
   int n;
   char nproc[48], size[32];
+  char link[SYSTEM_DIRS][PATH_MAX];
 };
 
 static void arg(struct argv_buf *b, const char *s) {
@@ -37,16 +40,15 @@ static void arg(struct argv_buf *b, const char *s) {
 
 /* /bin, /lib, ... as the host has them: a link into /usr stays a link, a folder is bound. */
 static void system_dirs(struct argv_buf *b) {
-  static const char *const dirs[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
-  static char targets[6][PATH_MAX];
-  for (int i = 0; i < 6; i++) {
+  static const char *const dirs[SYSTEM_DIRS] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
+  for (int i = 0; i < SYSTEM_DIRS; i++) {
     struct stat st;
     if (lstat(dirs[i], &st)) continue;
     if (S_ISLNK(st.st_mode)) {
-      ssize_t n = readlink(dirs[i], targets[i], PATH_MAX - 1);
+      ssize_t n = readlink(dirs[i], b->link[i], PATH_MAX - 1);
       if (n <= 0) continue;
-      targets[i][n] = '\0';
-      arg(b, "--symlink"); arg(b, targets[i]); arg(b, dirs[i]);
+      b->link[i][n] = '\0';
+      arg(b, "--symlink"); arg(b, b->link[i]); arg(b, dirs[i]);
     } else if (S_ISDIR(st.st_mode)) {
       arg(b, "--ro-bind"); arg(b, dirs[i]); arg(b, dirs[i]);
     }
