@@ -2,7 +2,8 @@
  * of 2 workers, each bounded to 2 s of wall clock: a fork bomb, an endless loop, unbounded
  * allocation, endless output, writes outside the working directory, reads of host files,
  * network connections, signals to the parent and to every process, and children left
- * running. Each must end contained and not ok; afterwards the host must be unchanged (no
+ * running; beside the fork bomb a program that forks 8 children must succeed (each
+ * sandbox's process limit is its own). Each hostile one must end contained and not ok; afterwards the host must be unchanged (no
  * file written, the listener and a sentinel process untouched, no tagged process left) and
  * a good program still runs. Skips (77) where bwrap cannot isolate. */
 #include <dirent.h>
@@ -19,8 +20,8 @@
 #include "sandbox/sandbox.h"
 #include "testutil.h"
 
-enum { BOMB, LOOP, ALLOC, FLOOD, WRITE_OUT, READ_HOST, NET, SIGNALS, ORPHANS, GOOD, NCASES };
-static const char *const names[NCASES] = {"fork bomb", "endless loop", "unbounded allocation", "endless output",
+enum { BOMB, FORKS, LOOP, ALLOC, FLOOD, WRITE_OUT, READ_HOST, NET, SIGNALS, ORPHANS, GOOD, NCASES };
+static const char *const names[NCASES] = {"fork bomb", "forks beside it", "endless loop", "unbounded allocation", "endless output",
                                           "write outside", "read host files", "network", "signals",
                                           "children left running", "good program"};
 
@@ -50,6 +51,10 @@ static void make_programs(int port) {
   char head[512];
   snprintf(head, sizeof head, retag, tag);
   snprintf(programs[BOMB], 2048, "%swhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n", head);
+  /* runs beside the bomb: its process limit is its own, not shared with the bomb's */
+  snprintf(programs[FORKS], 2048, "import os, time\ntime.sleep(0.5)\npids = []\nfor _ in range(8):\n"
+           "    p = os.fork()\n    if p == 0:\n        os._exit(0)\n    pids.append(p)\n"
+           "print(sum(os.waitpid(p, 0)[1] == 0 for p in pids))\n");
   snprintf(programs[LOOP], 2048, "while True:\n    pass\n");
   snprintf(programs[ALLOC], 2048, "x = []\nwhile True:\n    x.append(bytearray(10**7))\n");
   snprintf(programs[FLOOD], 2048, "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n");
@@ -99,9 +104,10 @@ static void check_cases(struct sandbox_job *j) {
     printf("%-22s %-12s exit %4d  wall %.2f s  out %zu B\n", names[c], sandbox_status_name(j[c].status),
            j[c].exit_code, j[c].wall_s, j[c].out_len);
     check_contained(&j[c]);
-    if (c != GOOD && c != ORPHANS) CHECK_MSG(!sandbox_job_ok(&j[c]), "%s passed", names[c]);
+    if (c != GOOD && c != ORPHANS && c != FORKS) CHECK_MSG(!sandbox_job_ok(&j[c]), "%s passed", names[c]);
   }
   CHECK(j[BOMB].status == SANDBOX_TIMEOUT || j[BOMB].status == SANDBOX_CPU_LIMIT);
+  CHECK_MSG(sandbox_job_ok(&j[FORKS]) && !strcmp(j[FORKS].out, "8\n"), "%s %s", j[FORKS].out, j[FORKS].err);
   CHECK(j[LOOP].status == SANDBOX_CPU_LIMIT || j[LOOP].status == SANDBOX_TIMEOUT);
   CHECK(j[FLOOD].status == SANDBOX_OUTPUT_LIMIT);
   CHECK(j[ALLOC].status == SANDBOX_EXITED && strstr(j[ALLOC].err, "MemoryError"));
