@@ -416,3 +416,11 @@ add_test(NAME e2e_code_run_4
   WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(e2e_code_run_4 PROPERTIES LABELS e2e ENVIRONMENT "${RLPT_E2E_ENV}" PROCESSORS 4
   TIMEOUT 120)
+
+# [reward] command in a run (run/command_run.sh): 2 GRPO steps on 4 ranks scored by a Python
+# worker (reward_errors 0), then by a crashing one (every sample counted, the run completes).
+add_test(NAME e2e_command_run_4
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/command_run.sh $<TARGET_FILE:rlpt> ${RLPT_E2E_DECK}
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(e2e_command_run_4 PROPERTIES LABELS e2e ENVIRONMENT "${RLPT_E2E_ENV}" PROCESSORS 4
+  TIMEOUT 120)
