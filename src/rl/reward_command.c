@@ -209,13 +209,14 @@ static int send_more(struct worker *w) {
   return 0;
 }
 
-/* Read what the worker wrote; 1 when a whole line is in, 0 not yet, -1 closed or too long. */
+/* Read what the worker wrote; 1 when a whole line is in, 0 not yet, -1 closed, -2 a line
+ * longer than LINE_MAX_BYTES (or no memory for it). */
 static int recv_line(struct worker *w) {
   for (;;) {
     if (w->line_len + 4097 > w->line_cap) {
       size_t cap = w->line_cap ? 2 * w->line_cap : 8192;
       char *nl = cap <= LINE_MAX_BYTES ? realloc(w->line, cap) : NULL;
-      if (!nl) return -1;
+      if (!nl) return -2;
       w->line = nl;
       w->line_cap = cap;
     }
@@ -234,6 +235,10 @@ static int service(struct reward_command *c, struct worker *w, struct batch *b) 
   char msg[512];
   if (send_more(w)) { fail(c, w, b, "closed its stdin"); return 1; }
   int got = recv_line(w);
+  if (got == -2) {
+    fail(c, w, b, "answered a line longer than 1 MiB");
+    return 1;
+  }
   if (got < 0) {
     fail(c, w, b, w->line_len ? "the worker exited or closed its stdout in the middle of a line"
                               : "the worker exited or closed its stdout before answering");
