@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "rl/experience.h"
 #include "tasks/dataset.h"
 #include "tasks/tasks.h"
 #include "util/clock.h"
@@ -101,6 +102,19 @@ void reward_command_close(struct reward_command *c) {
 }
 
 long reward_command_restarts(const struct reward_command *c) { return c ? c->restarts : 0; }
+
+int reward_command_set_parts(struct sample *s, const char *parts) {
+  cJSON *o = parts ? cJSON_Parse(parts) : NULL;
+  int rc = 0;
+  for (const cJSON *v = o ? o->child : NULL; v && !rc; v = v->next) {
+    char name[160];
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || !v->string) continue;
+    snprintf(name, sizeof name, "command.%.120s", v->string);
+    rc = sample_set_part(s, name, v->valuedouble);
+  }
+  cJSON_Delete(o);
+  return rc;
+}
 
 static int worker_start(struct reward_command *c, struct worker *w) {
   int sv[2];

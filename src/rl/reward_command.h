@@ -9,7 +9,7 @@
  * when there is one); metadata is the dataset row as read ([task] name = jsonl), or
  * {"nums": [...], "target": T} for countdown, {} otherwise. A worker gets one request at a
  * time; the workers of a rank share a batch. R (a finite number) becomes the `correct`
- * component. A request fails, scores 0 and is counted in reward_errors when its worker
+ * component; parts go to reward-score's output and a run's samples (command.<name>). A request fails, scores 0 and is counted in reward_errors when its worker
  * exits or closes its stdout (restarted), takes longer than command_timeout_s (killed,
  * restarted), or answers a line that is not such an object with the request's id (named
  * in the message with the start of the line; the worker is restarted, its state being
@@ -35,6 +35,10 @@ void reward_command_close(struct reward_command *c);
 int reward_command_score(struct reward_command *c, const struct task *t, const struct task_prompt *const *p,
                          const char *const *resp, const size_t *len, int n, double *reward, char **parts,
                          long *errors);
+/* A reply's parts (compact JSON, may be NULL) onto sample s as command.<name> for each finite
+ * number, so the samples log shows them. 0, or -1 out of memory. */
+struct sample;
+int reward_command_set_parts(struct sample *s, const char *parts);
 /* Workers restarted so far (crashed, hung or garbled). */
 long reward_command_restarts(const struct reward_command *c);
 
