@@ -7,7 +7,8 @@ PKGS=(build-essential cmake pkg-config
       libhdf5-openmpi-dev hdf5-tools      # parallel HDF5 (MPI-IO) for checkpoints
       libopenblas-dev                     # CPU GEMM
       libinih-dev libcjson-dev libpcre2-dev   # decks, JSON, BPE pre-tokenizer regex
-      protobuf-c-compiler libprotobuf-c-dev)  # TensorBoard event files
+      protobuf-c-compiler libprotobuf-c-dev   # TensorBoard event files
+      bubblewrap)                         # the sandbox of model-written code (src/sandbox/)
 PKGS+=("$@")
 
 missing=()

@@ -5,6 +5,7 @@ int cmd_version(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_deck_help(int argc, char **argv);
 int cmd_reward_check(int argc, char **argv);
+int cmd_reward_score(int argc, char **argv);
 int cmd_init(int argc, char **argv);
 int cmd_score(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
@@ -28,6 +29,7 @@ const struct command rlpt_commands[] = {
   {"generate", "--model FILE.h5 --prompt TEXT [-n G] [--temperature T] [--top-p P] [--top-k K] [--max-new-tokens N] [--seed S] [--json] [--device auto|cpu|cuda]", "sample responses with the rollout engine, with logprobs and finish reasons", cmd_generate},
   {"convert", "IN OUT [--dtype fp32|bf16]", "convert weights: model .h5, checkpoint, HF safetensors dir or GGUF -> OUT.h5 or HF dir", cmd_convert},
   {"reward-check", "DECK [--prompts N] [--split train|eval] [section.key=value ...]", "score reference and wrong answers through the deck's reward; exit 3 if the references get none", cmd_reward_check},
+  {"reward-score", "DECK --input RESPONSES.jsonl --output SCORES.jsonl [section.key=value ...]", "score given responses through the deck's reward (verifier, code sandbox, [reward] command)", cmd_reward_score},
   {"deck-help", "", "print every deck key as markdown (inputs/README.md)", cmd_deck_help},
 };
 const int rlpt_commands_len = (int)(sizeof rlpt_commands / sizeof rlpt_commands[0]);

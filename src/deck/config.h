@@ -64,7 +64,10 @@ enum ckpt_on_error { CKPT_ON_ERROR_ABORT, CKPT_ON_ERROR_CONTINUE };
 enum sft_source { SFT_SOURCE_DATASET, SFT_SOURCE_REJECTION };
 enum sft_keep { SFT_KEEP_CORRECT, SFT_KEEP_WRONG, SFT_KEEP_ALL };
 /* [data] enums (src/tasks/dataset.h). */
-enum data_verifier { DATA_VERIFY_MATH, DATA_VERIFY_ARITH, DATA_VERIFY_COUNTDOWN, DATA_VERIFY_EXACT };
+enum data_verifier { DATA_VERIFY_MATH, DATA_VERIFY_ARITH, DATA_VERIFY_COUNTDOWN, DATA_VERIFY_EXACT, DATA_VERIFY_CODE };
+enum data_code_score { CODE_SCORE_FRACTION, CODE_SCORE_ALL };
+/* [sandbox] isolation (src/sandbox/sandbox.h). */
+enum sandbox_isolation { SANDBOX_ISOLATION_BWRAP, SANDBOX_ISOLATION_RLIMITS_ONLY };
 enum data_bad_line { DATA_BAD_LINE_ERROR, DATA_BAD_LINE_SKIP };
 
 struct config {
@@ -113,6 +116,7 @@ struct config {
     int shuffle, verifier, on_bad_line;
     char pref_path[CFG_STR_MAX], pref_eval_path[CFG_STR_MAX];  /* preference pairs (tasks/preference.h) */
     char chosen_key[64], rejected_key[64];
+    int code_score;  /* enum data_code_score */
   } data;
   struct {
     double correct_weight, format_weight, length_weight;
@@ -122,7 +126,16 @@ struct config {
     long rm_batch_tokens;
     int self_consistency;
     double sc_min_agreement;
+    char command[CFG_STR_MAX];  /* external reward workers (rl/reward_command.h) */
+    long command_workers;
+    double command_timeout_s;
   } reward;
+  struct {
+    int isolation;  /* enum sandbox_isolation */
+    char interpreter[CFG_STR_MAX];
+    double timeout_s;
+    long cpu_s, memory_mb, output_kb, file_mb, processes, workers;
+  } sandbox;
   struct {
     int name;
     long group_size, prompts_per_step, mini_batches, ppo_epochs;
@@ -216,7 +229,8 @@ void config_allowed_text(const struct cfg_key *k, char *buf, size_t len);
  * the keys, without a location. */
 #define CFG_TAG_MAX 128  /* [reward] format_tags: the longest tag + NUL */
 /* rm_alpha < 1 needs rm_path; overlong_buffer below max_new_tokens; format_tags as
- * config_format_tags takes it. 0, or 2 with a message in err. */
+ * config_format_tags takes it; [sandbox] keys and [data] code_score off their defaults need
+ * [data] verifier = code, [reward] command_* keys a command. 0, or 2 with a message in err. */
 int config_reward_check(const struct config *cfg, char *err, size_t errlen);
 /* [reward] format_tags "OPEN,CLOSE" split into open and close (CFG_TAG_MAX bytes each;
  * both empty when tags is empty). 0, or 2 with a message in err. */

@@ -183,6 +183,28 @@ int config_is_pref(const struct config *c) {
   return c->algo.name == ALGO_DPO || c->algo.name == ALGO_IPO || c->algo.name == ALGO_RM;
 }
 
+/* 1 when row r of c holds another value than its default (d: the defaults). Values, not
+ * sources: a canonical deck sets every key, to its default where the deck did not. */
+static int off_default(const struct config *c, const struct config *d, int r) {
+  const struct cfg_key *k = &cfg_schema[r];
+  const char *a = (const char *)c + k->offset, *b = (const char *)d + k->offset;
+  switch (k->type) {
+    case CFG_INT: return *(const long *)a != *(const long *)b;
+    case CFG_FLOAT: return *(const double *)a != *(const double *)b;
+    case CFG_BOOL: case CFG_ENUM: return *(const int *)a != *(const int *)b;
+    case CFG_STRING: case CFG_PATH: return strcmp(a, b) != 0;
+    case CFG_LIST: return memcmp(a, b, sizeof(struct cfg_list)) != 0;
+  }
+  return 0;
+}
+
+/* The first key of section off its default (NULL: none). */
+static const char *first_changed(const struct config *c, const struct config *d, const char *section) {
+  for (int i = 0; i < cfg_schema_len; i++)
+    if (!strcmp(cfg_schema[i].section, section) && off_default(c, d, i)) return cfg_schema[i].name;
+  return NULL;
+}
+
 int config_cross_check(const struct config *c, const char *path, char *const *over, char *err, size_t errlen) {
   const struct cross x = {.cfg = c, .path = path, .over = over, .err = err, .errlen = errlen};
   int rc = cross_model(&x);
@@ -218,6 +240,28 @@ int config_format_tags(const char *tags, char *open, char *close, char *err, siz
   return 0;
 }
 
+/* Keys of the code sandbox and of [reward] command mean something only where those are used. */
+static int code_keys_check(const struct config *c, char *err, size_t errlen) {
+  struct config *d = malloc_check(sizeof *d);
+  config_defaults(d);
+  int code = !strcmp(c->task.name, "jsonl") && c->data.verifier == DATA_VERIFY_CODE, rc = 2;
+  const char *k = first_changed(c, d, "sandbox");
+  int score = off_default(c, d, config_find("data", "code_score"));
+  const char *ck = off_default(c, d, config_find("reward", "command_workers")) ? "command_workers"
+                   : off_default(c, d, config_find("reward", "command_timeout_s")) ? "command_timeout_s" : NULL;
+  free(d);
+  if (k && !code)
+    snprintf(err, errlen, "[sandbox] %s: [sandbox] runs the code task's programs: it needs [task] name = jsonl "
+             "with [data] verifier = code", k);
+  else if (score && !code)
+    snprintf(err, errlen, "[data] code_score: needs [data] verifier = code");
+  else if (ck && !c->reward.command[0])
+    snprintf(err, errlen, "[reward] %s: applies to [reward] command workers, and [reward] command is empty", ck);
+  else
+    rc = 0;
+  return rc;
+}
+
 int config_reward_check(const struct config *cfg, char *err, size_t errlen) {
   long buffer = cfg->algo.overlong_buffer, max_new = cfg->rollout.max_new_tokens;
   if (!cfg->reward.rm_path[0] && cfg->reward.rm_alpha < 1.0) {
@@ -232,13 +276,20 @@ int config_reward_check(const struct config *cfg, char *err, size_t errlen) {
              "checks an expression against the target: there is no answer to vote on");
     return 2;
   }
+  int code = !strcmp(cfg->task.name, "jsonl") && cfg->data.verifier == DATA_VERIFY_CODE;
+  if (cfg->reward.self_consistency && (code || cfg->reward.command[0])) {
+    snprintf(err, errlen, "[reward] self_consistency votes on final answers; %s gives a score, not an answer "
+             "to vote on", code ? "the code verifier" : "[reward] command");
+    return 2;
+  }
   if (buffer >= max_new && buffer > 0) {
     snprintf(err, errlen, "[algo] overlong_buffer: %ld must be smaller than [rollout] max_new_tokens = %ld "
              "(the shaping starts max_new_tokens - overlong_buffer tokens in)", buffer, max_new);
     return 2;
   }
   char open[CFG_TAG_MAX], close[CFG_TAG_MAX];
-  return config_format_tags(cfg->reward.format_tags, open, close, err, errlen);
+  int rc = config_format_tags(cfg->reward.format_tags, open, close, err, errlen);
+  return rc ? rc : code_keys_check(cfg, err, errlen);
 }
 
 /* ---- rlpt check ------------------------------------------------------------------------ */

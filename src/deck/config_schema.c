@@ -100,7 +100,8 @@ const struct cfg_key cfg_schema[] = {
   STR("data", "prompt_template", "{prompt}", "Prompt the model sees; {prompt} is replaced by the row's prompt; \\n = newline, \\t = tab, \\\\ = backslash", data.prompt_template),
   STR("data", "chat_template", "", "Render prompts with a chat template: chatml | smollm2 | llama3 (empty = plain text)", data.chat_template),
   BOOL("data", "shuffle", "true", "Visit training rows in a fresh permutation each epoch, keyed by ([run] seed, epoch)", data.shuffle),
-  ENUM("data", "verifier", "math", "math|arith|countdown|exact", "Correctness check of a response against the row's answer (countdown rows carry \"nums\" and \"target\")", data.verifier),
+  ENUM("data", "verifier", "math", "math|arith|countdown|exact|code", "Correctness check of a response against the row's answer (countdown rows carry \"nums\" and \"target\"; code: the response's program runs the row's tests in [sandbox], HumanEval rows with \"test\" and \"entry_point\" or MBPP rows with \"test_list\", src/tasks/code.h)", data.verifier),
+  ENUM("data", "code_score", "fraction", "fraction|all", "verifier = code: correct = the share of the row's tests that pass, or 1 only when all pass", data.code_score),
   PATH("data", "pref_path", "", "Preference pairs for [algo] name = dpo | ipo | rm: JSONL rows {prompt, chosen, rejected} (key names below), or chosen / rejected as chat message lists whose final assistant turns differ (the turns before them are the prompt)", data.pref_path),
   PATH("data", "pref_eval_path", "", "Held-out preference pairs (the eval's pair accuracy); empty = hold out eval_frac of pref_path", data.pref_eval_path),
   STR("data", "chosen_key", "chosen", "Row key of the preferred response", data.chosen_key),
@@ -116,7 +117,21 @@ const struct cfg_key cfg_schema[] = {
   FLT("reward", "rm_alpha", "1.0", 0, 1, "", "Mix of rule and reward model: reward = rm_alpha * (weighted rule components) + (1 - rm_alpha) * rm; 1 = rule only (rm is still reported when rm_path is set); below 1 needs rm_path", reward.rm_alpha),
   BOOL("reward", "self_consistency", "false", "Label-free rewards (TTRL): `correct` is 1 when a sample's final answer (the verifier's canonical form) is its group's most frequent one (ties: the smallest answer text), instead of matching the reference; evals still score against the reference; JSONL rows may then lack the answer (not with the countdown verifier, which has no answer to vote on)", reward.self_consistency),
   FLT("reward", "sc_min_agreement", "0", 0, 1, "fraction", "self_consistency: a group whose majority answer is given by fewer than this share of its samples gets correct = 0 throughout", reward.sc_min_agreement),
+  STR("reward", "command", "", "External reward: PROGRAM ARGS started as long-lived workers that read one JSON request per line on stdin and answer one JSON line on stdout (protocol: README.md, External rewards); its reward replaces the verifier's correct part (empty = the built-in verifier)", reward.command),
+  INT("reward", "command_workers", "2", 1, 1024, "processes", "Worker processes of [reward] command per reward rank (requests go to them in parallel)", reward.command_workers),
+  FLT("reward", "command_timeout_s", "30", 0.01, 1e6, "s", "A worker that takes longer for one request is killed, restarted and the request counted in reward_errors (reward 0)", reward.command_timeout_s),
   INT("reward", "rm_batch_tokens", "1024", 1, 1e8, "tokens", "Tokens per reward-model forward (prompt + response sequences packed; raised to [model] max_seq when smaller)", reward.rm_batch_tokens),
+
+  /* [sandbox] (src/sandbox/sandbox.h: where model-written code runs) */
+  ENUM("sandbox", "isolation", "bwrap", "bwrap|rlimits_only", "bwrap: each program in new namespaces (bubblewrap; no network, no host files, an empty tmpfs working directory) plus the limits below; rlimits_only: the limits only, the program sees the host (a WARNING is printed); a machine that cannot isolate is refused unless this says rlimits_only", sandbox.isolation),
+  STR("sandbox", "interpreter", "python3", "Runs the program file: a program (looked up in /usr/local/bin, /usr/bin, /bin) or absolute path, then its options, separated by spaces", sandbox.interpreter),
+  FLT("sandbox", "timeout_s", "10", 0.01, 3600, "s", "Wall clock of one execution; then its whole process group (under bwrap its PID namespace) is killed", sandbox.timeout_s),
+  INT("sandbox", "cpu_s", "5", 1, 3600, "s", "CPU seconds of one process (RLIMIT_CPU)", sandbox.cpu_s),
+  INT("sandbox", "memory_mb", "512", 16, 1e6, "MiB", "Address space of one process (RLIMIT_AS)", sandbox.memory_mb),
+  INT("sandbox", "output_kb", "64", 1, 1e6, "KiB", "stdout and stderr captured, each; more ends the execution", sandbox.output_kb),
+  INT("sandbox", "file_mb", "16", 1, 1e5, "MiB", "Largest file (RLIMIT_FSIZE) and, under bwrap, the size of the tmpfs working directory", sandbox.file_mb),
+  INT("sandbox", "processes", "16", 1, 4096, "processes", "Processes of one execution (RLIMIT_NPROC inside its user namespace)", sandbox.processes),
+  INT("sandbox", "workers", "2", 1, 1024, "processes", "Executions run at once by each process that scores (a reward rank, a rollout rank in the eval, rlpt reward-score): its pool of sandboxes", sandbox.workers),
 
   /* [algo] */
   ENUM("algo", "name", "grpo", "grpo|dr_grpo|dapo|gspo|ppo|rloo|reinforce_pp|dpo|ipo|rm", "Algorithm preset (every knob below can still be set); dpo, ipo (preference optimisation against a frozen reference) and rm (a Bradley-Terry reward model on the value head) train on [data] pref_path instead of rollouts", algo.name),

@@ -46,6 +46,9 @@ const struct metric_field metric_fields[] = {
     F(skipped_nonfinite, "training/skipped_nonfinite",
       "optimizer steps skipped for a non-finite gradient"),
     F(reward_nonfinite, "training/reward_nonfinite", "NaN/Inf rewards replaced by 0"),
+    F(reward_errors, "training/reward_errors",
+      "samples scored 0 because a sandbox did not start or a [reward] command request failed (null "
+      "without sandbox or command)"),
     F(reward_parts_const_frac, "training/reward_parts_const_frac",
       "fraction of (group, reward part) pairs constant over the group"),
     F(t_gen, "timing_s/gen", "rollout generation time (s)"),
@@ -66,6 +69,8 @@ const struct metric_field metric_fields[] = {
     F(pref_margin, "rewards/margins", "mean reward margin chosen - rejected"),
     F(pref_acc, "rewards/accuracies", "fraction of the step's pairs with margin > 0"),
     F(pref_eval_acc, "eval/rewards/accuracies", "fraction of the held-out pairs with margin > 0 (eval steps)"),
+    F(sandbox_exec_per_s, "perf/sandbox_exec_per_s",
+      "code verifier: sandbox executions per second of the reward ranks' pools (executions/s)"),
 };
 #undef F
 const int metric_fields_len = (int)(sizeof metric_fields / sizeof metric_fields[0]);

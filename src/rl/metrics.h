@@ -28,6 +28,7 @@ struct step_metrics {
   double kl, entropy, pg_loss, pg_clipfrac_low, pg_clipfrac_high, ratio_mean, grad_norm, lr;
   double logprob_diff_max, lag_mean, lag_max, drop_ratio, tis_clipfrac;
   double groups_filtered, skipped_nonfinite, reward_nonfinite, reward_parts_const_frac;
+  double reward_errors;                  /* failed sandbox starts and [reward] command requests */
   double gen_rounds, groups_trained;     /* dynamic sampling: generation rounds, groups in the update */
   double prompts_filtered;              /* difficulty filter: draws skipped this step */
   double sft_generated, sft_kept;       /* rejection SFT: a round's samples, those kept */
@@ -36,6 +37,7 @@ struct step_metrics {
   double gen_tok_per_s, train_tok_per_s, sync_gbps, mfu;
   /* preference steps ([algo] name = dpo | ipo | rm; train/pref_step.h): means over the pairs */
   double pref_loss, pref_chosen, pref_rejected, pref_margin, pref_acc, pref_eval_acc;
+  double sandbox_exec_per_s;             /* code verifier: sandbox executions per second */
   /* eval lines only (has_eval = 1) */
   int has_eval;
   int eval_k;

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "rl/self_consistency.h"
+#include "rl/reward_command.h"
+#include "tasks/code.h"
 #include "tasks/verify.h"
 
 const char *reward_component_name(enum reward_component c) {
@@ -30,8 +32,14 @@ int reward_init(struct reward_cfg *rc, const struct config *cfg, char *err, size
   rc->self_consistency = cfg->reward.self_consistency;
   rc->sc_min_agreement = cfg->reward.sc_min_agreement;
   int rc_deck = config_reward_check(cfg, err, errlen);
-  if (rc_deck) return rc_deck;
-  return config_format_tags(cfg->reward.format_tags, rc->open_tag, rc->close_tag, err, errlen);
+  if (!rc_deck) rc_deck = config_format_tags(cfg->reward.format_tags, rc->open_tag, rc->close_tag, err, errlen);
+  if (!rc_deck && cfg->reward.command[0]) rc_deck = reward_command_open(&rc->cmd, cfg, err, errlen);
+  return rc_deck;
+}
+
+void reward_free(struct reward_cfg *rc) {
+  reward_command_close(rc->cmd);
+  rc->cmd = NULL;
 }
 
 double reward_overlong(long len, long max_new_tokens, long buffer, double penalty) {
@@ -61,26 +69,24 @@ double reward_score_one(const struct reward_cfg *rc, const struct task *t, const
   return reward_score_one_rm(rc, t, it, 0.0, parts, nonfinite);
 }
 
-/* The text the verifier reads, [off, off + inner): the single format_tags block's inside,
- * else the whole response; returns the format score. */
-static double verify_span(const struct reward_cfg *rc, const struct reward_item *it, size_t *off,
-                          size_t *inner) {
+/* The span of the response the verifier reads (the single tag block's inside, or all of
+ * it); returns the format part. */
+static double reward_span(const struct reward_cfg *rc, const struct reward_item *it, size_t *off, size_t *inner) {
   const char *text = it->text ? it->text : "";
   size_t len = it->text ? it->len : 0;
   double fmt = 1.0;
-  *off = 0, *inner = len;
+  *off = 0;
+  *inner = len;
   if (rc->open_tag[0]) fmt = verify_format(text, len, rc->open_tag, rc->close_tag, off, inner);
   if (fmt != 1.0) { *off = 0; *inner = len; }
   return fmt;
 }
 
-double reward_score_one_rm(const struct reward_cfg *rc, const struct task *t, const struct reward_item *it,
-                           double rm, double parts[REWARD_NCOMPONENTS], int *nonfinite) {
-  const char *text = it->text ? it->text : "";
-  size_t off, inner;
+/* Every part from the verifier's correct and the format part; returns the total. */
+static double reward_finish(const struct reward_cfg *rc, const struct reward_item *it, double correct, double fmt,
+                            double rm, double parts[REWARD_NCOMPONENTS], int *nonfinite) {
   int bad = 0;
-  double fmt = verify_span(rc, it, &off, &inner);
-  parts[REWARD_CORRECT] = task_verify(t, it->prompt, text + off, inner);
+  parts[REWARD_CORRECT] = correct;
   parts[REWARD_FORMAT] = fmt;
   parts[REWARD_LENGTH] = rc->max_new_tokens > 0 ? -(double)it->n_tokens / (double)rc->max_new_tokens : 0.0;
   parts[REWARD_OVERLONG] = reward_overlong(it->n_tokens, rc->max_new_tokens, rc->overlong_buffer, rc->overlong_penalty);
@@ -89,6 +95,43 @@ double reward_score_one_rm(const struct reward_cfg *rc, const struct task *t, co
   double total = finite_or_zero(reward_combine(rc, parts), &bad);
   if (nonfinite) *nonfinite = bad;
   return total;
+}
+
+/* correct[n] of the items' spans: [reward] command's workers, else the task's verifier (the
+ * code verifier runs the batch over the sandbox pool). 0, or 1 out of memory. */
+static int reward_correct(const struct reward_cfg *rc, const struct task *t, const struct reward_item *items, int n,
+                          const size_t *off, const size_t *inner, double *correct, struct reward_stats *st) {
+  const struct task_prompt **p = malloc(sizeof *p * (size_t)(n + 1));
+  const char **text = malloc(sizeof *text * (size_t)(n + 1));
+  int rc_ = !p || !text;
+  for (int i = 0; !rc_ && i < n; i++) {
+    p[i] = items[i].prompt;
+    text[i] = (items[i].text ? items[i].text : "") + off[i];
+  }
+  struct code_stats cs = {0};
+  char **parts = rc->cmd && !rc_ ? calloc((size_t)n + 1, sizeof *parts) : NULL;
+  if (!rc_ && rc->cmd) rc_ = !parts || reward_command_score(rc->cmd, t, p, text, inner, n, correct, parts, &st->errors);
+  else if (!rc_) rc_ = task_verify_batch(t, p, text, inner, n, correct, &cs);
+  for (int i = 0; parts && i < n; i++) {
+    if (rc->cmd_parts) rc->cmd_parts[i] = parts[i];
+    else free(parts[i]);
+  }
+  free(parts);
+  st->executions += cs.executions;
+  st->exec_wall_s += cs.wall_s;
+  st->errors += cs.start_failures;
+  free(p);
+  free(text);
+  return rc_;
+}
+
+double reward_score_one_rm(const struct reward_cfg *rc, const struct task *t, const struct reward_item *it,
+                           double rm, double parts[REWARD_NCOMPONENTS], int *nonfinite) {
+  size_t off, inner;
+  double fmt = reward_span(rc, it, &off, &inner), correct = 0.0;
+  struct reward_stats st = {0};
+  if (reward_correct(rc, t, it, 1, &off, &inner, &correct, &st)) correct = 0.0;
+  return reward_finish(rc, it, correct, fmt, rm, parts, nonfinite);
 }
 
 /* Fraction of the groups (with at least one sample) in which values v[i*stride] are all equal. */
@@ -138,7 +181,7 @@ static int relabel(const struct reward_cfg *rc, const struct task *t, const stru
   int rc_out = !answers || !group || !correct || !winner;
   for (int i = 0; !rc_out && i < n; i++) {
     size_t off, inner;
-    verify_span(rc, &items[i], &off, &inner);
+    reward_span(rc, &items[i], &off, &inner);
     long w = task_answer(t, items[i].text ? items[i].text + off : "", items[i].text ? inner : 0, answers[i],
                          SC_ANSWER_MAX);
     if (w < 0) rc_out = 1;
@@ -169,19 +212,30 @@ int reward_score_batch_rm(const struct reward_cfg *rc, const struct task *t, con
   st->n_groups = n_groups;
   for (int i = 0; i < n; i++)
     if (items[i].group < 0 || items[i].group >= n_groups) return 1;
+  size_t *span = calloc((size_t)(2 * n + 1), sizeof *span);
+  double *fmt = calloc((size_t)(2 * n + 1), sizeof *fmt), *correct = fmt ? fmt + n : NULL;
+  if (!span || !fmt) { free(span); free(fmt); return 1; }
+  for (int i = 0; i < n; i++) fmt[i] = reward_span(rc, &items[i], &span[i], &span[n + i]);
+  if (reward_correct(rc, t, items, n, span, span + n, correct, st)) { free(span); free(fmt); return 1; }
   double sum = 0.0, sum2 = 0.0;
   for (int i = 0; i < n; i++) {
     int bad = 0;
-    rewards[i] = reward_score_one_rm(rc, t, &items[i], rm ? rm[i] : 0.0, parts[i], &bad);
+    rewards[i] = reward_finish(rc, &items[i], correct[i], fmt[i], rm ? rm[i] : 0.0, parts[i], &bad);
     st->nonfinite += bad;
   }
-  if (rc->self_consistency && relabel(rc, t, items, n, n_groups, rewards, parts, st) != 0) return 1;
+  if (rc->self_consistency && relabel(rc, t, items, n, n_groups, rewards, parts, st) != 0) {
+    free(span);
+    free(fmt);
+    return 1;
+  }
   for (int i = 0; i < n; i++) {
     sum += rewards[i];
     sum2 += rewards[i] * rewards[i];
     st->acc += parts[i][REWARD_CORRECT] == 1.0;
     for (int k = 0; k < REWARD_NCOMPONENTS; k++) st->part_mean[k] += parts[i][k];
   }
+  free(span);
+  free(fmt);
   if (n > 0) {
     st->mean = sum / n;
     st->std = sqrt(fmax(sum2 / n - st->mean * st->mean, 0.0));

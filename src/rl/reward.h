@@ -1,7 +1,8 @@
 /* rl/reward.h: a sample's reward as a weighted sum of named components, and the
  * batch statistics that reveal a miswired or diluted reward.
  *
- *   correct   the task verifier (1/0). With [reward] format_tags set and exactly
+ *   correct   the task verifier (1/0; the code verifier: the share of tests passed), or
+ *             [reward] command's reward (rl/reward_command.h). With [reward] format_tags set and exactly
  *             one tag block in the response, the verifier reads the block's inside;
  *             otherwise it reads the whole response.
  *   format    1 when the response holds exactly one OPEN..CLOSE block (tags unset: 1).
@@ -32,12 +33,17 @@ enum reward_component { REWARD_CORRECT = 0, REWARD_FORMAT, REWARD_LENGTH, REWARD
 
 #define REWARD_TAG_MAX CFG_TAG_MAX
 
+struct reward_command;
+
 struct reward_cfg {
   double weight[REWARD_NCOMPONENTS];
   char open_tag[REWARD_TAG_MAX], close_tag[REWARD_TAG_MAX];  /* both empty = no tags */
   long max_new_tokens, overlong_buffer;
   double overlong_penalty;
   int has_rm;        /* [reward] rm_path is set */
+  struct reward_command *cmd;  /* [reward] command's workers (NULL: the task's verifier) */
+  char **cmd_parts;  /* NULL, or room for a batch's items: each gets its reply's "parts" (malloc'd
+                        JSON, or NULL) when the batch is scored by [reward] command */
   double rm_alpha;   /* total = rm_alpha * rule + (1 - rm_alpha) * rm */
   int self_consistency;      /* correct = agreement with the group's majority (rl/self_consistency.h) */
   double sc_min_agreement;   /* below this majority share a group's correct parts are 0 */
@@ -63,12 +69,19 @@ struct reward_stats {
   int sc_labeled, sc_label_ok;               /* self_consistency: groups with a majority and a
                                                 reference answer; those whose majority is right */
   long nonfinite;                            /* reward_nonfinite: samples with a non-finite value */
+  long errors;                               /* reward_errors: sandboxes that did not start, requests
+                                                [reward] command's workers failed (scored 0) */
+  long executions;                           /* sandbox executions (code verifier) */
+  double exec_wall_s;                        /* wall seconds of the sandbox pool runs */
 };
 
 /* The metric name of a component: reward_parts.<name> in the metrics. */
 const char *reward_component_name(enum reward_component c);
-/* From [reward], [algo] overlong_* and [rollout] max_new_tokens. 0, or 2 with a message. */
+/* From [reward], [algo] overlong_* and [rollout] max_new_tokens ([reward] command: its program
+ * checked, workers started on first use). 0, or 2 with a message. */
 int reward_init(struct reward_cfg *rc, const struct config *cfg, char *err, size_t errlen);
+/* Stops [reward] command's workers. */
+void reward_free(struct reward_cfg *rc);
 /* DAPO R_len(len) * penalty; 0 when buffer <= 0. */
 double reward_overlong(long len, long max_new_tokens, long buffer, double penalty);
 /* Components of one response into parts[REWARD_NCOMPONENTS]; returns the total. *nonfinite

@@ -169,6 +169,8 @@ static void log_rewards(const struct run *r, const double *q, struct step_metric
   m->resp_len_max = q[PS_LEN_MAX];
   m->truncated_frac = q[PS_TRUNC] / n;
   m->reward_nonfinite = q[PS_NONFINITE];
+  if (q[PS_ERR_SOURCES] > 0) m->reward_errors = q[PS_REWARD_ERRORS];
+  if (q[PS_EXEC_WALL] > 0) m->sandbox_exec_per_s = q[PS_EXECS] / q[PS_EXEC_WALL];
   double cfrac = 0;
   int active = 0;
   for (int k = 0; k < REWARD_NCOMPONENTS; k++) {

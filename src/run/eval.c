@@ -18,18 +18,35 @@
 #include "util/clock.h"
 #include "util/error.h"
 
-int eval_correct(const struct run *r, const struct task_prompt *tp, const struct sample *s) {
-  size_t len = 0;
-  char *text = NULL;
-  int rc = tokenizer_decode_generated(&r->tok, (const int *)s->resp, (size_t)s->n_resp, &text, &len);
-  if (rc == TOK_ERR_NOMEM) die_local("out of memory decoding an eval response");
-  if (rc != TOK_OK) die_local("eval: a response does not decode (token %zu)", len);
-  struct reward_item it = { .prompt = tp, .text = text, .len = len, .n_tokens = s->n_resp, .group = 0 };
-  double parts[REWARD_NCOMPONENTS];
-  int bad = 0;
-  reward_score_one(&r->rcfg, &r->task, &it, parts, &bad);
-  free(text);
-  return parts[REWARD_CORRECT] == 1.0;
+/* Keep samples (rejection SFT) and pass counts (evals) come from one batch: the code verifier
+ * runs it over the sandbox pool. */
+void eval_correct(const struct run *r, const struct task_prompt *tps, const struct sample_batch *out, int *ok) {
+  int n = out->n;
+  struct reward_item *it = calloc_check((size_t)n + 1, sizeof *it);
+  double *rew = calloc_check((size_t)n + 1, sizeof *rew);
+  double (*parts)[REWARD_NCOMPONENTS] = calloc_check((size_t)n + 1, sizeof *parts);
+  for (int k = 0; k < n; k++) {
+    const struct sample *s = &out->s[k];
+    size_t len = 0;
+    char *text = NULL;
+    int rc = tokenizer_decode_generated(&r->tok, (const int *)s->resp, (size_t)s->n_resp, &text, &len);
+    if (rc == TOK_ERR_NOMEM) die_local("out of memory decoding an eval response");
+    if (rc != TOK_OK) die_local("eval: a response does not decode (token %zu)", len);
+    it[k] = (struct reward_item){ .prompt = &tps[s->group], .text = text, .len = len, .n_tokens = s->n_resp,
+                                  .group = 0 };
+  }
+  struct reward_stats st;
+  struct reward_cfg rc = r->rcfg;
+  rc.self_consistency = 0;  /* evals score against the reference answers */
+  if (reward_score_batch(&rc, &r->task, it, n, 1, rew, parts, &st) != 0)
+    die_local("eval: scoring %d responses failed", n);
+  for (int k = 0; k < n; k++) {
+    ok[k] = parts[k][REWARD_CORRECT] == 1.0;
+    free((char *)it[k].text);
+  }
+  free(it);
+  free(rew);
+  free(parts);
 }
 
 void eval_generate_split(struct run *r, enum task_split split, long lo, long hi, int group,
@@ -76,12 +93,14 @@ void eval_greedy_share(struct run *r, enum metrics_phase phase, long step) {
   rollout_set_sampling(r->engine, 0, 1, 0);
   eval_generate(r, lo, hi, 1, step, tps, &out);
   rollout_set_sampling(r->engine, -1, -1, -1);
+  int *ok = calloc_check((size_t)out.n + 1, sizeof *ok);
+  eval_correct(r, tps, &out, ok);
   for (int k = 0; k < out.n; k++) {
     long j = out.s[k].group, idx = lo + j;
-    int ok = eval_correct(r, &tps[j], &out.s[k]);
-    if (idx < n_eval) { r->partial[PS_EV_GREEDY_N] += 1; r->partial[PS_EV_GREEDY_OK] += ok; }
-    if (idx < n_band) { r->partial[PS_EV_BAND_N] += 1; r->partial[PS_EV_BAND_OK] += ok; }
+    if (idx < n_eval) { r->partial[PS_EV_GREEDY_N] += 1; r->partial[PS_EV_GREEDY_OK] += ok[k]; }
+    if (idx < n_band) { r->partial[PS_EV_BAND_N] += 1; r->partial[PS_EV_BAND_OK] += ok[k]; }
   }
+  free(ok);
   free(tps);
   sample_batch_free(&out);
 }
@@ -96,7 +115,10 @@ void eval_sampled_share(struct run *r, long step) {
   struct sample_batch out;
   sample_batch_init(&out);
   eval_generate(r, lo, hi, (int)n, step, tps, &out);
-  for (int s = 0; s < out.n; s++) c[out.s[s].group] += eval_correct(r, &tps[out.s[s].group], &out.s[s]);
+  int *ok = calloc_check((size_t)out.n + 1, sizeof *ok);
+  eval_correct(r, tps, &out, ok);
+  for (int s = 0; s < out.n; s++) c[out.s[s].group] += ok[s];
+  free(ok);
   for (long j = 0; j < hi - lo; j++) {
     r->partial[PS_EV_N] += 1;
     r->partial[PS_EV_PASS1] += (double)c[j] / (double)n;

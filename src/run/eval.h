@@ -25,8 +25,9 @@ struct sample_batch;
 /* The RNG step key of an eval at `step` (disjoint from the RL steps' keys). */
 #define EVAL_STEP_KEY(step) (0x80000000L + (step))
 
-/* 1 when the reward's `correct` component accepts sample s of prompt tp. */
-int eval_correct(const struct run *r, const struct task_prompt *tp, const struct sample *s);
+/* ok[k] = 1 when the reward's `correct` component accepts sample k of out (its prompt
+ * tps[group]); scored as one batch, so the code verifier runs it over the sandbox pool. */
+void eval_correct(const struct run *r, const struct task_prompt *tps, const struct sample_batch *out, int *ok);
 /* Rollout ranks: `group` completions of prompts [lo, hi) of split into out (sample.group =
  * prompt offset from lo, prompt_id = its index), the RNG keyed by step_key; fills
  * tps[hi - lo]. Adds generation time and tokens to the partial. */

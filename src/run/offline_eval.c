@@ -207,6 +207,7 @@ static void teardown(struct run *r, struct eval_model *em) {
   free(r->partial);
   free(r->rollout_world);
   model_source_free(&em->src);
+  reward_free(&r->rcfg);
   task_free(&r->task);
   tokenizer_free(&r->tok);
 }

@@ -21,10 +21,12 @@ enum partial_slot {
   PS_GROUPS = PS_PART_CONST + REWARD_NCOMPONENTS,
   PS_GEN_TOK, PS_LAG_SUM, PS_TRAINED,
   PS_SC_LABELED, PS_SC_LABEL_OK,       /* self_consistency: groups with a reference, majority right */
+  PS_REWARD_ERRORS, PS_EXECS, PS_ERR_SOURCES,  /* PS_ERR_SOURCES: ranks with a sandbox or command */
   /* eval */
   PS_EV_GREEDY_N, PS_EV_GREEDY_OK, PS_EV_BAND_N, PS_EV_BAND_OK, PS_EV_N, PS_EV_PASS1, PS_EV_PASSK,
   PS_MAX_BEGIN,
   PS_LEN_MAX = PS_MAX_BEGIN, PS_T_GEN, PS_T_REWARD, PS_LPDIFF_ROLLOUT, PS_LAG_MAX, PS_VERSION,
+  PS_EXEC_WALL,  /* seconds of sandbox pool runs */
   PS_HAS_TRAIN,
   PS_TRAIN_BEGIN
 };

@@ -57,10 +57,12 @@ static void generate_filter(struct run *r, long k, struct sample_batch *out) {
   sample_batch_init(&gen);
   eval_generate_split(r, TASK_TRAIN, k * N + lo, k * N + hi, (int)c->sft.rejection_samples,
                       REJECTION_STEP_KEY(k), tps, &gen);
+  int *ok = calloc_check((size_t)gen.n + 1, sizeof *ok);
+  eval_correct(r, tps, &gen, ok);
   for (int j = 0; j < gen.n; j++)
-    if (keep(c->sft.rejection_keep, eval_correct(r, &tps[gen.s[j].group], &gen.s[j])) &&
-        sample_batch_push(out, &gen.s[j]) != 0)
+    if (keep(c->sft.rejection_keep, ok[j]) && sample_batch_push(out, &gen.s[j]) != 0)
       die_local("out of memory keeping rejection samples");
+  free(ok);
   free(tps);
   sample_batch_free(&gen);
 }

@@ -211,5 +211,7 @@ void run_teardown(struct run *r) {
   difficulty_free(&r->diff);
   watch_free(r->watch);
   pref_mode_free(r);
+  reward_free(&r->rcfg);
+  task_free(&r->task);
   tokenizer_free(&r->tok);
 }

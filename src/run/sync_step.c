@@ -30,6 +30,7 @@
 #include "mpi/wait.h"
 #include "mpi/xfer.h"
 #include "rl/dynsamp.h"
+#include "rl/reward_command.h"
 #include "rollout/engine.h"
 #include "run/controller.h"
 #include "run/difficulty_sync.h"
@@ -123,6 +124,10 @@ static void partial_add_rewards(struct run *r, const struct sample_batch *b, con
   q[PS_N] += n;
   q[PS_CORRECT] += st->acc * n;
   q[PS_NONFINITE] += (double)st->nonfinite;
+  q[PS_REWARD_ERRORS] += (double)st->errors;
+  q[PS_EXECS] += (double)st->executions;
+  q[PS_ERR_SOURCES] = r->rcfg.cmd || task_sandboxed(&r->task);
+  if (st->exec_wall_s > 0) q[PS_EXEC_WALL] = (isfinite(q[PS_EXEC_WALL]) ? q[PS_EXEC_WALL] : 0) + st->exec_wall_s;
   q[PS_GROUPS] += n_groups;
   q[PS_SC_LABELED] += st->sc_labeled;
   q[PS_SC_LABEL_OK] += st->sc_label_ok;
@@ -141,9 +146,17 @@ static void reward_score(struct run *r, struct sample_batch *b) {
   struct reward_item *items = reward_items(r, b, tp, &n_groups);
   struct reward_stats st;
   double *rm = reward_service_scores(r, b);  /* NULL without [reward] rm_path */
+  char **cmd_parts = r->rcfg.cmd ? calloc_check((size_t)n + 1, sizeof *cmd_parts) : NULL;
+  r->rcfg.cmd_parts = cmd_parts;
   if (reward_score_batch_rm(&r->rcfg, &r->task, items, rm, n, n_groups, rew, parts, &st) != 0)
     die_local("reward scoring of %d samples failed", n);
+  r->rcfg.cmd_parts = NULL;
   free(rm);
+  for (int k = 0; cmd_parts && k < n; k++) {
+    if (reward_command_set_parts(&b->s[k], cmd_parts[k]) != 0) die_local("out of memory");
+    free(cmd_parts[k]);
+  }
+  free(cmd_parts);
   for (int k = 0; k < n; k++) {
     struct sample *s = &b->s[k];
     s->reward = rew[k];

@@ -7,6 +7,8 @@
 
 #include "io/jsonl.h"
 #include "io/jsonl_rows.h"
+#include "sandbox/sandbox.h"
+#include "tasks/code.h"
 #include "tasks/chat.h"
 #include "tasks/verify.h"
 #include "util/rng.h"
@@ -18,6 +20,7 @@ struct row_ctx {
   const char *path;
   char tmpl[CFG_STR_MAX];
   const struct chat_template *chat;  /* NULL: no chat rendering */
+  int keep_json;                     /* keep each row's JSON (data_row.json) */
 };
 
 int dataset_template_unescape(const char *tmpl, char *out, size_t outlen, char *err, size_t errlen) {
@@ -176,6 +179,8 @@ static int row_countdown(const struct row_ctx *x, const cJSON *obj, long line, s
 }
 
 static void row_free(struct data_row *r) {
+  code_row_free(r);
+  free(r->json);
   free(r->prompt);
   free(r->answer);
   free(r->ref);
@@ -190,9 +195,14 @@ static int row_build(const struct row_ctx *x, const cJSON *obj, long line, struc
   int last_user = -1, rc;
   memset(r, 0, sizeof *r);
   r->line = line;
-  if ((rc = row_prompt(x, obj, line, &prompt, &last_user, nb1, sizeof nb1, msg, msglen)) ||
+  int code = x->cfg->data.verifier == DATA_VERIFY_CODE;
+  if ((rc = row_prompt(x, obj, line, &prompt, &last_user, nb1, sizeof nb1, msg, msglen))) return rc;
+  if ((!code || cJSON_GetObjectItemCaseSensitive(obj, x->cfg->data.answer_key)) &&
       (rc = row_answer(x, obj, line, last_user, &answer, nb2, sizeof nb2, msg, msglen)))
     return rc;
+  if (code && (rc = code_row_parse(obj, x->path, line, x->cfg->data.prompt_key, r, &answer, msg, msglen)))
+    return rc;
+  if (x->keep_json && !(r->json = cJSON_PrintUnformatted(obj))) return 1;
   r->prompt = render_prompt(x, obj, last_user, prompt);
   r->answer = strdup(answer);
   if (!r->prompt || !r->answer) return 1;
@@ -267,34 +277,66 @@ static int hold_out(struct dataset *ds, double frac, char *err, size_t errlen) {
   return 0;
 }
 
-int dataset_load(struct dataset *ds, const struct config *cfg, const struct chat_template *chat, FILE *log,
-                 char *err, size_t errlen) {
-  struct row_ctx x;
+/* The dataset's fields from the deck, the row context, and for verifier = code the sandbox
+ * its tests run in. 0, or 2 with a message. */
+static int dataset_open(struct dataset *ds, struct row_ctx *x, const struct config *cfg,
+                        const struct chat_template *chat, char *err, size_t errlen) {
   memset(ds, 0, sizeof *ds);
-  memset(&x, 0, sizeof x);
+  memset(x, 0, sizeof *x);
   ds->seed = (uint64_t)cfg->run.seed;
   ds->shuffle = cfg->data.shuffle;
   ds->verifier = (enum data_verifier)cfg->data.verifier;
-  x.cfg = cfg;
-  x.chat = chat;
+  ds->sandbox_workers = (int)cfg->sandbox.workers;
+  ds->code_all = cfg->data.code_score == CODE_SCORE_ALL;
+  x->cfg = cfg;
+  x->chat = chat;
+  x->keep_json = cfg->reward.command[0] != '\0';
+  int rc = dataset_template_unescape(cfg->data.prompt_template, x->tmpl, sizeof x->tmpl, err, errlen);
+  if (rc || ds->verifier != DATA_VERIFY_CODE) return rc;
+  struct sandbox_opts o;
+  sandbox_opts_from_config(&o, cfg);
+  if (!(ds->sb = malloc(sizeof *ds->sb))) return 1;
+  return sandbox_init(ds->sb, &o, err, errlen);
+}
+
+static int load_split(struct dataset *ds, struct row_ctx *x, int s, const char *path, FILE *log, char *err,
+                      size_t errlen) {
+  snprintf(ds->path[s], sizeof ds->path[s], "%s", path);
+  x->path = path;
+  return load_file(x, log, &ds->rows[s], &ds->n[s], err, errlen);
+}
+
+int dataset_load(struct dataset *ds, const struct config *cfg, const struct chat_template *chat, FILE *log,
+                 char *err, size_t errlen) {
+  struct row_ctx x;
   if (!cfg->data.train_path[0]) {
+    memset(ds, 0, sizeof *ds);
     snprintf(err, errlen, "[data] train_path: empty; [task] name = jsonl needs a JSONL file of rows");
     return 2;
   }
-  int rc = dataset_template_unescape(cfg->data.prompt_template, x.tmpl, sizeof x.tmpl, err, errlen);
+  int rc = dataset_open(ds, &x, cfg, chat, err, errlen);
   for (int s = 0; s < 2 && !rc; s++) {
     const char *path = s == TASK_TRAIN ? cfg->data.train_path : cfg->data.eval_path;
-    if (!path[0]) continue;
-    snprintf(ds->path[s], sizeof ds->path[s], "%s", path);
-    x.path = path;
-    rc = load_file(&x, log, &ds->rows[s], &ds->n[s], err, errlen);
+    if (path[0]) rc = load_split(ds, &x, s, path, log, err, errlen);
   }
   if (!rc && !cfg->data.eval_path[0]) rc = hold_out(ds, cfg->data.eval_frac, err, errlen);
   if (rc) dataset_free(ds);
   return rc;
 }
 
+int dataset_load_file(struct dataset *ds, const struct config *cfg, const char *path, FILE *log, char *err,
+                      size_t errlen) {
+  struct row_ctx x;
+  int rc = dataset_open(ds, &x, cfg, NULL, err, errlen);
+  x.keep_json = 1;
+  if (!rc) rc = load_split(ds, &x, TASK_TRAIN, path, log, err, errlen);
+  if (rc) dataset_free(ds);
+  return rc;
+}
+
 void dataset_free(struct dataset *ds) {
+  free(ds->sb);
+  ds->sb = NULL;
   for (int s = 0; s < 2; s++) {
     for (long i = 0; i < ds->n[s]; i++) row_free(&ds->rows[s][i]);
     free(ds->rows[s]);
@@ -360,6 +402,31 @@ double dataset_verify(const struct dataset *ds, const struct task_prompt *p, con
       verify_trim(resp, len, &off, &n);
       return n == strlen(r->ref) && !memcmp(resp + off, r->ref, n) ? 1.0 : 0.0;
     }
+    case DATA_VERIFY_CODE: {
+      double score = 0.0;
+      struct code_stats st = {0};
+      return dataset_verify_batch(ds, &p, &resp, &len, 1, &score, &st) ? 0.0 : score;
+    }
   }
   return 0.0;
+}
+
+int dataset_verify_batch(const struct dataset *ds, const struct task_prompt *const *p, const char *const *resp,
+                         const size_t *len, int n, double *out, struct code_stats *st) {
+  if (ds->verifier != DATA_VERIFY_CODE) {
+    for (int i = 0; i < n; i++) out[i] = dataset_verify(ds, p[i], resp[i], len[i]);
+    return 0;
+  }
+  const struct data_row **rows = malloc(sizeof *rows * (size_t)(n + 1));
+  static const struct data_row none = {0};
+  struct code_stats local = {0};
+  if (!rows) return 1;
+  for (int i = 0; i < n; i++) {
+    rows[i] = dataset_row(ds, (enum task_split)p[i]->split, p[i]->index);
+    if (!rows[i]) rows[i] = &none;
+  }
+  int rc = code_score_batch(ds->sb, ds->sandbox_workers, ds->code_all, rows, resp, len, n, out, NULL,
+                            st ? st : &local);
+  free(rows);
+  return rc;
 }

@@ -7,6 +7,8 @@
  *       the last user turn is the prompt; an assistant turn after it, if last, is
  *       the answer (the SFT completion) unless the row also has answer_key.
  *   countdown rows also carry "nums": [ints] (2..6) and "target": int.
+ *   code rows (verifier = code) carry tests, HumanEval's or MBPP's (tasks/code.h); their
+ *   answer may come from "canonical_solution" / "code" instead of answer_key.
  * The prompt the model sees is prompt_template with {prompt} replaced by the row's
  * prompt, then, with [data] chat_template set, the conversation rendered by tasks/chat.h
  * (turns up to the last user turn, with a generation prompt).
@@ -30,7 +32,7 @@
  * Verifiers ([data] verifier, tasks/verify.h): math against the row's final answer
  * (the inside of the last \boxed{} or the text after "####" when the answer has
  * one, else the whole answer), arith (exact integer), countdown (nums, target),
- * exact (trimmed text equality). */
+ * exact (trimmed text equality), code (the row's tests in the sandbox, tasks/code.h). */
 #ifndef RLPT_DATASET_H
 #define RLPT_DATASET_H
 
@@ -49,7 +51,14 @@ struct data_row {
   int n_nums;       /* countdown */
   long nums[TASK_MAX_NUMS];
   long target;
+  char **tests;     /* verifier = code (tasks/code.h): the programs' tests */
+  int n_tests;
+  char *code_prefix;  /* verifier = code, HumanEval: the raw prompt the program runs after */
+  char *json;       /* the row as read (compact JSON), kept for [reward] command and
+                       dataset_load_file; else NULL */
 };
+
+struct sandbox;
 
 struct dataset {
   struct data_row *rows[2];  /* by enum task_split */
@@ -58,6 +67,8 @@ struct dataset {
   uint64_t seed;
   int shuffle;
   enum data_verifier verifier;
+  struct sandbox *sb;        /* verifier = code: where the tests run (dataset_free releases it) */
+  int sandbox_workers, code_all;  /* [sandbox] workers; [data] code_score = all */
 };
 
 /* Read and check the [data] files; chat is the [data] chat_template task_init looked up
@@ -75,8 +86,18 @@ const struct data_row *dataset_row(const struct dataset *ds, enum task_split spl
 /* Fill p (text, answer, countdown numbers) for prompt `index` of split; 0, or 1
  * when the split is empty or a field does not fit. */
 int dataset_prompt(const struct dataset *ds, uint64_t index, enum task_split split, struct task_prompt *p);
-/* The configured verifier on a response to prompt p: 1.0 or 0.0. */
+/* The configured verifier on a response to prompt p: 1.0 or 0.0 (code: the share of the
+ * tests passed, or all or nothing). */
 double dataset_verify(const struct dataset *ds, const struct task_prompt *p, const char *resp, size_t len);
+/* dataset_verify of n responses at once: the code verifier runs all their tests over the
+ * sandbox pool. st (may be NULL) adds the code verifier's counts. 0, or 1 out of memory. */
+struct code_stats;
+int dataset_verify_batch(const struct dataset *ds, const struct task_prompt *const *p, const char *const *resp,
+                         const size_t *len, int n, double *out, struct code_stats *st);
+/* Load one file as the train split alone (no held-out rows, every row's json kept):
+ * `rlpt reward-score`'s input. */
+int dataset_load_file(struct dataset *ds, const struct config *cfg, const char *path, FILE *log, char *err,
+                      size_t errlen);
 
 /* prompt_template with "\n", "\t", "\\" escapes turned into bytes; 2 with a message
  * when it lacks {prompt}. out has outlen bytes. */

@@ -282,10 +282,19 @@ long task_answer(const struct task *t, const char *resp, size_t len, char *out, 
   if (t->kind == TASK_ARITH) k = t->chat ? VERIFY_MATH : VERIFY_ARITH;
   if (t->kind == TASK_JSONL) {
     enum data_verifier v = t->ds->verifier;
-    if (v == DATA_VERIFY_COUNTDOWN) return -1;
+    if (v == DATA_VERIFY_COUNTDOWN || v == DATA_VERIFY_CODE) return -1;
     k = v == DATA_VERIFY_ARITH ? VERIFY_ARITH : v == DATA_VERIFY_EXACT ? VERIFY_EXACT : VERIFY_MATH;
   }
   return (long)verify_answer_canon(k, resp, len, out, cap);
+}
+
+int task_sandboxed(const struct task *t) { return t->kind == TASK_JSONL && t->ds && t->ds->sb; }
+
+int task_verify_batch(const struct task *t, const struct task_prompt *const *p, const char *const *resp,
+                      const size_t *len, int n, double *out, struct code_stats *st) {
+  if (t->kind == TASK_JSONL) return dataset_verify_batch(t->ds, p, resp, len, n, out, st);
+  for (int i = 0; i < n; i++) out[i] = task_verify(t, p[i], resp[i], len[i]);
+  return 0;
 }
 
 int task_sft_tokens(const struct tokenizer *tok, const struct task_prompt *p, int *ids, size_t cap,

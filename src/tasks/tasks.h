@@ -65,8 +65,15 @@ const char *task_name(enum task_kind kind);
  * in TASK_MAX_ATTEMPTS draws (a problem space too small for heldout_frac). */
 int task_prompt(const struct task *t, uint64_t index, enum task_split split, struct task_prompt *p);
 
-/* Correctness of a response (text without EOS): 1.0 or 0.0. */
+/* Correctness of a response (text without EOS): 1.0 or 0.0 (code: the share of its tests). */
 double task_verify(const struct task *t, const struct task_prompt *p, const char *resp, size_t len);
+/* task_verify of n responses into out[n]; the code verifier runs their tests together over
+ * the sandbox pool and adds its counts to st (may be NULL). 0, or 1 out of memory. */
+struct code_stats;
+/* 1 when the task's verifier runs programs in the sandbox ([data] verifier = code). */
+int task_sandboxed(const struct task *t);
+int task_verify_batch(const struct task *t, const struct task_prompt *const *p, const char *const *resp,
+                      const size_t *len, int n, double *out, struct code_stats *st);
 
 /* The canonical final answer of a response under the task's verifier (verify_answer_canon):
  * its length, 0 when the response gives none; -1 when the verifier has no answer to compare

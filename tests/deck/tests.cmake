@@ -140,3 +140,11 @@ plan_test(colocated_2 0 "ranks 0-1 +2 workers: rollout\\+reward\\+train \\(rank 
 plan_test(colocated_2_pool 2 "colocated worker rank: weights 1.5 MB \\+ \\[rollout\\] kv_cache_mb = 256 MiB \\+ train = 279.8 MB > \\[ranks\\] device_memory_gb = 0.02; lower kv_cache_mb"
   inputs/quickstart.ini --world 2 ranks.layout=colocated ranks.controller=auto ranks.reward=auto
   ranks.rollout=auto ranks.train=auto ranks.train_tp=2 ranks.rollout_tp=2 ranks.device_memory_gb=0.02)
+
+# Keys of the code sandbox and of [reward] command are refused where nothing reads them.
+deck_test(sandbox_without_code 2 "\\[sandbox\\] timeout_s: \\[sandbox\\] runs the code task's programs"
+  check good.ini sandbox.timeout_s=3)
+deck_test(code_score_without_code 2 "\\[data\\] code_score: needs \\[data\\] verifier = code"
+  check good.ini data.code_score=all)
+deck_test(command_keys_without_command 2 "\\[reward\\] command_workers: applies to \\[reward\\] command workers"
+  check good.ini reward.command_workers=4)

@@ -126,6 +126,15 @@ static void test_label_free(void) {
   snprintf(cfg.task.name, sizeof cfg.task.name, "countdown");
   CHECK(config_reward_check(&cfg, err, sizeof err) == 2);
   CHECK(strstr(err, "no answer to vote on") != NULL);
+  /* The code verifier and [reward] command give scores, not answers: refused too. */
+  snprintf(cfg.task.name, sizeof cfg.task.name, "jsonl");
+  cfg.data.verifier = DATA_VERIFY_CODE;
+  CHECK(config_reward_check(&cfg, err, sizeof err) == 2);
+  CHECK_MSG(strstr(err, "the code verifier gives a score") != NULL, "%s", err);
+  cfg.data.verifier = DATA_VERIFY_MATH;
+  snprintf(cfg.reward.command, sizeof cfg.reward.command, "python3 worker.py");
+  CHECK(config_reward_check(&cfg, err, sizeof err) == 2);
+  CHECK_MSG(strstr(err, "[reward] command gives a score") != NULL, "%s", err);
 }
 
 int main(void) {

@@ -115,3 +115,12 @@ set_tests_properties(rm_run_ckpt_4 PROPERTIES LABELS mpi FIXTURES_REQUIRED rm_pp
   ENVIRONMENT "${RLPT_TEST_ENV}"
   PASS_REGULAR_EXPRESSION "reward model: rm_ppo_ckpt/step_00000002.h5 \\(/critic, [0-9]+ parameters\\).*test_rm --metrics: all checks passed"
   FAIL_REGULAR_EXPRESSION "CHECK failed|CHECK_NEAR failed")
+
+# [reward] command (src/rl/reward_command.h) through `rlpt reward-score`: a Python worker
+# matches the exact verifier; crashing, hanging and garbling workers are counted errors
+# (reward 0, named, bounded by command_timeout_s); a missing program is refused.
+add_test(NAME reward_command
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/rl/reward_command.sh $<TARGET_FILE:rlpt>
+          ${CMAKE_CURRENT_SOURCE_DIR}/decks/reward_cmd.ini
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(reward_command PROPERTIES LABELS unit ENVIRONMENT "${RLPT_TEST_ENV}" TIMEOUT 120)

@@ -598,3 +598,20 @@ add_test(NAME gpu_pref COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_gpu_pref.
   WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(gpu_pref PROPERTIES LABELS gpu ENVIRONMENT "${RLPT_E2E_ENV}" PROCESSORS 4 TIMEOUT 300
   FIXTURES_REQUIRED pref_data SKIP_RETURN_CODE 77 FAIL_REGULAR_EXPRESSION "GPU_PREF_FAILED|CHECK failed")
+# The code task in a run: one GRPO step of tests/decks/code_run_tiny.ini on 4 ranks, every
+# response's tests in the sandbox (run/code_run.sh: rewards 0, reward_errors 0,
+# sandbox_exec_per_s measured). Skips nothing: the suite installs bubblewrap.
+add_test(NAME e2e_code_run_4
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/code_run.sh $<TARGET_FILE:rlpt>
+          ${CMAKE_CURRENT_SOURCE_DIR}/decks/code_run_tiny.ini
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(e2e_code_run_4 PROPERTIES LABELS e2e ENVIRONMENT "${RLPT_E2E_ENV}" PROCESSORS 4
+  TIMEOUT 120)
+
+# [reward] command in a run (run/command_run.sh): 2 GRPO steps on 4 ranks scored by a Python
+# worker (reward_errors 0), then by a crashing one (every sample counted, the run completes).
+add_test(NAME e2e_command_run_4
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/command_run.sh $<TARGET_FILE:rlpt> ${RLPT_E2E_DECK}
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(e2e_command_run_4 PROPERTIES LABELS e2e ENVIRONMENT "${RLPT_E2E_ENV}" PROCESSORS 4
+  TIMEOUT 120)

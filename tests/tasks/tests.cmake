@@ -75,3 +75,19 @@ set_tests_properties(data_run_tiny PROPERTIES
   PASS_REGULAR_EXPRESSION "step 2/2 rl \\| reward [0-9.]+ .*eval \\(rl, step 2\\): greedy pass@1 [0-9.]+ on 4 held-out prompts.*summary: greedy pass@1")
 # Preference pairs for dpo / ipo / rm ([data] pref_path; src/tasks/preference.c).
 add_unit_test(test_preference SOURCES tasks/test_preference.c)
+
+# The code task ([data] verifier = code; src/tasks/code.h) through `rlpt reward-score` on 8
+# HumanEval problems from the cache (skips without network): canonical solutions 1.0,
+# empty / wrong / exit(0) programs 0.
+add_test(NAME code_reward_score
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tasks/code_reward_score.sh $<TARGET_FILE:rlpt>
+          ${CMAKE_CURRENT_SOURCE_DIR}/decks/code_score.ini ${CMAKE_SOURCE_DIR}/jobscripts/fetch-humaneval.sh
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(code_reward_score PROPERTIES LABELS e2e ENVIRONMENT "${RLPT_TEST_ENV}"
+  SKIP_RETURN_CODE ${RLPT_SKIP_CODE} TIMEOUT 120)
+# MBPP-style rows without network: the share of asserts passed, all-or-nothing, a bad row.
+add_test(NAME code_mbpp_score
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tasks/code_mbpp_score.sh $<TARGET_FILE:rlpt>
+          ${CMAKE_CURRENT_SOURCE_DIR}/decks/code_score.ini
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(code_mbpp_score PROPERTIES LABELS unit ENVIRONMENT "${RLPT_TEST_ENV}" TIMEOUT 60)
