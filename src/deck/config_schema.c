@@ -190,6 +190,10 @@ const struct cfg_key cfg_schema[] = {
   AUTOINT("ranks", "cores_per_node", "auto", 1, 1e5, "cores", "Cores of one node (auto = read from the machine)", ranks.cores_per_node),
   INT("ranks", "micro_batch_seqs", "8", 1, 1e7, "sequences", "Sequences per train micro-batch (activation memory)", ranks.micro_batch_seqs),
   FLT("ranks", "device_memory_gb", "0", 0, 1e6, "GB", "Memory of one device/rank; `plan` checks every role fits (0 = no check)", ranks.device_memory_gb),
+  /* [async] (run/async_step.c) */
+  INT("async", "max_lag", "1", 0, 1e6, "versions", "separate_async: the most weight versions a trained sample may lag the trainer; the schedule keeps min(max_lag, capacity / prompts_per_step) steps of groups in flight", async.max_lag),
+  AUTOINT("async", "capacity", "auto", 1, 1e9, "groups", "separate_async: the buffer of scored groups between rollout and train (auto = prompts_per_step x max_lag); at least one step's groups", async.capacity),
+  BOOL("async", "deterministic", "true", "separate_async: the fixed interleaving (step k trains on the groups generated during step k - D under version k - 1 - D, D = the steps in flight), bit-exact across a restart; false (a free-running schedule) is not built", async.deterministic),
 };
 
 const int cfg_schema_len = (int)(sizeof cfg_schema / sizeof cfg_schema[0]);

@@ -6,6 +6,7 @@
 const struct mode_ops *mode_ops_for(int run_mode) {
   switch (run_mode) {
   case MODE_SYNC: return &sync_mode_ops;
-  default: return NULL;  /* colocate_async, separate_async: refused at setup (run/setup.c) */
+  case MODE_SEPARATE_ASYNC: return &separate_async_mode_ops;
+  default: return NULL;  /* colocate_async: refused at setup (run/setup.c) */
   }
 }

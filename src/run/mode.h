@@ -21,6 +21,9 @@ struct mode_ops {
 /* The sync mode: every step generates with the weights of the previous update
  * (run/sync_step.c). */
 extern const struct mode_ops sync_mode_ops;
+/* separate_async: rollout generates the groups of later steps while train ranks train
+ * (run/async_step.c). */
+extern const struct mode_ops separate_async_mode_ops;
 
 /* The ops of [run] mode (enum run_mode, deck/config.h), or NULL when rlpt run does not
  * implement it. */

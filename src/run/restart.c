@@ -2,6 +2,7 @@
  * run from it on any layout, and the metrics JSONL continuation (run/restart.h). */
 #include "run/restart.h"
 
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "io/ckpt.h"
+#include "run/async_step.h"
 #include "run/run.h"
 #include "train/trainer.h"
 #include "train/zero.h"
@@ -43,6 +45,7 @@ void restart_fill(const struct run *r, struct ckpt_state *st, long step, int pha
   st->n_rng = 0;  /* every random draw is keyed by (seed, step, ...): no generator state */
   st->data = (struct ckpt_data_cursor){ .cursor = (uint64_t)step * P, .epoch = 0,
                                         .shuffle_seed = (uint64_t)r->cfg->run.seed };
+  async_ckpt_fill(r, st);  /* separate_async: the scored groups of the steps after this one */
 }
 
 /* The checkpoint [run] restart names, into path (rank 0 resolves; the verdict is agreed). */
@@ -154,6 +157,7 @@ int restart_load(struct run *r, struct restart_point *rp) {
     memcpy(t->policy.params, st->params, sizeof(float) * t->policy.table.total);
     trainer_host_changed(t);
     t->weight_version = st->weight_version;
+  async_ckpt_restore(r, st);
     if (rp->phase_rl) rp->st = st;  /* restart_apply_rl takes the RL state after trainer_begin_rl */
   }
   if (!rp->st && st) {

@@ -36,6 +36,7 @@
 #include "run/route.h"
 #include "run/run.h"
 #include "run/samples_log.h"
+#include "run/step_parts.h"
 #include "run/weight_sync.h"
 #include "train/trainer.h"
 #include "util/alloc.h"
@@ -67,8 +68,10 @@ static void generate_share(struct run *r, long step) {
   r->partial[PS_GEN_TOK] += (double)sample_batch_resp_tokens(&out);
   /* The trainer measures logprob_diff_max on its old-logprob pass; with old_logprobs =
    * rollout it has none, so the rollout rank measures it (a model_forward over the batch).
-   * Only meaningful at temperature 1: the recorded logprob is of the tempered distribution. */
-  if (r->cfg->rollout.temperature == 1.0 && r->cfg->algo.old_logprobs == OLDLP_ROLLOUT)
+   * Only meaningful at temperature 1: the recorded logprob is of the tempered distribution.
+   * In an async mode the trainer holds newer weights than the batch's, so it is measured here. */
+  int lagged = r->mode != &sync_mode_ops;  /* async: the trainer's weights moved on */
+  if (r->cfg->rollout.temperature == 1.0 && (r->cfg->algo.old_logprobs == OLDLP_ROLLOUT || lagged))
     r->partial[PS_LPDIFF_ROLLOUT] = rollout_logprob_diff_max(r->rmodel, &out);
   route_send(r, &out, r->reward_world[route_instance_reward(r, i)], BOX_SAMPLES, XFER_TAG_SAMPLES);
   free(rp);
@@ -110,6 +113,8 @@ static void partial_add_rewards(struct run *r, const struct sample_batch *b, con
                                 const struct reward_stats *st, int n_groups) {
   double *q = r->partial;
   int n = b->n;
+  q[PS_NONFINITE] += (double)st->nonfinite;
+  if (r->mode != &sync_mode_ops) return;  /* async: the train rank reports its batch's (async_stats.c) */
   for (int k = 0; k < n; k++) {
     q[PS_R_SUM] += rew[k];
     q[PS_R2_SUM] += rew[k] * rew[k];
@@ -119,7 +124,6 @@ static void partial_add_rewards(struct run *r, const struct sample_batch *b, con
   }
   q[PS_N] += n;
   q[PS_CORRECT] += st->acc * n;
-  q[PS_NONFINITE] += (double)st->nonfinite;
   q[PS_GROUPS] += n_groups;
   for (int c = 0; c < REWARD_NCOMPONENTS; c++) {
     q[PS_PART_SUM + c] += st->part_mean[c] * n;
@@ -242,7 +246,7 @@ static void reward_to_train(struct run *r, const struct dynsamp *ds, struct samp
 
 /* ---- train ------------------------------------------------------------------- */
 
-static int cmp_sample(const void *a, const void *b) {
+int sample_cmp_slot(const void *a, const void *b) {
   const struct sample *x = a, *y = b;
   if (x->group != y->group) return x->group < y->group ? -1 : 1;
   return (x->index > y->index) - (x->index < y->index);
@@ -257,12 +261,11 @@ static void train_report_fields(struct run *r, struct step_metrics *m) {
   r->partial[PS_HAS_TRAIN] = 1;
 }
 
-/* Train the batch b (this DP rank's share of the step's trained groups; emptied). */
-static void train_share(struct run *r, const struct dynsamp *ds, struct sample_batch *b_in) {
+void train_share(struct run *r, const struct dynsamp *ds, struct sample_batch *b_in) {
   long n_sel = dynsamp_selected(ds);
   struct sample_batch b = *b_in;
   sample_batch_init(b_in);
-  qsort(b.s, (size_t)b.n, sizeof *b.s, cmp_sample);
+  qsort(b.s, (size_t)b.n, sizeof *b.s, sample_cmp_slot);
   int64_t v = r->trainer->weight_version;
   for (int k = 0; k < b.n; k++) {
     double lag = (double)(v - b.s[k].weight_version);
@@ -305,9 +308,7 @@ static void warn_short(struct run *r, const struct dynsamp *ds, long step) {
   fflush(stdout);
 }
 
-/* The generation rounds of a step (one without dynamic sampling), then the trained groups
- * to the train ranks (into *in); returns with ds holding what every rank agreed. */
-static void run_rounds(struct run *r, long step, struct dynsamp *ds, struct sample_batch *in) {
+void run_rounds(struct run *r, long step, struct dynsamp *ds, struct sample_batch *in) {
   struct sample_batch *held = NULL;  /* [round]: the kept groups this reward rank holds */
   int32_t *mine = malloc_check(sizeof(int32_t) * (size_t)(ds->P + 1));
   while (!dynsamp_done(ds)) {
@@ -324,8 +325,7 @@ static void run_rounds(struct run *r, long step, struct dynsamp *ds, struct samp
   free(mine);
 }
 
-/* Controller: the step's partials collected and its line logged. */
-static void log_step(struct run *r, const struct dynsamp *ds, long step, double t0) {
+void log_step(struct run *r, const struct dynsamp *ds, long step, double t0) {
   char *expect = malloc_check((size_t)r->comms.world_size);
   double *q = malloc_check(sizeof(double) * (size_t)r->partial_len);
   rl_expect(r, expect);

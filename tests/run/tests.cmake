@@ -42,6 +42,19 @@ e2e_test(colocated_2 2 60 200 0.10 0.03 ${RLPT_E2E_COLOCATED})
 e2e_test(sign_flip_4 4 60 200 0.10 0.03 reward.correct_weight=-1)
 set_tests_properties(e2e_sign_flip_4 PROPERTIES PASS_REGULAR_EXPRESSION "CHECK failed: a1 - a0 >= min_rise.*CHECK failed: samp_rl - samp_sft >= min_gain"
   FAIL_REGULAR_EXPRESSION "E2E_RUN_FAILED")
+# [run] mode = separate_async (run/async_step.c) in the same layout, with its lag checked
+# step by step (E2E_ASYNC_DEPTH: the deterministic schedule's lags, run/test_e2e.c). Stale
+# samples trained uncorrected learn poorly here (old_logprobs = recompute, tis off: acc rise
+# +0.12, held-out sampled pass@1 -0.03 on seed 1, +0.08 / +0.05 on seed 2), so the test
+# corrects them with [algo] tis = token_truncate against the rollout's logprobs: +0.15 and
+# +0.16 on seed 1, the margin of the sync test. Its sign flip must fail the same checks.
+e2e_test(async_4 4 60 200 0.10 0.03 run.mode=separate_async algo.tis=token_truncate)
+e2e_test(async_sign_flip_4 4 60 200 0.10 0.03 run.mode=separate_async algo.tis=token_truncate
+  async.max_lag=2 reward.correct_weight=-1)
+set_tests_properties(e2e_async_4 PROPERTIES ENVIRONMENT "${RLPT_E2E_ENV};E2E_ASYNC_DEPTH=1")
+set_tests_properties(e2e_async_sign_flip_4 PROPERTIES ENVIRONMENT "${RLPT_E2E_ENV};E2E_ASYNC_DEPTH=2"
+  PASS_REGULAR_EXPRESSION "CHECK failed: a1 - a0 >= min_rise.*CHECK failed: samp_rl - samp_sft >= min_gain"
+  FAIL_REGULAR_EXPRESSION "E2E_RUN_FAILED|FAIL: rl step")
 
 # run_fail_test(NAME NP WANT_RC REGEX [args...]): `mpirun -np NP rlpt run args...` exits WANT_RC
 # (any nonzero with WANT_RC = nonzero) and prints REGEX; RLPT_MESSAGES=N counts the lines
@@ -115,6 +128,17 @@ add_test(NAME restart_exact_colocated
 set_tests_properties(restart_exact_colocated PROPERTIES LABELS "e2e;mpi"
   ENVIRONMENT "${RLPT_RESTART_ENV};RESTART_NP=2" PROCESSORS 2 TIMEOUT 90
   FAIL_REGULAR_EXPRESSION "RESTART_TEST_FAILED|CHECK failed")
+
+# separate_async (deterministic schedule, 2 steps in flight): the checkpoint after step 3
+# holds the scored groups of steps 4 and 5 (/buffer); the restart trains on them instead of
+# regenerating them under newer weights (which would change their lag and every later
+# number), so the two halves equal the straight run bit for bit.
+add_test(NAME restart_exact_async
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_restart.sh exact $<TARGET_FILE:rlpt>
+          $<TARGET_FILE:test_restart_cmp> ${CMAKE_CURRENT_SOURCE_DIR}/decks/restart_tiny.ini
+          run.mode=separate_async async.max_lag=2)
+set_tests_properties(restart_exact_async PROPERTIES LABELS "e2e;mpi" ENVIRONMENT "${RLPT_RESTART_ENV}"
+  PROCESSORS 4 TIMEOUT 90 FAIL_REGULAR_EXPRESSION "RESTART_TEST_FAILED|CHECK failed")
 
 # The Slurm job scripts fail early, with a message, outside an allocation.
 foreach(script run requeue)
