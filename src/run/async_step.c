@@ -20,6 +20,7 @@
  * train overlap; the rollout ranks still wait at each step's weight sync (weights change
  * between batches, never inside one: every sample is of one version). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "io/ckpt.h"
@@ -124,6 +125,21 @@ static void generate_batch(struct run *r, struct async_state *a, long b) {
   dynsamp_free(&ds);
 }
 
+/* Controller: the schedule on the console, and a warning when lagged samples would be
+ * trained as if on-policy (the e2e deck learns markedly worse so: tests/run/tests.cmake). */
+static void say_schedule(const struct run *r, const struct async_state *a, long restored) {
+  const struct config *c = r->cfg;
+  printf("separate_async: %ld step%s in flight (buffer %ld groups, max_lag %ld)", a->depth,
+         a->depth == 1 ? "" : "s", capacity_groups(c), c->async.max_lag);
+  if (restored > 0) printf("; %ld batch%s restored from the checkpoint's buffer", restored, restored == 1 ? "" : "es");
+  printf("\n");
+  if (c->algo.tis == TIS_OFF && c->algo.old_logprobs == OLDLP_RECOMPUTE)
+    printf("rlpt: WARNING: separate_async trains samples up to %ld weight versions old without an "
+           "off-policy correction ([algo] tis = off, old_logprobs = recompute); set [algo] tis (e.g. "
+           "token_truncate) or old_logprobs = rollout\n", a->depth);
+  fflush(stdout);
+}
+
 /* Before the first RL step of this process: the buffer made (train ranks: the restored
  * groups in it), where the schedule stands agreed from the train root, and the batches in
  * flight that are missing generated. */
@@ -148,6 +164,7 @@ static void async_begin(struct run *r) {
   }
   wait_bcast(at, 2, MPI_LONG, r->train_world[0], MPI_COMM_WORLD);
   a->next_gen = at[1];
+  if (r->is_ctl) say_schedule(r, a, at[1] - 1 - at[0]);
   for (; a->next_gen <= S && a->next_gen <= at[0] + a->depth; a->next_gen++)
     generate_batch(r, a, a->next_gen);
 }

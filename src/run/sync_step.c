@@ -69,11 +69,19 @@ static void generate_share(struct run *r, long step) {
   /* The trainer measures logprob_diff_max on its old-logprob pass; with old_logprobs =
    * rollout it has none, so the rollout rank measures it (a model_forward over the batch).
    * Only meaningful at temperature 1: the recorded logprob is of the tempered distribution.
-   * In an async mode the trainer holds newer weights than the batch's, so it is measured here. */
-  int lagged = r->mode != &sync_mode_ops;  /* async: the trainer's weights moved on */
-  if (r->cfg->rollout.temperature == 1.0 && (r->cfg->algo.old_logprobs == OLDLP_ROLLOUT || lagged))
-    r->partial[PS_LPDIFF_ROLLOUT] = rollout_logprob_diff_max(r->rmodel, &out);
+   * In an async mode the trainer holds newer weights than the batch's, so it is measured here
+   * too, on a copy after the batch has left (the trainer is waiting for it). */
+  int lagged = r->mode != &sync_mode_ops;
+  int measure = r->cfg->rollout.temperature == 1.0 && (r->cfg->algo.old_logprobs == OLDLP_ROLLOUT || lagged);
+  struct sample_batch sent;
+  sample_batch_init(&sent);
+  for (int k = 0; measure && k < out.n; k++) {
+    struct sample *c = sample_batch_add(&sent);
+    if (!c || sample_copy(c, &out.s[k]) != 0) die_local("out of memory");
+  }
   route_send(r, &out, r->reward_world[route_instance_reward(r, i)], BOX_SAMPLES, XFER_TAG_SAMPLES);
+  if (measure) r->partial[PS_LPDIFF_ROLLOUT] = rollout_logprob_diff_max(r->rmodel, &sent);
+  sample_batch_free(&sent);
   free(rp);
   sample_batch_free(&prompts);
   sample_batch_free(&out);

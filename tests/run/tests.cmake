@@ -56,6 +56,15 @@ set_tests_properties(e2e_async_sign_flip_4 PROPERTIES ENVIRONMENT "${RLPT_E2E_EN
   PASS_REGULAR_EXPRESSION "CHECK failed: a1 - a0 >= min_rise.*CHECK failed: samp_rl - samp_sft >= min_gain"
   FAIL_REGULAR_EXPRESSION "E2E_RUN_FAILED|FAIL: rl step")
 
+# RL steps/s of separate_async against sync in the same 4-rank layout, on the quickstart and
+# on tests/decks/async_balanced.ini, with each deck's overlap bound (label bench: prints
+# figures, asserts nothing; ctest -L bench -R bench_async -V).
+add_test(NAME bench_async
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/bench/bench_async.sh $<TARGET_FILE:rlpt>
+          ${CMAKE_SOURCE_DIR}/inputs/quickstart.ini ${CMAKE_CURRENT_SOURCE_DIR}/decks/async_balanced.ini)
+set_tests_properties(bench_async PROPERTIES LABELS bench ENVIRONMENT "${RLPT_E2E_ENV}" PROCESSORS 4
+  TIMEOUT 600)
+
 # run_fail_test(NAME NP WANT_RC REGEX [args...]): `mpirun -np NP rlpt run args...` exits WANT_RC
 # (any nonzero with WANT_RC = nonzero) and prints REGEX; RLPT_MESSAGES=N counts the lines
 # rlpt printed as errors (mpirun adds its own notice about the exit code).
@@ -78,6 +87,30 @@ run_fail_test(bad_minibatch 4 2
 run_fail_test(bad_dp_groups 2 2
   "rlpt: override 'algo.prompts_per_step=9': \\[algo\\] prompts_per_step: algo.prompts_per_step \\(9\\) must be divisible by ranks.train_dp \\(2\\).*RLPT_MESSAGES=1"
   ${RLPT_E2E_DECK} algo.prompts_per_step=9 ${RLPT_E2E_COLOCATED})
+# separate_async's bad decks (deck/config_check.c cross_async, run/async_step.c
+# async_supported): one message naming the key, exit 2 on every rank, before any rollout.
+run_fail_test(async_max_lag0 4 2
+  "rlpt: override 'async.max_lag=0': \\[async\\] max_lag: 0 in separate_async drops every sample generated before the last update, so nothing overlaps; use mode = sync.*RLPT_MESSAGES=1"
+  ${RLPT_E2E_DECK} run.mode=separate_async async.max_lag=0 log.metrics_path=async_bad.jsonl)
+run_fail_test(async_small_buffer 4 2
+  "rlpt: override 'async.capacity=8': \\[async\\] capacity: async.capacity \\(8 groups\\) is smaller than a step \\(algo.prompts_per_step = 16 groups\\).*RLPT_MESSAGES=1"
+  ${RLPT_E2E_DECK} run.mode=separate_async async.capacity=8 log.metrics_path=async_bad.jsonl)
+run_fail_test(async_free_running 4 2
+  "rlpt: override 'async.deterministic=false': \\[async\\] deterministic: false \\(a free-running schedule\\) is not built.*RLPT_MESSAGES=1"
+  ${RLPT_E2E_DECK} run.mode=separate_async async.deterministic=false log.metrics_path=async_bad.jsonl)
+run_fail_test(async_colocated 2 2
+  "rlpt: run: \\[ranks\\] layout = colocated: separate_async overlaps rollout and train on disjoint ranks.*RLPT_MESSAGES=1"
+  ${RLPT_E2E_DECK} run.mode=separate_async ${RLPT_E2E_COLOCATED} log.metrics_path=async_bad.jsonl)
+run_fail_test(async_train_dp 5 2
+  "rlpt: run: \\[ranks\\] train_dp = 2: separate_async is built for one train rank.*RLPT_MESSAGES=1"
+  ${RLPT_E2E_DECK} run.mode=separate_async ranks.train_dp=2 ranks.train=2 log.metrics_path=async_bad.jsonl)
+run_fail_test(async_dynsamp 4 2
+  "rlpt: run: \\[algo\\] dynamic_sampling: not built for separate_async.*RLPT_MESSAGES=1"
+  ${RLPT_E2E_DECK} run.mode=separate_async algo.dynamic_sampling=true log.metrics_path=async_bad.jsonl)
+run_fail_test(colocate_async_refused 4 2
+  "rlpt: run: \\[run\\] mode = colocate_async is not built.*RLPT_MESSAGES=1"
+  ${RLPT_E2E_DECK} run.mode=colocate_async log.metrics_path=async_bad.jsonl)
+
 # The post-SFT eval on 4000 prompts x 8 samples of a 8-layer, 512-wide model takes far
 # longer than 1 s (about a minute of generation): the controller names the rollout rank
 # and the phase, and the job stops.
