@@ -20,7 +20,7 @@ run() {  # run NAME DECK [overrides...]
   # shellcheck disable=SC2086
   $RLPT_MPIEXEC 4 $RLPT_MPI_FLAGS "$rlpt" run "$deck" sft.steps=20 run.steps="$steps" eval.every=0 \
     eval.prompts=8 eval.samples=1 eval.k=1 log.metrics_path="$dir/$name.jsonl" log.samples_path= \
-    log.samples_every=0 algo.tis=token_truncate "$@" > "$name.log" 2>&1 || { echo "$name: rlpt run failed"; tail -5 "$name.log"; }
+    log.samples_every=0 algo.old_logprobs=rollout "$@" > "$name.log" 2>&1 || { echo "$name: rlpt run failed"; tail -5 "$name.log"; }
 }
 summary() {  # summary DECK_LABEL
   python3 - "$1" "$dir/sync.jsonl" "$dir/async.jsonl" <<'PY'
