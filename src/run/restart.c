@@ -2,7 +2,6 @@
  * run from it on any layout, and the metrics JSONL continuation (run/restart.h). */
 #include "run/restart.h"
 
-
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -157,7 +156,7 @@ int restart_load(struct run *r, struct restart_point *rp) {
     memcpy(t->policy.params, st->params, sizeof(float) * t->policy.table.total);
     trainer_host_changed(t);
     t->weight_version = st->weight_version;
-  async_ckpt_restore(r, st);
+    async_ckpt_restore(r, st);  /* separate_async: the buffered groups, for the mode's begin */
     if (rp->phase_rl) rp->st = st;  /* restart_apply_rl takes the RL state after trainer_begin_rl */
   }
   if (!rp->st && st) {
