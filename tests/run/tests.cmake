@@ -177,6 +177,15 @@ add_test(NAME restart_exact_async
           run.mode=separate_async async.max_lag=2)
 set_tests_properties(restart_exact_async PROPERTIES LABELS "e2e;mpi" ENVIRONMENT "${RLPT_RESTART_ENV}"
   PROCESSORS 4 TIMEOUT 90 FAIL_REGULAR_EXPRESSION "RESTART_TEST_FAILED|CHECK failed")
+# separate_async's first RL step equals sync's to the bit (the same batch at version 0):
+# the train rank's reward statistics (run/async_stats.c) against the reward rank's, and the
+# async path's update (run/test_async_first_step.sh).
+add_test(NAME async_first_step
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_async_first_step.sh $<TARGET_FILE:rlpt>
+          ${CMAKE_CURRENT_SOURCE_DIR}/decks/restart_tiny.ini)
+set_tests_properties(async_first_step PROPERTIES LABELS "e2e;mpi" ENVIRONMENT "${RLPT_RESTART_ENV}"
+  PROCESSORS 4 TIMEOUT 90 PASS_REGULAR_EXPRESSION "ASYNC1_OK" FAIL_REGULAR_EXPRESSION "ASYNC1_FAILED")
+
 # kill -9 of a separate_async run while it writes a checkpoint: `latest` names the previous
 # one, and the restart resumes from it with its buffered groups (test_restart.sh kill).
 add_test(NAME restart_kill_async
