@@ -70,12 +70,14 @@ static void generate_share(struct run *r, long step) {
    * rollout it has none, so the rollout rank measures it (a model_forward over the batch).
    * Only meaningful at temperature 1: the recorded logprob is of the tempered distribution.
    * In an async mode the trainer holds newer weights than the batch's, so it is measured here
-   * too, on a copy after the batch has left (the trainer is waiting for it). */
+   * too, after the batch has left (the trainer is waiting for it), on a copy of its first
+   * group only: the weight sync waits for this forward. */
   int lagged = r->mode != &sync_mode_ops;
   int measure = r->cfg->rollout.temperature == 1.0 && (r->cfg->algo.old_logprobs == OLDLP_ROLLOUT || lagged);
+  int n_check = lagged && out.n > r->cfg->algo.group_size ? (int)r->cfg->algo.group_size : out.n;
   struct sample_batch sent;
   sample_batch_init(&sent);
-  for (int k = 0; measure && k < out.n; k++) {
+  for (int k = 0; measure && k < n_check; k++) {
     struct sample *c = sample_batch_add(&sent);
     if (!c || sample_copy(c, &out.s[k]) != 0) die_local("out of memory");
   }
