@@ -19,6 +19,7 @@
  * buffer), so a restart regenerates nothing finished and skips no prompt. Rollout and
  * train overlap; the rollout ranks still wait at each step's weight sync (weights change
  * between batches, never inside one: every sample is of one version). */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@
 #include "run/async_step.h"
 #include "run/mode.h"
 #include "run/partial.h"
+#include "run/route.h"
 #include "run/run.h"
 #include "run/step_parts.h"
 #include "run/weight_sync.h"
@@ -57,9 +59,6 @@ int async_supported(const struct run *r, char *err, size_t len) {
     snprintf(err, len, "[ranks] layout = colocated: separate_async overlaps rollout and train on "
              "disjoint ranks; use layout = separate (running both on the same ranks at once is "
              "colocate_async, not built)");
-  else if (r->comms.counts.train_dp != 1)
-    snprintf(err, len, "[ranks] train_dp = %d: separate_async is built for one train rank (its "
-             "buffer is the checkpoint's /buffer); use train_dp = 1", r->comms.counts.train_dp);
   else if (c->algo.dynamic_sampling)
     snprintf(err, len, "[algo] dynamic_sampling: not built for separate_async (its resampling rounds "
              "wait for the scores of the step being trained); use mode = sync");
@@ -85,19 +84,66 @@ void async_free(struct run *r) {
   r->async = NULL;
 }
 
-void async_ckpt_fill(const struct run *r, struct ckpt_state *st) {
-  struct async_state *a = r->async;
-  if (!a || !a->buf.ring) return;
-  /* a shallow view of the ring, oldest first: the samples stay the buffer's */
+/* (step, slot, index) order: a batch's groups whole, oldest batch first. */
+static int cmp_buffered(const void *a, const void *b) {
+  const struct sample *x = a, *y = b;
+  if (x->step != y->step) return x->step < y->step ? -1 : 1;
+  return sample_cmp_slot(a, b);
+}
+
+/* This train rank's buffered samples, oldest first, encoded (*len bytes, malloc'd). */
+static unsigned char *encode_local(const struct async_state *a, size_t *len) {
+  /* a shallow view of the ring: the samples stay the buffer's */
   struct sample_batch view = { .n = a->buf.n, .cap = a->buf.n };
   view.s = malloc_check(sizeof *view.s * (size_t)(a->buf.n + 1));
   for (int i = 0; i < a->buf.n; i++) view.s[i] = *exp_buffer_peek(&a->buf, i);
-  free(a->ckpt_bytes);
-  a->ckpt_bytes = NULL;
-  if (xfer_encode_batch(&view, &a->ckpt_bytes, &a->ckpt_len) != XFER_OK)
+  unsigned char *bytes = NULL;
+  if (xfer_encode_batch(&view, &bytes, len) != XFER_OK)
     die_local("out of memory encoding the async buffer for the checkpoint");
   free(view.s);
-  st->has_buffer = 1;
+  return bytes;
+}
+
+/* Train rank 0: every train rank's encoded share (n[i] bytes each, back to back in all)
+ * merged into one batch in (step, slot, index) order, encoded into a->ckpt_bytes. */
+static void merge_shares(struct async_state *a, const unsigned char *all, const int *n, int ranks) {
+  struct sample_batch b;
+  sample_batch_init(&b);
+  char err[256];
+  for (int i = 0, off = 0; i < ranks; off += n[i++])
+    if (xfer_decode_batch(all + off, (size_t)n[i], &b, err, sizeof err) != XFER_OK)
+      die_local("the async buffer of train rank %d does not decode: %s", i, err);
+  qsort(b.s, (size_t)b.n, sizeof *b.s, cmp_buffered);
+  if (xfer_encode_batch(&b, &a->ckpt_bytes, &a->ckpt_len) != XFER_OK)
+    die_local("out of memory encoding the async buffer for the checkpoint");
+  sample_batch_free(&b);
+}
+
+void async_ckpt_fill(const struct run *r, struct ckpt_state *st) {
+  struct async_state *a = r->async;
+  if (!a || !a->buf.ring) return;
+  MPI_Comm tc = r->comms.role_comm[ROLE_TRAIN];
+  int rank = 0, ranks = 1;
+  MPI_CHECK(MPI_Comm_rank(tc, &rank));
+  MPI_CHECK(MPI_Comm_size(tc, &ranks));
+  size_t len = 0;
+  unsigned char *mine = encode_local(a, &len);
+  if (len > INT_MAX) die_local("the async buffer (%zu bytes) is too large to gather", len);
+  int n_mine = (int)len, *n = calloc_check((size_t)ranks, sizeof *n), *off = calloc_check((size_t)ranks, sizeof *off);
+  MPI_CHECK(MPI_Gather(&n_mine, 1, MPI_INT, n, 1, MPI_INT, 0, tc));
+  long total = 0;
+  for (int i = 0; i < ranks; i++) off[i] = (int)total, total += n[i];
+  if (rank == 0 && total > INT_MAX) die_local("the async buffer (%ld bytes) is too large to gather", total);
+  unsigned char *all = rank == 0 ? malloc_check((size_t)total + 1) : NULL;
+  MPI_CHECK(MPI_Gatherv(mine, n_mine, MPI_BYTE, all, n, off, MPI_BYTE, 0, tc));
+  free(a->ckpt_bytes);
+  a->ckpt_bytes = NULL;
+  if (rank == 0) merge_shares(a, all, n, ranks);
+  free(all);
+  free(mine);
+  free(n);
+  free(off);
+  st->has_buffer = rank == 0;  /* train rank 0's is written (io/ckpt.h) */
   st->buffer = a->ckpt_bytes;
   st->buffer_len = a->ckpt_len;
 }
@@ -105,9 +151,18 @@ void async_ckpt_fill(const struct run *r, struct ckpt_state *st) {
 void async_ckpt_restore(struct run *r, const struct ckpt_state *st) {
   if (r->cfg->run.mode != MODE_SEPARATE_ASYNC || !st->has_buffer) return;
   struct async_state *a = state_of(r);
+  struct sample_batch all;
+  sample_batch_init(&all);
   char err[256];
-  if (xfer_decode_batch(st->buffer, st->buffer_len, &a->restored, err, sizeof err) != XFER_OK)
+  if (xfer_decode_batch(st->buffer, st->buffer_len, &all, err, sizeof err) != XFER_OK)
     die_local("restart: the checkpoint's /buffer does not decode: %s", err);
+  /* every train rank reads the whole buffer and keeps its DP share, whatever the layout
+   * that wrote it */
+  long P = r->cfg->algo.prompts_per_step;
+  for (int k = 0; k < all.n; k++)
+    if (route_slot_dp(r, P, all.s[k].group) == r->comms.place.dp && sample_batch_push(&a->restored, &all.s[k]))
+      die_local("out of memory");
+  sample_batch_free(&all);
 }
 
 /* Every rank: batch b generated, scored and (train ranks) buffered. */
@@ -174,24 +229,29 @@ static void train_batch(struct run *r, struct async_state *a, const struct dynsa
   struct sample_batch b;
   sample_batch_init(&b);
   long P = r->cfg->algo.prompts_per_step;
-  int got = exp_buffer_pop_groups(&a->buf, r->trainer->weight_version, (int)P, &b);
+  int D = r->comms.counts.train_dp, dp = r->comms.place.dp;
+  long mine = route_slice_lo(P, D, dp + 1) - route_slice_lo(P, D, dp);  /* this DP rank's slots */
+  int got = exp_buffer_pop_groups(&a->buf, r->trainer->weight_version, (int)mine, &b);
   if (got < 0) die_local("out of memory taking step %ld's groups", step);
   for (int k = 0; k < b.n; k++)
     if (b.s[k].step != step) got = -1;
-  if (got != P)
-    die_local("step %ld: the async buffer does not hold the step's %ld groups (a restart with a "
-              "smaller [async] max_lag than the checkpoint's?)", step, P);
+  if (got != mine)
+    die_local("step %ld: the async buffer does not hold this DP rank's %ld groups of the step (a "
+              "restart with a smaller [async] max_lag than the checkpoint's?)", step, mine);
   async_partial_add_trained(r, &b);
   train_share(r, ds, &b);
 }
 
-/* Train root, after its update and the batch it buffered: the buffer's metrics. */
+/* Train ranks, after the update and the batch they buffered: the buffer's metrics, summed
+ * over the DP ranks, into train dp 0's partial. */
 static void report_buffer(struct run *r, struct async_state *a, double t_wait, double t0) {
-  if (r->comms.place.dp != 0) return;
   struct exp_stats st;
   exp_buffer_take_stats(&a->buf, &st);
-  partial_set_train(r, "drop_ratio", exp_stats_drop_ratio(&st));
-  partial_set_train(r, "buffer_groups", (double)a->buf.n / (double)r->cfg->algo.group_size);
+  double v[3] = {(double)a->buf.n, (double)st.popped, (double)st.dropped}, sum[3];
+  MPI_CHECK(MPI_Allreduce(v, sum, 3, MPI_DOUBLE, MPI_SUM, r->comms.role_comm[ROLE_TRAIN]));
+  if (r->comms.place.dp != 0) return;
+  partial_set_train(r, "drop_ratio", sum[1] + sum[2] > 0 ? sum[2] / (sum[1] + sum[2]) : 0.0);
+  partial_set_train(r, "buffer_groups", sum[0] / (double)r->cfg->algo.group_size);
   double dt = clock_seconds() - t0;
   partial_set_train(r, "idle_train", dt > 0 ? t_wait / dt : 0.0);
 }

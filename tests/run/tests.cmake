@@ -106,9 +106,6 @@ run_fail_test(async_free_running 4 2
 run_fail_test(async_colocated 2 2
   "rlpt: run: \\[ranks\\] layout = colocated: separate_async overlaps rollout and train on disjoint ranks.*RLPT_MESSAGES=1"
   ${RLPT_E2E_DECK} run.mode=separate_async ${RLPT_E2E_COLOCATED} log.metrics_path=async_bad.jsonl)
-run_fail_test(async_train_dp 5 2
-  "rlpt: run: \\[ranks\\] train_dp = 2: separate_async is built for one train rank.*RLPT_MESSAGES=1"
-  ${RLPT_E2E_DECK} run.mode=separate_async ranks.train_dp=2 ranks.train=2 log.metrics_path=async_bad.jsonl)
 run_fail_test(async_dynsamp 4 2
   "rlpt: run: \\[algo\\] dynamic_sampling: not built for separate_async.*RLPT_MESSAGES=1"
   ${RLPT_E2E_DECK} run.mode=separate_async algo.dynamic_sampling=true log.metrics_path=async_bad.jsonl)
@@ -185,6 +182,23 @@ add_test(NAME async_first_step
           ${CMAKE_CURRENT_SOURCE_DIR}/decks/restart_tiny.ini)
 set_tests_properties(async_first_step PROPERTIES LABELS "e2e;mpi" ENVIRONMENT "${RLPT_RESTART_ENV}"
   PROCESSORS 4 TIMEOUT 90 PASS_REGULAR_EXPRESSION "ASYNC1_OK" FAIL_REGULAR_EXPRESSION "ASYNC1_FAILED")
+
+# The same on train_dp = 2 (5 ranks: each DP rank buffers its slots, train rank 0 gathers
+# them into /buffer), and saved on 1 train rank, resumed on 2 (each keeps its share of the
+# buffer; within the layout test's rtol 1e-4 + atol 1e-6).
+add_test(NAME restart_exact_async_dp
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_restart.sh exact $<TARGET_FILE:rlpt>
+          $<TARGET_FILE:test_restart_cmp> ${CMAKE_CURRENT_SOURCE_DIR}/decks/restart_tiny.ini
+          run.mode=separate_async async.max_lag=2 ranks.train=2 ranks.train_dp=2)
+set_tests_properties(restart_exact_async_dp PROPERTIES LABELS "e2e;mpi"
+  ENVIRONMENT "${RLPT_RESTART_ENV};RESTART_NP=5" PROCESSORS 5 TIMEOUT 90
+  FAIL_REGULAR_EXPRESSION "RESTART_TEST_FAILED|CHECK failed")
+add_test(NAME restart_layout_async
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_restart.sh layout $<TARGET_FILE:rlpt>
+          $<TARGET_FILE:test_restart_cmp> ${CMAKE_CURRENT_SOURCE_DIR}/decks/restart_tiny.ini
+          run.mode=separate_async async.max_lag=2)
+set_tests_properties(restart_layout_async PROPERTIES LABELS "e2e;mpi" ENVIRONMENT "${RLPT_RESTART_ENV}"
+  PROCESSORS 5 TIMEOUT 90 FAIL_REGULAR_EXPRESSION "RESTART_TEST_FAILED|CHECK failed")
 
 # kill -9 of a separate_async run while it writes a checkpoint: `latest` names the previous
 # one, and the restart resumes from it with its buffered groups (test_restart.sh kill).
