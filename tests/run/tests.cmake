@@ -164,16 +164,30 @@ set_tests_properties(restart_exact_colocated PROPERTIES LABELS "e2e;mpi"
   ENVIRONMENT "${RLPT_RESTART_ENV};RESTART_NP=2" PROCESSORS 2 TIMEOUT 90
   FAIL_REGULAR_EXPRESSION "RESTART_TEST_FAILED|CHECK failed")
 
-# separate_async (deterministic schedule, 2 steps in flight): the checkpoint after step 3
-# holds the scored groups of steps 4 and 5 (/buffer); the restart trains on them instead of
-# regenerating them under newer weights (which would change their lag and every later
-# number), so the two halves equal the straight run bit for bit.
-add_test(NAME restart_exact_async
-  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_restart.sh exact $<TARGET_FILE:rlpt>
-          $<TARGET_FILE:test_restart_cmp> ${CMAKE_CURRENT_SOURCE_DIR}/decks/restart_tiny.ini
-          run.mode=separate_async async.max_lag=2)
-set_tests_properties(restart_exact_async PROPERTIES LABELS "e2e;mpi" ENVIRONMENT "${RLPT_RESTART_ENV}"
-  PROCESSORS 4 TIMEOUT 90 FAIL_REGULAR_EXPRESSION "RESTART_TEST_FAILED|CHECK failed")
+# restart_async_test(NAME TEST_MODE NP [overrides...]): run/test_restart.sh TEST_MODE on
+# restart_tiny.ini in separate_async with 2 steps in flight, on NP ranks (RESTART_NP).
+function(restart_async_test name mode np)
+  add_test(NAME ${name}
+    COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_restart.sh ${mode} $<TARGET_FILE:rlpt>
+            $<TARGET_FILE:test_restart_cmp> ${CMAKE_CURRENT_SOURCE_DIR}/decks/restart_tiny.ini
+            run.mode=separate_async async.max_lag=2 ${ARGN})
+  set_tests_properties(${name} PROPERTIES LABELS "e2e;mpi" ENVIRONMENT "${RLPT_RESTART_ENV};RESTART_NP=${np}"
+    PROCESSORS ${np} TIMEOUT 90 FAIL_REGULAR_EXPRESSION "RESTART_TEST_FAILED|CHECK failed")
+endfunction()
+# The checkpoint after step 3 holds the scored groups of steps 4 and 5 (/buffer); the restart
+# trains on them instead of regenerating them under newer weights (which would change their
+# lag and every later number), so the two halves equal the straight run bit for bit.
+restart_async_test(restart_exact_async exact 4)
+# The same on train_dp = 2 (each DP rank buffers its slots, train rank 0 gathers them into
+# /buffer), and saved on 1 train rank, resumed on 2 (each keeps its share of the buffer;
+# within the layout test's rtol 1e-4 + atol 1e-6).
+restart_async_test(restart_exact_async_dp exact 5 ranks.train=2 ranks.train_dp=2)
+restart_async_test(restart_layout_async layout 4)
+set_tests_properties(restart_layout_async PROPERTIES PROCESSORS 5)
+# kill -9 while a checkpoint is written: `latest` names the previous one, and the restart
+# resumes from it with its buffered groups.
+restart_async_test(restart_kill_async kill 4)
+
 # separate_async's first RL step equals sync's to the bit (the same batch at version 0):
 # the train rank's reward statistics (run/async_stats.c) against the reward rank's, and the
 # async path's update (run/test_async_first_step.sh).
@@ -182,32 +196,6 @@ add_test(NAME async_first_step
           ${CMAKE_CURRENT_SOURCE_DIR}/decks/restart_tiny.ini)
 set_tests_properties(async_first_step PROPERTIES LABELS "e2e;mpi" ENVIRONMENT "${RLPT_RESTART_ENV}"
   PROCESSORS 4 TIMEOUT 90 PASS_REGULAR_EXPRESSION "ASYNC1_OK" FAIL_REGULAR_EXPRESSION "ASYNC1_FAILED")
-
-# The same on train_dp = 2 (5 ranks: each DP rank buffers its slots, train rank 0 gathers
-# them into /buffer), and saved on 1 train rank, resumed on 2 (each keeps its share of the
-# buffer; within the layout test's rtol 1e-4 + atol 1e-6).
-add_test(NAME restart_exact_async_dp
-  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_restart.sh exact $<TARGET_FILE:rlpt>
-          $<TARGET_FILE:test_restart_cmp> ${CMAKE_CURRENT_SOURCE_DIR}/decks/restart_tiny.ini
-          run.mode=separate_async async.max_lag=2 ranks.train=2 ranks.train_dp=2)
-set_tests_properties(restart_exact_async_dp PROPERTIES LABELS "e2e;mpi"
-  ENVIRONMENT "${RLPT_RESTART_ENV};RESTART_NP=5" PROCESSORS 5 TIMEOUT 90
-  FAIL_REGULAR_EXPRESSION "RESTART_TEST_FAILED|CHECK failed")
-add_test(NAME restart_layout_async
-  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_restart.sh layout $<TARGET_FILE:rlpt>
-          $<TARGET_FILE:test_restart_cmp> ${CMAKE_CURRENT_SOURCE_DIR}/decks/restart_tiny.ini
-          run.mode=separate_async async.max_lag=2)
-set_tests_properties(restart_layout_async PROPERTIES LABELS "e2e;mpi" ENVIRONMENT "${RLPT_RESTART_ENV}"
-  PROCESSORS 5 TIMEOUT 90 FAIL_REGULAR_EXPRESSION "RESTART_TEST_FAILED|CHECK failed")
-
-# kill -9 of a separate_async run while it writes a checkpoint: `latest` names the previous
-# one, and the restart resumes from it with its buffered groups (test_restart.sh kill).
-add_test(NAME restart_kill_async
-  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_restart.sh kill $<TARGET_FILE:rlpt>
-          $<TARGET_FILE:test_restart_cmp> ${CMAKE_CURRENT_SOURCE_DIR}/decks/restart_tiny.ini
-          run.mode=separate_async async.max_lag=2)
-set_tests_properties(restart_kill_async PROPERTIES LABELS "e2e;mpi" ENVIRONMENT "${RLPT_RESTART_ENV}"
-  PROCESSORS 4 TIMEOUT 90 FAIL_REGULAR_EXPRESSION "RESTART_TEST_FAILED|CHECK failed")
 
 # The Slurm job scripts fail early, with a message, outside an allocation.
 foreach(script run requeue)
