@@ -113,6 +113,18 @@ run_fail_test(colocate_async_refused 4 2
   "rlpt: run: \\[run\\] mode = colocate_async is not built.*RLPT_MESSAGES=1"
   ${RLPT_E2E_DECK} run.mode=colocate_async log.metrics_path=async_bad.jsonl)
 
+# The console warnings of separate_async at the practitioners' threshold: 3 steps in flight
+# without an off-policy correction warns at start, and the doctor's watch names the mean
+# lag above 2 at step 4 (lag_mean = min(3, k - 1)).
+add_test(NAME e2e_async_warnings
+  COMMAND sh -c "$RLPT_MPIEXEC 4 $RLPT_MPI_FLAGS \"$0\" run \"$@\" 2>&1 || echo RUN_FAILED"
+          $<TARGET_FILE:rlpt> ${RLPT_E2E_DECK} run.mode=separate_async async.max_lag=3 sft.steps=5
+          run.steps=5 log.metrics_path=async_warn.jsonl
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(e2e_async_warnings PROPERTIES LABELS e2e ENVIRONMENT "${RLPT_E2E_ENV}" PROCESSORS 4
+  TIMEOUT 60 FAIL_REGULAR_EXPRESSION "RUN_FAILED"
+  PASS_REGULAR_EXPRESSION "separate_async: 3 steps in flight \\(buffer 48 groups, max_lag 3\\)\nrlpt: WARNING: separate_async trains samples up to 3 weight versions old without an off-policy correction.*doctor: step 4: Sample lag: lag_mean 3 versions at step 4 \\(lag_max 3\\), above 2")
+
 # The post-SFT eval on 4000 prompts x 8 samples of a 8-layer, 512-wide model takes far
 # longer than 1 s (about a minute of generation): the controller names the rollout rank
 # and the phase, and the job stops.
