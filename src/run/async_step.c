@@ -5,8 +5,8 @@
  *   begin    (a fresh run: batches 1..D; a restart: those the checkpoint's /buffer lacks)
  *            generated, scored and sent to the train ranks' buffer, with the weights the
  *            rollout ranks hold
- *   step k   train   takes batch k, the oldest P complete groups of its buffer
- *                    (exp_buffer_pop_groups), and trains on it                 } at once,
+ *   step k   train   takes batch k, the oldest complete groups of its buffer (each DP
+ *                    rank its slots; exp_buffer_pop_groups), and trains on it  } at once,
  *            others  batch k + D (if k + D <= [run] steps): controller -> rollout }  on
  *                    -> reward -> the train ranks, who buffer it after their  } disjoint
  *                    update (run/sync_step.c's run_rounds)                    } ranks
@@ -20,7 +20,6 @@
  * train overlap; the rollout ranks still wait at each step's weight sync (weights change
  * between batches, never inside one: every sample is of one version). */
 #include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
