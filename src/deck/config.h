@@ -175,6 +175,10 @@ struct config {
     long micro_batch_seqs;
     double device_memory_gb;
   } ranks;
+  struct {
+    long max_lag, capacity;  /* capacity -1 = auto */
+    int deterministic;
+  } async;
 };
 
 extern const struct cfg_key cfg_schema[];

@@ -205,6 +205,24 @@ static const char *first_changed(const struct config *c, const struct config *d,
   return NULL;
 }
 
+/* [async] against [run] mode = separate_async: what its schedule needs (run/async_step.c;
+ * what `rlpt run` builds of the other async mode is its set-up's verdict, run/setup.c). */
+static int cross_async(const struct cross *x) {
+  const struct config *c = x->cfg;
+  if (c->run.mode != MODE_SEPARATE_ASYNC) return 0;
+  if (c->async.max_lag == 0)
+    return cross_fail(x, "async", "max_lag", "run", "mode", "0 in separate_async drops every sample "
+                      "generated before the last update, so nothing overlaps; use mode = sync");
+  if (c->async.capacity >= 0 && c->async.capacity < c->algo.prompts_per_step)
+    return cross_fail(x, "async", "capacity", "algo", "prompts_per_step", "async.capacity (%ld groups) "
+                      "is smaller than a step (algo.prompts_per_step = %ld groups)", c->async.capacity,
+                      c->algo.prompts_per_step);
+  if (!c->async.deterministic)
+    return cross_fail(x, "async", "deterministic", NULL, NULL, "false (a free-running schedule) is "
+                      "not built; separate_async runs the deterministic schedule");
+  return 0;
+}
+
 int config_cross_check(const struct config *c, const char *path, char *const *over, char *err, size_t errlen) {
   const struct cross x = {.cfg = c, .path = path, .over = over, .err = err, .errlen = errlen};
   int rc = cross_model(&x);
@@ -212,6 +230,7 @@ int config_cross_check(const struct config *c, const char *path, char *const *ov
   if (!rc) rc = cross_batches(&x);
   if (!rc) rc = cross_files(&x);
   if (!rc) rc = cross_pref(&x);
+  if (!rc) rc = cross_async(&x);
   if (!rc && c->model.dtype == DTYPE_BF16 && c->run.device == DEVICE_CPU)
     rc = cross_fail(&x, "model", "dtype", "run", "device", "bf16 needs run.device = cuda or auto");
   return rc;

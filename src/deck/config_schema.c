@@ -29,7 +29,7 @@ const struct cfg_key cfg_schema[] = {
   /* [run] */
   INT("run", "seed", "1234", 0, 9.2e18, "", "Seed of every random stream (util/rng.h keys it by step, prompt, sample, position)", run.seed),
   INT("run", "steps", "10", 0, 1e9, "steps", "RL steps (0 = no RL phase, e.g. SFT only)", run.steps),
-  ENUM("run", "mode", "sync", "sync|colocate_async|separate_async", "Step scheduling: sync waits for each update; the async modes overlap rollout and training", run.mode),
+  ENUM("run", "mode", "sync", "sync|colocate_async|separate_async", "Step scheduling: sync waits for each update; separate_async overlaps rollout and training on disjoint ranks ([async] section); colocate_async is not built (rlpt run refuses it)", run.mode),
   ENUM("run", "device", "auto", "auto|cpu|cuda", "Compute device; auto = cuda when the build has it and a GPU is visible", run.device),
   ENUM("run", "weight_sync", "auto", "auto|mpi", "Weight broadcast to the rollout ranks: auto = over NCCL from device to device when every rank of weight_comm has a GPU of its own, else over MPI through host memory; mpi = always over MPI (for comparison)", run.weight_sync),
   PATH("run", "restart", "", "Checkpoint to restart from: empty, `latest` or a path", run.restart),
@@ -222,6 +222,10 @@ const struct cfg_key cfg_schema[] = {
   AUTOINT("ranks", "cores_per_node", "auto", 1, 1e5, "cores", "Cores of one node (auto = read from the machine)", ranks.cores_per_node),
   INT("ranks", "micro_batch_seqs", "8", 1, 1e7, "sequences", "Sequences per train micro-batch (activation memory)", ranks.micro_batch_seqs),
   FLT("ranks", "device_memory_gb", "0", 0, 1e6, "GB", "Memory of one device/rank; `plan` checks every role fits (0 = no check)", ranks.device_memory_gb),
+  /* [async] (run/async_step.c) */
+  INT("async", "max_lag", "1", 0, 1e6, "versions", "separate_async: the most weight versions a trained sample may lag the trainer; the schedule keeps min(max_lag, capacity / prompts_per_step) steps of groups in flight", async.max_lag),
+  AUTOINT("async", "capacity", "auto", 1, 1e9, "groups", "separate_async: the buffer of scored groups between rollout and train (auto = prompts_per_step x max_lag); at least one step's groups", async.capacity),
+  BOOL("async", "deterministic", "true", "separate_async: the fixed interleaving (step k trains on the groups generated during step k - D under version k - 1 - D, D = the steps in flight), bit-exact across a restart; false (a free-running schedule) is not built", async.deterministic),
 };
 
 const int cfg_schema_len = (int)(sizeof cfg_schema / sizeof cfg_schema[0]);

@@ -204,8 +204,11 @@ void controller_log_step(struct run *r, const double *q, enum metrics_phase phas
     if (q[PS_TRAINED] > 0) {
       m.lag_mean = q[PS_LAG_SUM] / q[PS_TRAINED];
       m.lag_max = q[PS_LAG_MAX];
-      m.drop_ratio = 0;  /* sync mode trains on the weights that generated (no sample is stale) */
+      /* the async buffer counts its drops; sync trains on the weights that generated */
+      if (!isfinite(m.drop_ratio)) m.drop_ratio = 0;
     }
+    if (isfinite(m.buffer_groups) && step_s > 0)  /* separate_async: gen time against the step's */
+      m.idle_rollout = fmax(0.0, 1.0 - (isfinite(q[PS_T_GEN]) ? q[PS_T_GEN] : 0.0) / step_s);
     m.groups_filtered = q[PS_FILTERED];
     m.gen_rounds = q[PS_ROUNDS];
     m.groups_trained = q[PS_SELECTED];

@@ -129,6 +129,9 @@ void metrics_format_console(const struct step_metrics *m, long total_steps, doub
             "%.2f");
   cat_group(&b, "", 2, (const char *const[]){"lag", "drop"}, (double[]){m->lag_mean, m->drop_ratio},
             "%.2f");
+  /* separate_async: groups buffered, idle shares of the train and rollout ranks */
+  cat_group(&b, "", 3, (const char *const[]){"buf", "idle train", "rollout"},
+            (double[]){m->buffer_groups, m->idle_train, m->idle_rollout}, "%.2f");
   if (m->has_eval) {
     cat_group(&b, "", 1, (const char *const[]){"pass@1"}, &m->eval_pass1, "%.3f");
     if (isfinite(m->eval_passk)) cat(&b, " pass@%d %.3f", m->eval_k, m->eval_passk);

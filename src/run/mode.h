@@ -23,6 +23,9 @@ struct mode_ops {
 extern const struct mode_ops sync_mode_ops;
 /* Preference runs, [algo] name = dpo | ipo | rm (run/pref_mode.c): no rollouts. */
 extern const struct mode_ops pref_mode_ops;
+/* separate_async: rollout generates the groups of later steps while train ranks train
+ * (run/async_step.c). */
+extern const struct mode_ops separate_async_mode_ops;
 
 /* The ops of the deck's [run] mode (enum run_mode, deck/config.h; a preference [algo] name
  * runs pref_mode_ops), or NULL when rlpt run does not implement it. */

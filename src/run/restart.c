@@ -12,6 +12,7 @@
 
 #include "io/ckpt.h"
 #include "run/difficulty_sync.h"
+#include "run/async_step.h"
 #include "run/run.h"
 #include "train/trainer.h"
 #include "train/zero.h"
@@ -48,6 +49,7 @@ void restart_fill(const struct run *r, struct ckpt_state *st, long step, int pha
   st->has_difficulty = r->diff.on;
   if (r->diff.on && difficulty_save(&r->diff, &st->difficulty, &st->difficulty_len) != 0)
     die_local("out of memory saving the difficulty filter");
+  async_ckpt_fill(r, st);  /* separate_async: the scored groups of the steps after this one */
 }
 
 /* The checkpoint [run] restart names, into path (rank 0 resolves; the verdict is agreed). */
@@ -161,6 +163,7 @@ int restart_load(struct run *r, struct restart_point *rp) {
     memcpy(t->policy.params, st->params, sizeof(float) * t->policy.table.total);
     trainer_host_changed(t);
     t->weight_version = st->weight_version;
+    async_ckpt_restore(r, st);  /* separate_async: the buffered groups, for the mode's begin */
     if (rp->phase_rl) rp->st = st;  /* restart_apply_rl takes the RL state after trainer_begin_rl */
   }
   if (!rp->st && st) {

@@ -25,6 +25,7 @@ struct weight_sync;
 struct mode_ops;
 struct doctor_watch;
 struct pref_state;
+struct async_state;
 
 /* Local inbox slots: messages a rank sends to itself (run/route.h). */
 enum run_box { BOX_PROMPTS, BOX_SAMPLES, BOX_REWARDS, BOX_COUNT };
@@ -48,6 +49,8 @@ struct run {
   struct rollout_engine *engine;
   struct reward_model *rm;          /* reward ranks: [reward] rm_path (rl/reward_model.h), or NULL */
   struct weight_sync *wsync;        /* weight_comm members: the sync path, from the first sync */
+  struct async_state *async;        /* separate_async: the schedule and the train ranks' buffer
+                                       (run/async_step.h); NULL in sync mode */
   int64_t weight_version;           /* of the weights the rollout ranks hold */
   struct sample_batch box[BOX_COUNT];
   double *partial;                  /* this rank's metrics partial of the current phase */

@@ -14,6 +14,7 @@
 #include "rl/reward_model.h"
 #include "rollout/engine.h"
 #include "run/difficulty_sync.h"
+#include "run/async_step.h"
 #include "run/mode.h"
 #include "run/partial.h"
 #include "run/pref_mode.h"
@@ -30,12 +31,13 @@ static int run_supported(struct run *r, char *err, size_t len) {
   const struct role_counts *c = &r->comms.counts;
   r->mode = mode_ops_for(r->cfg);
   if (!r->mode)
-    snprintf(err, len, "[run] mode: rlpt run implements mode = sync; colocate_async and "
-             "separate_async are not available in this build");
+    snprintf(err, len, "[run] mode = colocate_async is not built (generation and training on the "
+             "same ranks at once); rlpt run implements sync and separate_async");
   else if (c->rollout_tp != 1 || c->train_tp != 1 || c->train_pp != 1)
     snprintf(err, len, "[ranks] rollout_tp = %d, train_tp = %d, train_pp = %d: rlpt run needs 1 for "
              "each (the CPU trainer and rollout engine are data-parallel only; use train_dp and more "
              "rollout ranks)", c->rollout_tp, c->train_tp, c->train_pp);
+  else if (r->cfg->run.mode == MODE_SEPARATE_ASYNC) return async_supported(r, err, len);
   else return 0;
   return 2;
 }
@@ -194,6 +196,7 @@ int run_setup(struct run *r) {
 
 void run_teardown(struct run *r) {
   run_sync_free(r);
+  async_free(r);
   if (r->trainer && r->trainer->cfg) trainer_free(r->trainer);
   free(r->trainer);
   rollout_free(r->engine);

@@ -40,6 +40,7 @@
 #include "run/route.h"
 #include "run/run.h"
 #include "run/samples_log.h"
+#include "run/step_parts.h"
 #include "run/weight_sync.h"
 #include "train/trainer.h"
 #include "util/alloc.h"
@@ -71,10 +72,22 @@ static void generate_share(struct run *r, long step) {
   r->partial[PS_GEN_TOK] += (double)sample_batch_resp_tokens(&out);
   /* The trainer measures logprob_diff_max on its old-logprob pass; with old_logprobs =
    * rollout it has none, so the rollout rank measures it (a model_forward over the batch).
-   * Only meaningful at temperature 1: the recorded logprob is of the tempered distribution. */
-  if (r->cfg->rollout.temperature == 1.0 && r->cfg->algo.old_logprobs == OLDLP_ROLLOUT)
-    r->partial[PS_LPDIFF_ROLLOUT] = rollout_logprob_diff_max(r->rmodel, &out);
+   * Only meaningful at temperature 1: the recorded logprob is of the tempered distribution.
+   * In an async mode the trainer holds newer weights than the batch's, so it is measured here
+   * too, after the batch has left (the trainer is waiting for it), on a copy of its first
+   * group only: the weight sync waits for this forward. */
+  int lagged = r->mode != &sync_mode_ops;
+  int measure = r->cfg->rollout.temperature == 1.0 && (r->cfg->algo.old_logprobs == OLDLP_ROLLOUT || lagged);
+  int n_check = lagged && out.n > r->cfg->algo.group_size ? (int)r->cfg->algo.group_size : out.n;
+  struct sample_batch sent;
+  sample_batch_init(&sent);
+  for (int k = 0; measure && k < n_check; k++) {
+    struct sample *c = sample_batch_add(&sent);
+    if (!c || sample_copy(c, &out.s[k]) != 0) die_local("out of memory");
+  }
   route_send(r, &out, r->reward_world[route_instance_reward(r, i)], BOX_SAMPLES, XFER_TAG_SAMPLES);
+  if (measure) r->partial[PS_LPDIFF_ROLLOUT] = rollout_logprob_diff_max(r->rmodel, &sent);
+  sample_batch_free(&sent);
   free(rp);
   sample_batch_free(&prompts);
   sample_batch_free(&out);
@@ -114,6 +127,15 @@ static void partial_add_rewards(struct run *r, const struct sample_batch *b, con
                                 const struct reward_stats *st, int n_groups) {
   double *q = r->partial;
   int n = b->n;
+  /* The scoring work of this step (in async, of the batch scored now, not the one trained) */
+  q[PS_NONFINITE] += (double)st->nonfinite;
+  q[PS_REWARD_ERRORS] += (double)st->errors;
+  q[PS_EXECS] += (double)st->executions;
+  q[PS_ERR_SOURCES] = r->rcfg.cmd || task_sandboxed(&r->task);
+  if (st->exec_wall_s > 0) q[PS_EXEC_WALL] = (isfinite(q[PS_EXEC_WALL]) ? q[PS_EXEC_WALL] : 0) + st->exec_wall_s;
+  q[PS_SC_LABELED] += st->sc_labeled;
+  q[PS_SC_LABEL_OK] += st->sc_label_ok;
+  if (r->mode != &sync_mode_ops) return;  /* async: the train rank reports its batch's (async_stats.c) */
   for (int k = 0; k < n; k++) {
     q[PS_R_SUM] += rew[k];
     q[PS_R2_SUM] += rew[k] * rew[k];
@@ -123,14 +145,7 @@ static void partial_add_rewards(struct run *r, const struct sample_batch *b, con
   }
   q[PS_N] += n;
   q[PS_CORRECT] += st->acc * n;
-  q[PS_NONFINITE] += (double)st->nonfinite;
-  q[PS_REWARD_ERRORS] += (double)st->errors;
-  q[PS_EXECS] += (double)st->executions;
-  q[PS_ERR_SOURCES] = r->rcfg.cmd || task_sandboxed(&r->task);
-  if (st->exec_wall_s > 0) q[PS_EXEC_WALL] = (isfinite(q[PS_EXEC_WALL]) ? q[PS_EXEC_WALL] : 0) + st->exec_wall_s;
   q[PS_GROUPS] += n_groups;
-  q[PS_SC_LABELED] += st->sc_labeled;
-  q[PS_SC_LABEL_OK] += st->sc_label_ok;
   for (int c = 0; c < REWARD_NCOMPONENTS; c++) {
     q[PS_PART_SUM + c] += st->part_mean[c] * n;
     q[PS_PART_CONST + c] += st->part_const_frac[c] * n_groups;
@@ -262,7 +277,7 @@ static void reward_to_train(struct run *r, const struct dynsamp *ds, struct samp
 
 /* ---- train ------------------------------------------------------------------- */
 
-static int cmp_sample(const void *a, const void *b) {
+int sample_cmp_slot(const void *a, const void *b) {
   const struct sample *x = a, *y = b;
   if (x->group != y->group) return x->group < y->group ? -1 : 1;
   return (x->index > y->index) - (x->index < y->index);
@@ -277,12 +292,11 @@ static void train_report_fields(struct run *r, struct step_metrics *m) {
   r->partial[PS_HAS_TRAIN] = 1;
 }
 
-/* Train the batch b (this DP rank's share of the step's trained groups; emptied). */
-static void train_share(struct run *r, const struct dynsamp *ds, struct sample_batch *b_in) {
+void train_share(struct run *r, const struct dynsamp *ds, struct sample_batch *b_in) {
   long n_sel = dynsamp_selected(ds);
   struct sample_batch b = *b_in;
   sample_batch_init(b_in);
-  qsort(b.s, (size_t)b.n, sizeof *b.s, cmp_sample);
+  qsort(b.s, (size_t)b.n, sizeof *b.s, sample_cmp_slot);
   int64_t v = r->trainer->weight_version;
   for (int k = 0; k < b.n; k++) {
     double lag = (double)(v - b.s[k].weight_version);
@@ -325,9 +339,7 @@ static void warn_short(struct run *r, const struct dynsamp *ds, long step) {
   fflush(stdout);
 }
 
-/* The generation rounds of a step (one without dynamic sampling), then the trained groups
- * to the train ranks (into *in); returns with ds holding what every rank agreed. */
-static void run_rounds(struct run *r, long step, struct dynsamp *ds, struct sample_batch *in) {
+void run_rounds(struct run *r, long step, struct dynsamp *ds, struct sample_batch *in) {
   struct sample_batch *held = NULL;  /* [round]: the kept groups this reward rank holds */
   int32_t *mine = malloc_check(sizeof(int32_t) * (size_t)(ds->P + 1));
   int64_t *pass = malloc_check(sizeof(int64_t) * 3 * (size_t)ds->P);  /* difficulty filter */
@@ -348,8 +360,7 @@ static void run_rounds(struct run *r, long step, struct dynsamp *ds, struct samp
   free(pass);
 }
 
-/* Controller: the step's partials collected and its line logged. */
-static void log_step(struct run *r, const struct dynsamp *ds, long step, double t0) {
+void log_step(struct run *r, const struct dynsamp *ds, long step, double t0) {
   char *expect = malloc_check((size_t)r->comms.world_size);
   double *q = malloc_check(sizeof(double) * (size_t)r->partial_len);
   rl_expect(r, expect);

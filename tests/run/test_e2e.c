@@ -16,7 +16,14 @@
  *     post-SFT one >= MIN_GAIN (greedy on the same held-out prompts: no sampling
  *     noise). A sign-flipped policy gradient (e.g. the run with [reward]
  *     correct_weight = -1, which negates every GRPO advantage) drives both down
- *     and fails. */
+ *     and fails.
+ * With E2E_ASYNC_DEPTH = D set (a [run] mode = separate_async run whose deterministic
+ * schedule keeps D steps in flight, D = [async] max_lag): step k trains the groups generated
+ * under version max(0, k - 1 - D), so lag_mean = lag_max = min(D, k - 1) exactly (never
+ * above max_lag), drop_ratio = 0, buffer_groups, idle_train and idle_rollout are numbers
+ * (the fractions in [0, 1]); the last D steps generate nothing, so their generation fields
+ * (t_gen, t_reward, gen_tok_per_s) and logprob_diff_max (the rollout ranks measure it on
+ * the batch they generate; the trainer only on groups of its own version) may be null. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -44,18 +51,41 @@ static double num(const cJSON *o, const char *k) {
   return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
+static long async_depth;  /* E2E_ASYNC_DEPTH, 0: not an async run */
+static long rl_steps;
+
+/* A generation field that an async run's last steps leave null (nothing generated). */
+static int gen_field(const char *k) {
+  return !strcmp(k, "t_gen") || !strcmp(k, "t_reward") || !strcmp(k, "gen_tok_per_s") ||
+         !strcmp(k, "logprob_diff_max");
+}
+
+/* The deterministic async schedule's lag and buffer fields of RL step `step`. */
+static void check_async_line(const cJSON *o, long step) {
+  double want = step - 1 < async_depth ? (double)(step - 1) : (double)async_depth;
+  double lm = num(o, "lag_mean"), lx = num(o, "lag_max"), it = num(o, "idle_train"), ir = num(o, "idle_rollout");
+  if (lm != want || lx != want)
+    printf("FAIL: rl step %ld: lag_mean %g lag_max %g, want %g (max_lag %ld)\n", step, lm, lx, want, async_depth);
+  CHECK(lm == want && lx == want && lx <= (double)async_depth);
+  CHECK(num(o, "drop_ratio") == 0 && isfinite(num(o, "buffer_groups")));
+  CHECK(it >= 0 && it <= 1 && ir >= 0 && ir <= 1);
+}
+
 static void check_rl_line(const cJSON *o, long step) {
+  int tail = async_depth > 0 && step > rl_steps - async_depth;  /* an async step that generated nothing */
+  if (async_depth > 0) check_async_line(o, step);
   for (size_t i = 0; i < sizeof readme_names / sizeof *readme_names; i++)
     if (!cJSON_GetObjectItemCaseSensitive(o, readme_names[i])) {
       printf("FAIL: rl step %ld: metric '%s' missing\n", step, readme_names[i]);
       CHECK(0);
     }
   for (size_t i = 0; i < sizeof must_be_numbers / sizeof *must_be_numbers; i++)
-    if (!isfinite(num(o, must_be_numbers[i]))) {
+    if (!isfinite(num(o, must_be_numbers[i])) && !(tail && gen_field(must_be_numbers[i]))) {
       printf("FAIL: rl step %ld: '%s' is not a number\n", step, must_be_numbers[i]);
       CHECK(0);
     }
   double d = num(o, "logprob_diff_max");
+  if (tail && isnan(d)) return;
   if (!(d <= LP_DIFF_TOL)) printf("FAIL: rl step %ld: logprob_diff_max %g > %g\n", step, d, LP_DIFF_TOL);
   CHECK(d <= LP_DIFF_TOL);
 }
@@ -66,6 +96,9 @@ int main(int argc, char **argv) {
     return 2;
   }
   long want_sft = atol(argv[2]), want_rl = atol(argv[3]), n_sft = 0, n_rl = 0;
+  const char *depth = getenv("E2E_ASYNC_DEPTH");
+  async_depth = depth ? atol(depth) : 0;
+  rl_steps = want_rl;
   double min_rise = atof(argv[4]), min_gain = atof(argv[5]), pass_sft = NAN, pass_rl = NAN, samp_sft = NAN, samp_rl = NAN, *acc = calloc((size_t)want_rl + 1, sizeof(double));
   int sft_eval = 0, rl_eval = 0;
   FILE *f = fopen(argv[1], "r");

@@ -42,6 +42,33 @@ e2e_test(colocated_2 2 60 200 0.10 0.03 ${RLPT_E2E_COLOCATED})
 e2e_test(sign_flip_4 4 60 200 0.10 0.03 reward.correct_weight=-1)
 set_tests_properties(e2e_sign_flip_4 PROPERTIES PASS_REGULAR_EXPRESSION "CHECK failed: a1 - a0 >= min_rise.*CHECK failed: samp_rl - samp_sft >= min_gain"
   FAIL_REGULAR_EXPRESSION "E2E_RUN_FAILED")
+# [run] mode = separate_async (run/async_step.c) in the same layout, with its lag checked
+# step by step (E2E_ASYNC_DEPTH: the deterministic schedule's lags, run/test_e2e.c). Lagged
+# samples trained uncorrected (old_logprobs = recompute, tis off: ratio 1) learn poorly here:
+# acc rise +0.12 and held-out sampled pass@1 -0.03 on seed 1, +0.08 / +0.05 on seed 2. With
+# tis = token_truncate: +0.15 / +0.16 on seed 1 but a rise of only +0.077 on seed 2. With the
+# PPO ratio taken against the rollout's logprobs (old_logprobs = rollout, decoupled PPO),
+# max_lag 1, seeds 1-4: rise +0.217 to +0.253, gain +0.117 to +0.314; max_lag 2, seed 1:
+# +0.253 / +0.225. So the tests run that, at the sync test's margins; the sign flip fails them.
+e2e_test(async_4 4 60 200 0.10 0.03 run.mode=separate_async algo.old_logprobs=rollout)
+e2e_test(async_lag2_4 4 60 200 0.10 0.03 run.mode=separate_async algo.old_logprobs=rollout
+  async.max_lag=2)
+e2e_test(async_sign_flip_4 4 60 200 0.10 0.03 run.mode=separate_async algo.old_logprobs=rollout
+  async.max_lag=2 reward.correct_weight=-1)
+set_tests_properties(e2e_async_4 PROPERTIES ENVIRONMENT "${RLPT_E2E_ENV};E2E_ASYNC_DEPTH=1")
+set_tests_properties(e2e_async_lag2_4 PROPERTIES ENVIRONMENT "${RLPT_E2E_ENV};E2E_ASYNC_DEPTH=2")
+set_tests_properties(e2e_async_sign_flip_4 PROPERTIES ENVIRONMENT "${RLPT_E2E_ENV};E2E_ASYNC_DEPTH=2"
+  PASS_REGULAR_EXPRESSION "CHECK failed: a1 - a0 >= min_rise.*CHECK failed: samp_rl - samp_sft >= min_gain"
+  FAIL_REGULAR_EXPRESSION "E2E_RUN_FAILED|FAIL: rl step")
+
+# RL steps/s of separate_async against sync in the same 4-rank layout, on the quickstart and
+# on tests/decks/async_balanced.ini, with each deck's overlap bound (label bench: prints
+# figures, asserts nothing; ctest -L bench -R bench_async -V).
+add_test(NAME bench_async
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/bench/bench_async.sh $<TARGET_FILE:rlpt>
+          ${CMAKE_SOURCE_DIR}/inputs/quickstart.ini ${CMAKE_CURRENT_SOURCE_DIR}/decks/async_balanced.ini)
+set_tests_properties(bench_async PROPERTIES LABELS bench ENVIRONMENT "${RLPT_E2E_ENV}" PROCESSORS 4
+  TIMEOUT 600)
 
 # run_fail_test(NAME NP WANT_RC REGEX [args...]): `mpirun -np NP rlpt run args...` exits WANT_RC
 # (any nonzero with WANT_RC = nonzero) and prints REGEX; RLPT_MESSAGES=N counts the lines
@@ -65,6 +92,42 @@ run_fail_test(bad_minibatch 4 2
 run_fail_test(bad_dp_groups 2 2
   "rlpt: override 'algo.prompts_per_step=9': \\[algo\\] prompts_per_step: algo.prompts_per_step \\(9\\) must be divisible by ranks.train_dp \\(2\\).*RLPT_MESSAGES=1"
   ${RLPT_E2E_DECK} algo.prompts_per_step=9 ${RLPT_E2E_COLOCATED})
+# separate_async's bad decks (deck/config_check.c cross_async, run/async_step.c
+# async_supported): one message naming the key, exit 2 on every rank, before any rollout.
+run_fail_test(async_max_lag0 4 2
+  "rlpt: override 'async.max_lag=0': \\[async\\] max_lag: 0 in separate_async drops every sample generated before the last update, so nothing overlaps; use mode = sync.*RLPT_MESSAGES=1"
+  ${RLPT_E2E_DECK} run.mode=separate_async async.max_lag=0 log.metrics_path=async_bad.jsonl)
+run_fail_test(async_small_buffer 4 2
+  "rlpt: override 'async.capacity=8': \\[async\\] capacity: async.capacity \\(8 groups\\) is smaller than a step \\(algo.prompts_per_step = 16 groups\\).*RLPT_MESSAGES=1"
+  ${RLPT_E2E_DECK} run.mode=separate_async async.capacity=8 log.metrics_path=async_bad.jsonl)
+run_fail_test(async_free_running 4 2
+  "rlpt: override 'async.deterministic=false': \\[async\\] deterministic: false \\(a free-running schedule\\) is not built.*RLPT_MESSAGES=1"
+  ${RLPT_E2E_DECK} run.mode=separate_async async.deterministic=false log.metrics_path=async_bad.jsonl)
+run_fail_test(async_colocated 2 2
+  "rlpt: run: \\[ranks\\] layout = colocated: separate_async overlaps rollout and train on disjoint ranks.*RLPT_MESSAGES=1"
+  ${RLPT_E2E_DECK} run.mode=separate_async ${RLPT_E2E_COLOCATED} log.metrics_path=async_bad.jsonl)
+run_fail_test(async_dynsamp 4 2
+  "rlpt: run: \\[algo\\] dynamic_sampling: not built for separate_async.*RLPT_MESSAGES=1"
+  ${RLPT_E2E_DECK} run.mode=separate_async algo.dynamic_sampling=true log.metrics_path=async_bad.jsonl)
+run_fail_test(async_difficulty 4 2
+  "rlpt: run: \\[algo\\] difficulty_filter: not built for separate_async.*RLPT_MESSAGES=1"
+  ${RLPT_E2E_DECK} run.mode=separate_async algo.difficulty_filter=true log.metrics_path=async_bad.jsonl)
+run_fail_test(colocate_async_refused 4 2
+  "rlpt: run: \\[run\\] mode = colocate_async is not built.*RLPT_MESSAGES=1"
+  ${RLPT_E2E_DECK} run.mode=colocate_async log.metrics_path=async_bad.jsonl)
+
+# The console warnings of separate_async at the practitioners' threshold: 3 steps in flight
+# without an off-policy correction warns at start, and the doctor's watch names the mean
+# lag above 2 at step 4 (lag_mean = min(3, k - 1)).
+add_test(NAME e2e_async_warnings
+  COMMAND sh -c "$RLPT_MPIEXEC 4 $RLPT_MPI_FLAGS \"$0\" run \"$@\" 2>&1 || echo RUN_FAILED"
+          $<TARGET_FILE:rlpt> ${RLPT_E2E_DECK} run.mode=separate_async async.max_lag=3 sft.steps=5
+          run.steps=5 log.metrics_path=async_warn.jsonl
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(e2e_async_warnings PROPERTIES LABELS e2e ENVIRONMENT "${RLPT_E2E_ENV}" PROCESSORS 4
+  TIMEOUT 60 FAIL_REGULAR_EXPRESSION "RUN_FAILED"
+  PASS_REGULAR_EXPRESSION "separate_async: 3 steps in flight \\(buffer 48 groups, max_lag 3\\)\nrlpt: WARNING: separate_async trains samples up to 3 weight versions old without an off-policy correction.*doctor: step 4: Sample lag: lag_mean 3 versions at step 4 \\(lag_max 3\\), above 2")
+
 # The post-SFT eval on 4000 prompts x 8 samples of a 8-layer, 512-wide model takes far
 # longer than 1 s (about a minute of generation): the controller names the rollout rank
 # and the phase, and the job stops.
@@ -115,6 +178,39 @@ add_test(NAME restart_exact_colocated
 set_tests_properties(restart_exact_colocated PROPERTIES LABELS "e2e;mpi"
   ENVIRONMENT "${RLPT_RESTART_ENV};RESTART_NP=2" PROCESSORS 2 TIMEOUT 90
   FAIL_REGULAR_EXPRESSION "RESTART_TEST_FAILED|CHECK failed")
+
+# restart_async_test(NAME TEST_MODE NP [overrides...]): run/test_restart.sh TEST_MODE on
+# restart_tiny.ini in separate_async with 2 steps in flight, on NP ranks (RESTART_NP).
+function(restart_async_test name mode np)
+  add_test(NAME ${name}
+    COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_restart.sh ${mode} $<TARGET_FILE:rlpt>
+            $<TARGET_FILE:test_restart_cmp> ${CMAKE_CURRENT_SOURCE_DIR}/decks/restart_tiny.ini
+            run.mode=separate_async async.max_lag=2 ${ARGN})
+  set_tests_properties(${name} PROPERTIES LABELS "e2e;mpi" ENVIRONMENT "${RLPT_RESTART_ENV};RESTART_NP=${np}"
+    PROCESSORS ${np} TIMEOUT 90 FAIL_REGULAR_EXPRESSION "RESTART_TEST_FAILED|CHECK failed")
+endfunction()
+# The checkpoint after step 3 holds the scored groups of steps 4 and 5 (/buffer); the restart
+# trains on them instead of regenerating them under newer weights (which would change their
+# lag and every later number), so the two halves equal the straight run bit for bit.
+restart_async_test(restart_exact_async exact 4)
+# The same on train_dp = 2 (each DP rank buffers its slots, train rank 0 gathers them into
+# /buffer), and saved on 1 train rank, resumed on 2 (each keeps its share of the buffer;
+# within the layout test's rtol 1e-4 + atol 1e-6).
+restart_async_test(restart_exact_async_dp exact 5 ranks.train=2 ranks.train_dp=2)
+restart_async_test(restart_layout_async layout 4)
+set_tests_properties(restart_layout_async PROPERTIES PROCESSORS 5)
+# kill -9 while a checkpoint is written: `latest` names the previous one, and the restart
+# resumes from it with its buffered groups.
+restart_async_test(restart_kill_async kill 4)
+
+# separate_async's first RL step equals sync's to the bit (the same batch at version 0):
+# the train rank's reward statistics (run/async_stats.c) against the reward rank's, and the
+# async path's update (run/test_async_first_step.sh).
+add_test(NAME async_first_step
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_async_first_step.sh $<TARGET_FILE:rlpt>
+          ${CMAKE_CURRENT_SOURCE_DIR}/decks/restart_tiny.ini)
+set_tests_properties(async_first_step PROPERTIES LABELS "e2e;mpi" ENVIRONMENT "${RLPT_RESTART_ENV}"
+  PROCESSORS 4 TIMEOUT 90 PASS_REGULAR_EXPRESSION "ASYNC1_OK" FAIL_REGULAR_EXPRESSION "ASYNC1_FAILED")
 
 # The Slurm job scripts fail early, with a message, outside an allocation.
 foreach(script run requeue)
@@ -558,6 +654,9 @@ pref_bad(rm_body_decay check "\\[algo\\] rm_train_body: rm_train_body = false fr
 run_fail_test(pref_bad_row 4 2 "rlpt: run: pref_partial.jsonl:41: key 'rejected' is missing.*RLPT_MESSAGES=1"
   ${RLPT_PREF_DECK} data.pref_path=pref_partial.jsonl log.metrics_path=pref_bad_row.jsonl)
 set_tests_properties(e2e_pref_bad_row PROPERTIES FIXTURES_REQUIRED pref_data)
+run_fail_test(pref_async 4 2 "rlpt: run: \\[algo\\] name = dpo \\| ipo \\| rm trains on preference pairs without rollouts.*RLPT_MESSAGES=1"
+  ${RLPT_PREF_DECK} data.pref_path=pref_arith.jsonl run.mode=separate_async log.metrics_path=pref_async.jsonl)
+set_tests_properties(e2e_pref_async PROPERTIES FIXTURES_REQUIRED pref_data)
 
 # The RLHF deck pair, as shipped (inputs/rm_train.ini then inputs/rlhf_ppo.ini, in one
 # directory with the 2000-pair set): the reward model is trained (300 steps) and PPO with

@@ -1,0 +1,289 @@
+/* run/async_step.c: one RL step of [run] mode = separate_async (run/mode.h), the
+ * deterministic schedule ([async] deterministic = true). The prompts of "batch" b are
+ * those sync mode trains at step b; D = min([async] max_lag, capacity / prompts_per_step)
+ * batches are in flight:
+ *   begin    (a fresh run: batches 1..D; a restart: those the checkpoint's /buffer lacks)
+ *            generated, scored and sent to the train ranks' buffer, with the weights the
+ *            rollout ranks hold
+ *   step k   train   takes batch k, the oldest complete groups of its buffer (each DP
+ *                    rank its slots; exp_buffer_pop_groups), and trains on it  } at once,
+ *            others  batch k + D (if k + D <= [run] steps): controller -> rollout }  on
+ *                    -> reward -> the train ranks, who buffer it after their  } disjoint
+ *                    update (run/sync_step.c's run_rounds)                    } ranks
+ *            then the weight sync of version k and the metrics line, as in sync mode.
+ * Batch b is generated during step b - D under weight version b - D - 1 (version 0 for
+ * the first D) and trained at version b - 1: its lag is min(D, b - 1) <= max_lag, so no
+ * group is ever stale and the buffer's drop count (drop_ratio) stays 0. Every message of
+ * a step has a fixed sender, receiver and content whatever the timing, so a run is
+ * reproducible to the bit, and a checkpoint after step k holds batches k+1..k+D (the
+ * buffer), so a restart regenerates nothing finished and skips no prompt. Rollout and
+ * train overlap; the rollout ranks still wait at each step's weight sync (weights change
+ * between batches, never inside one: every sample is of one version). */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "io/ckpt.h"
+#include "mpi/wait.h"
+#include "mpi/xfer.h"
+#include "rl/dynsamp.h"
+#include "run/async_step.h"
+#include "run/mode.h"
+#include "run/partial.h"
+#include "run/route.h"
+#include "run/run.h"
+#include "run/step_parts.h"
+#include "run/weight_sync.h"
+#include "train/trainer.h"
+#include "util/alloc.h"
+#include "util/clock.h"
+#include "util/error.h"
+
+struct async_state {
+  long depth;                 /* D: batches in flight */
+  long next_gen;              /* the next batch to generate (the same on every rank) */
+  struct exp_buffer buf;      /* train ranks: scored samples of batches not yet trained */
+  struct sample_batch restored; /* train ranks, resuming: the checkpoint's /buffer */
+  unsigned char *ckpt_bytes;  /* the last /buffer written */
+  size_t ckpt_len;
+};
+
+static long capacity_groups(const struct config *c) {
+  return c->async.capacity >= 0 ? c->async.capacity : c->algo.prompts_per_step * c->async.max_lag;
+}
+
+int async_supported(const struct run *r, char *err, size_t len) {
+  const struct config *c = r->cfg;
+  if (r->comms.counts.colocated)
+    snprintf(err, len, "[ranks] layout = colocated: separate_async overlaps rollout and train on "
+             "disjoint ranks; use layout = separate (running both on the same ranks at once is "
+             "colocate_async, not built)");
+  else if (c->algo.dynamic_sampling)
+    snprintf(err, len, "[algo] dynamic_sampling: not built for separate_async (its resampling rounds "
+             "wait for the scores of the step being trained); use mode = sync");
+  else if (c->algo.difficulty_filter)
+    snprintf(err, len, "[algo] difficulty_filter: not built for separate_async (prompts are drawn "
+             "max_lag steps before the rates of the batches in flight are known); use mode = sync");
+  else if (config_is_pref(c))
+    snprintf(err, len, "[algo] name = dpo | ipo | rm trains on preference pairs without rollouts: "
+             "there is nothing to overlap; use mode = sync");
+  else return 0;
+  return 2;
+}
+
+static struct async_state *state_of(struct run *r) {
+  if (r->async) return r->async;
+  struct async_state *a = calloc_check(1, sizeof *a);
+  sample_batch_init(&a->restored);
+  r->async = a;
+  return a;
+}
+
+void async_free(struct run *r) {
+  struct async_state *a = r->async;
+  if (!a) return;
+  if (a->buf.ring) exp_buffer_free(&a->buf);
+  sample_batch_free(&a->restored);
+  free(a->ckpt_bytes);
+  free(a);
+  r->async = NULL;
+}
+
+/* (step, slot, index) order: a batch's groups whole, oldest batch first. */
+static int cmp_buffered(const void *a, const void *b) {
+  const struct sample *x = a, *y = b;
+  if (x->step != y->step) return x->step < y->step ? -1 : 1;
+  return sample_cmp_slot(a, b);
+}
+
+/* This train rank's buffered samples, oldest first, encoded (*len bytes, malloc'd). */
+static unsigned char *encode_local(const struct async_state *a, size_t *len) {
+  /* a shallow view of the ring: the samples stay the buffer's */
+  struct sample_batch view = { .n = a->buf.n, .cap = a->buf.n };
+  view.s = malloc_check(sizeof *view.s * (size_t)(a->buf.n + 1));
+  for (int i = 0; i < a->buf.n; i++) view.s[i] = *exp_buffer_peek(&a->buf, i);
+  unsigned char *bytes = NULL;
+  if (xfer_encode_batch(&view, &bytes, len) != XFER_OK)
+    die_local("out of memory encoding the async buffer for the checkpoint");
+  free(view.s);
+  return bytes;
+}
+
+/* Train rank 0: every train rank's encoded share (n[i] bytes each, back to back in all)
+ * merged into one batch in (step, slot, index) order, encoded into a->ckpt_bytes. */
+static void merge_shares(struct async_state *a, const unsigned char *all, const int *n, int ranks) {
+  struct sample_batch b;
+  sample_batch_init(&b);
+  char err[256];
+  for (int i = 0, off = 0; i < ranks; off += n[i++])
+    if (xfer_decode_batch(all + off, (size_t)n[i], &b, err, sizeof err) != XFER_OK)
+      die_local("the async buffer of train rank %d does not decode: %s", i, err);
+  qsort(b.s, (size_t)b.n, sizeof *b.s, cmp_buffered);
+  if (xfer_encode_batch(&b, &a->ckpt_bytes, &a->ckpt_len) != XFER_OK)
+    die_local("out of memory encoding the async buffer for the checkpoint");
+  sample_batch_free(&b);
+}
+
+void async_ckpt_fill(const struct run *r, struct ckpt_state *st) {
+  struct async_state *a = r->async;
+  if (!a || !a->buf.ring) return;
+  MPI_Comm tc = r->comms.role_comm[ROLE_TRAIN];
+  int rank = 0, ranks = 1;
+  MPI_CHECK(MPI_Comm_rank(tc, &rank));
+  MPI_CHECK(MPI_Comm_size(tc, &ranks));
+  size_t len = 0;
+  unsigned char *mine = encode_local(a, &len);
+  if (len > INT_MAX) die_local("the async buffer (%zu bytes) is too large to gather", len);
+  int n_mine = (int)len, *n = calloc_check((size_t)ranks, sizeof *n), *off = calloc_check((size_t)ranks, sizeof *off);
+  MPI_CHECK(MPI_Gather(&n_mine, 1, MPI_INT, n, 1, MPI_INT, 0, tc));
+  long total = 0;
+  for (int i = 0; i < ranks; i++) off[i] = (int)total, total += n[i];
+  if (rank == 0 && total > INT_MAX) die_local("the async buffer (%ld bytes) is too large to gather", total);
+  unsigned char *all = rank == 0 ? malloc_check((size_t)total + 1) : NULL;
+  MPI_CHECK(MPI_Gatherv(mine, n_mine, MPI_BYTE, all, n, off, MPI_BYTE, 0, tc));
+  free(a->ckpt_bytes);
+  a->ckpt_bytes = NULL;
+  if (rank == 0) merge_shares(a, all, n, ranks);
+  free(all);
+  free(mine);
+  free(n);
+  free(off);
+  st->has_buffer = rank == 0;  /* train rank 0's is written (io/ckpt.h) */
+  st->buffer = a->ckpt_bytes;
+  st->buffer_len = a->ckpt_len;
+}
+
+void async_ckpt_restore(struct run *r, const struct ckpt_state *st) {
+  if (r->cfg->run.mode != MODE_SEPARATE_ASYNC || !st->has_buffer) return;
+  struct async_state *a = state_of(r);
+  struct sample_batch all;
+  sample_batch_init(&all);
+  char err[256];
+  if (xfer_decode_batch(st->buffer, st->buffer_len, &all, err, sizeof err) != XFER_OK)
+    die_local("restart: the checkpoint's /buffer does not decode: %s", err);
+  /* every train rank reads the whole buffer and keeps its DP share, whatever the layout
+   * that wrote it */
+  long P = r->cfg->algo.prompts_per_step;
+  for (int k = 0; k < all.n; k++)
+    if (route_slot_dp(r, P, all.s[k].group) == r->comms.place.dp && sample_batch_push(&a->restored, &all.s[k]))
+      die_local("out of memory");
+  sample_batch_free(&all);
+}
+
+/* Every rank: batch b generated, scored and (train ranks) buffered. */
+static void generate_batch(struct run *r, struct async_state *a, long b) {
+  struct dynsamp ds;
+  if (dynsamp_init(&ds, r->cfg->algo.prompts_per_step, 0, 0) != 0) die_local("out of memory");
+  struct sample_batch in;
+  sample_batch_init(&in);
+  run_rounds(r, b, &ds, &in);
+  qsort(in.s, (size_t)in.n, sizeof *in.s, sample_cmp_slot);  /* whole groups, in slot order */
+  for (int k = 0; r->is_train && k < in.n; k++)
+    if (exp_buffer_push(&a->buf, &in.s[k]) != 0)
+      die_local("batch %ld: the async buffer is full (%d samples)", b, a->buf.cap);
+  sample_batch_free(&in);
+  dynsamp_free(&ds);
+}
+
+/* Controller: the schedule on the console, and a warning when lagged samples would be
+ * trained as if on-policy (the e2e deck learns markedly worse so: tests/run/tests.cmake). */
+static void say_schedule(const struct run *r, const struct async_state *a, long restored) {
+  const struct config *c = r->cfg;
+  printf("separate_async: %ld step%s in flight (buffer %ld groups, max_lag %ld)", a->depth,
+         a->depth == 1 ? "" : "s", capacity_groups(c), c->async.max_lag);
+  if (restored > 0) printf("; %ld batch%s restored from the checkpoint's buffer", restored, restored == 1 ? "" : "es");
+  printf("\n");
+  if (c->algo.tis == TIS_OFF && c->algo.old_logprobs == OLDLP_RECOMPUTE)
+    printf("rlpt: WARNING: separate_async trains samples up to %ld weight versions old without an "
+           "off-policy correction ([algo] tis = off, old_logprobs = recompute); set [algo] tis (e.g. "
+           "token_truncate) or old_logprobs = rollout\n", a->depth);
+  fflush(stdout);
+}
+
+/* Before the first RL step of this process: the buffer made (train ranks: the restored
+ * groups in it), where the schedule stands agreed from the train root, and the batches in
+ * flight that are missing generated. */
+static void async_begin(struct run *r) {
+  const struct config *c = r->cfg;
+  struct async_state *a = state_of(r);
+  long P = c->algo.prompts_per_step, S = c->run.steps;
+  a->depth = capacity_groups(c) / P < c->async.max_lag ? capacity_groups(c) / P : c->async.max_lag;
+  long at[2] = {0, 1};  /* RL steps done, the next batch to generate */
+  if (r->is_train) {
+    int cap = (int)(capacity_groups(c) * c->algo.group_size);
+    if (exp_buffer_init(&a->buf, cap, c->async.max_lag, STALE_DROP) != 0)
+      die_local("out of memory for the async buffer (%d samples)", cap);
+    at[0] = r->trainer->step;
+    at[1] = at[0] + 1;
+    for (int k = 0; k < a->restored.n; k++) {
+      at[1] = a->restored.s[k].step + 1;
+      if (exp_buffer_push(&a->buf, &a->restored.s[k]) != 0)
+        die_local("restart: the checkpoint's /buffer exceeds [async] capacity");
+    }
+    sample_batch_free(&a->restored);
+  }
+  wait_bcast(at, 2, MPI_LONG, r->train_world[0], MPI_COMM_WORLD);
+  a->next_gen = at[1];
+  if (r->is_ctl) say_schedule(r, a, at[1] - 1 - at[0]);
+  for (; a->next_gen <= S && a->next_gen <= at[0] + a->depth; a->next_gen++)
+    generate_batch(r, a, a->next_gen);
+}
+
+/* Train rank: batch `step` out of the buffer, its statistics, the update. */
+static void train_batch(struct run *r, struct async_state *a, const struct dynsamp *ds, long step) {
+  struct sample_batch b;
+  sample_batch_init(&b);
+  long P = r->cfg->algo.prompts_per_step;
+  int D = r->comms.counts.train_dp, dp = r->comms.place.dp;
+  long mine = route_slice_lo(P, D, dp + 1) - route_slice_lo(P, D, dp);  /* this DP rank's slots */
+  int got = exp_buffer_pop_groups(&a->buf, r->trainer->weight_version, (int)mine, &b);
+  if (got < 0) die_local("out of memory taking step %ld's groups", step);
+  for (int k = 0; k < b.n; k++)
+    if (b.s[k].step != step) got = -1;
+  if (got != mine)
+    die_local("step %ld: the async buffer does not hold this DP rank's %ld groups of the step (a "
+              "restart with a smaller [async] max_lag than the checkpoint's?)", step, mine);
+  async_partial_add_trained(r, &b);
+  train_share(r, ds, &b);
+}
+
+/* Train ranks, after the update and the batch they buffered: the buffer's metrics, summed
+ * over the DP ranks, into train dp 0's partial. */
+static void report_buffer(struct run *r, struct async_state *a, double t_wait, double t0) {
+  struct exp_stats st;
+  exp_buffer_take_stats(&a->buf, &st);
+  double v[3] = {(double)a->buf.n, (double)st.popped, (double)st.dropped}, sum[3];
+  MPI_CHECK(MPI_Allreduce(v, sum, 3, MPI_DOUBLE, MPI_SUM, r->comms.role_comm[ROLE_TRAIN]));
+  if (r->comms.place.dp != 0) return;
+  partial_set_train(r, "drop_ratio", sum[1] + sum[2] > 0 ? sum[2] / (sum[1] + sum[2]) : 0.0);
+  partial_set_train(r, "buffer_groups", sum[0] / (double)r->cfg->algo.group_size);
+  double dt = clock_seconds() - t0;
+  partial_set_train(r, "idle_train", dt > 0 ? t_wait / dt : 0.0);
+}
+
+static void async_step(struct run *r, long step) {
+  struct async_state *a = r->async;
+  double t0 = clock_seconds();
+  long P = r->cfg->algo.prompts_per_step;
+  partial_reset(r, step, PK_RL);
+  struct dynsamp ds;  /* the trained groups: all P of the batch */
+  if (dynsamp_init(&ds, P, 0, 0) != 0) die_local("out of memory");
+  int32_t *all = malloc_check(sizeof(int32_t) * (size_t)P);
+  for (long g = 0; g < P; g++) all[g] = (int32_t)g;
+  dynsamp_add_round(&ds, all, (int)P);
+  free(all);
+  if (r->is_train) train_batch(r, a, &ds, step);
+  double t1 = clock_seconds();  /* the train ranks wait from here for batch step + D */
+  for (; a->next_gen <= r->cfg->run.steps && a->next_gen <= step + a->depth; a->next_gen++)
+    generate_batch(r, a, a->next_gen);
+  if (r->is_train) report_buffer(r, a, clock_seconds() - t1, t0);
+  int worker = r->is_rollout || r->is_reward || r->is_train;
+  if (worker && !r->is_train) partial_report(r);
+  run_sync_weights(r);
+  if (r->is_train) partial_report(r);
+  if (r->is_ctl) log_step(r, &ds, step, t0);
+  dynsamp_free(&ds);
+}
+
+const struct mode_ops separate_async_mode_ops = {.name = "separate_async", .begin = async_begin,
+                                                 .step = async_step};
