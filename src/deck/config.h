@@ -81,6 +81,7 @@ struct config {
     double lr;
     long warmup_steps;
     struct cfg_list target_band;
+    long checkpoint_every;
   } sft;
   struct {
     char init[CFG_STR_MAX];
@@ -107,6 +108,7 @@ struct config {
     char prompt_key[64], answer_key[64], chat_template[64];
     char prompt_template[CFG_STR_MAX];
     int shuffle, verifier, on_bad_line;
+    long max_row_bytes;
   } data;
   struct {
     double correct_weight, format_weight, length_weight;

@@ -44,6 +44,7 @@ const struct cfg_key cfg_schema[] = {
   INT("sft", "pool", "0", 0, 1e9, "examples", "SFT sees only this many fixed examples (0 = fresh examples every step)", sft.pool),
   INT("sft", "eval_prompts", "200", 1, 1e7, "prompts", "Held-out prompts for the end-of-SFT greedy exact match", sft.eval_prompts),
   LIST("sft", "target_band", "0.0, 1.0", 0, 1, "fraction", "Post-SFT pass@1 must land in [lo, hi]; the run says so clearly when it does not", sft.target_band),
+  INT("sft", "checkpoint_every", "0", 0, 1e9, "steps", "Checkpoint every N SFT steps into [checkpoint] dir (step_00000000.h5 holding the SFT step; a restart continues SFT there); 0 = only when a signal stops the run during SFT", sft.checkpoint_every),
 
   /* [model] */
   STR("model", "init", "scratch", "Initial weights: scratch | gguf:PATH | hf:DIR | ckpt:PATH. gguf: (GGUF file) and hf: (Hugging Face directory: config.json, *.safetensors, tokenizer.json) also give the model shape and the tokenizer", model.init),
@@ -97,6 +98,7 @@ const struct cfg_key cfg_schema[] = {
   BOOL("data", "shuffle", "true", "Visit training rows in a fresh permutation each epoch, keyed by ([run] seed, epoch)", data.shuffle),
   ENUM("data", "verifier", "math", "math|arith|countdown|exact", "Correctness check of a response against the row's answer (countdown rows carry \"nums\" and \"target\")", data.verifier),
   ENUM("data", "on_bad_line", "error", "error|skip", "A broken row (bad JSON, missing key, prompt too long): stop with FILE:LINE, or skip it and report the count at load", data.on_bad_line),
+  INT("data", "max_row_bytes", "1048576", 64, 1e9, "bytes", "Longest line a JSONL file may have: a longer one (a file that is not JSON Lines, a device such as /dev/zero) stops the load with FILE:LINE whatever on_bad_line says, before it can fill the memory", data.max_row_bytes),
 
   /* [reward] */
   FLT("reward", "correct_weight", "1.0", -1e6, 1e6, "", "Weight of the verifier's correctness score (0 or 1)", reward.correct_weight),

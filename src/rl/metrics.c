@@ -37,6 +37,8 @@ const struct metric_field metric_fields[] = {
       "groups in the update (prompts_per_step unless dynamic sampling fell short)"),
     F(skipped_nonfinite, "training/skipped_nonfinite",
       "optimizer steps skipped for a non-finite gradient"),
+    F(params_nonfinite, "training/params_nonfinite",
+      "policy and critic parameters that are NaN or Inf after the step's updates (0 when healthy)"),
     F(reward_nonfinite, "training/reward_nonfinite", "NaN/Inf rewards replaced by 0"),
     F(reward_parts_const_frac, "training/reward_parts_const_frac",
       "fraction of (group, reward part) pairs constant over the group"),

@@ -27,7 +27,7 @@ struct step_metrics {
   double resp_len_mean, resp_len_max, truncated_frac;
   double kl, entropy, pg_loss, pg_clipfrac_low, pg_clipfrac_high, ratio_mean, grad_norm, lr;
   double logprob_diff_max, lag_mean, lag_max, drop_ratio, tis_clipfrac;
-  double groups_filtered, skipped_nonfinite, reward_nonfinite, reward_parts_const_frac;
+  double groups_filtered, skipped_nonfinite, params_nonfinite, reward_nonfinite, reward_parts_const_frac;
   double gen_rounds, groups_trained;     /* dynamic sampling: generation rounds, groups in the update */
   double t_gen, t_reward, t_ref, t_train, t_sync, t_ckpt;
   double gen_tok_per_s, train_tok_per_s, sync_gbps, mfu;

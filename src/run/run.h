@@ -23,6 +23,7 @@ struct reward_model;
 struct weight_sync;
 struct mode_ops;
 struct doctor_watch;
+struct progress;
 
 /* Local inbox slots: messages a rank sends to itself (run/route.h). */
 enum run_box { BOX_PROMPTS, BOX_SAMPLES, BOX_REWARDS, BOX_COUNT };
@@ -61,6 +62,12 @@ struct run {
                                        the next RL step's line (it is written after the log) */
   struct tb_events samples_tb;      /* train dp 0: [log] tensorboard_dir's samples file (run/
                                        samples_log.h); .f NULL: none */
+  long sft_ckpt_step;               /* train ranks, while an SFT checkpoint is written: its SFT
+                                       step (run/restart.h); 0 otherwise */
+  int ckpt_tried, ckpt_failed;      /* every rank: checkpoints attempted, and not written
+                                       (agreed; the end-of-run warning) */
+  int nonfinite_warned;             /* controller: skipped-update warnings printed so far */
+  struct progress *progress;        /* controller: the RL step's stage markers (run/progress.h) */
 };
 
 #endif

@@ -2,8 +2,10 @@
  * (each DP rank packs its contiguous share of every step's global batch from
  * the task's train split, train/trainer.h's SFT data path); train dp 0 reports each
  * step's metrics to the controller, which logs a `phase sft` line and watches
- * the step's deadline. Nothing else runs during SFT: the other ranks wait for
- * the weight broadcast that follows it. */
+ * the step's deadline. The other ranks only take part in each step's stop check
+ * (run/loop.h run_sft_stop_check: a signal stops SFT at the next step with a checkpoint),
+ * then wait for the weight broadcast that follows SFT. A restart from an SFT checkpoint
+ * continues with the step after it, the trainer's SFT state restored (run/restart.h). */
 #include "run/sft_phase.h"
 
 #include <math.h>
@@ -11,7 +13,9 @@
 #include <stdlib.h>
 
 #include "run/controller.h"
+#include "run/loop.h"
 #include "run/partial.h"
+#include "run/restart.h"
 #include "run/run.h"
 #include "train/trainer.h"
 #include "util/alloc.h"
@@ -36,23 +40,26 @@ static void sft_train_step(struct run *r, struct sft_batch *b, long step) {
   metrics_free(&m);
 }
 
-void sft_phase_run(struct run *r) {
-  long S = r->cfg->sft.steps;
-  if (S <= 0) return;
+int sft_phase_run(struct run *r, struct restart_point *rp, int *rc) {
+  long S = r->cfg->sft.steps, done = rp ? rp->sft_step : 0;
+  int stopped = 0;
+  if (S <= 0) return 0;
   struct sft_batch b;
   sft_batch_init(&b);
   if (r->is_train) trainer_begin_sft(r->trainer);
+  if (r->is_train && rp) restart_apply_sft(r, rp);
   int train0 = r->train_world[0];
   char *expect = calloc_check((size_t)r->comms.world_size, 1);
   double *q = malloc_check(sizeof(double) * (size_t)r->partial_len);
   expect[train0] = 1;
   if (r->is_ctl) {
     r->mlog.total_steps = S;
-    printf("sft: %ld steps of %ld examples (lr %g, warm-up %ld) on %d train rank(s)\n", S,
-           r->cfg->sft.batch_size, r->cfg->sft.lr, r->cfg->sft.warmup_steps, r->comms.counts.train);
+    printf("sft: %ld steps of %ld examples (lr %g, warm-up %ld) on %d train rank(s)%s\n", S,
+           r->cfg->sft.batch_size, r->cfg->sft.lr, r->cfg->sft.warmup_steps, r->comms.counts.train,
+           done ? ", continuing after the checkpoint's step" : "");
     fflush(stdout);
   }
-  for (long s = 1; s <= S; s++) {
+  for (long s = done + 1; s <= S && !stopped; s++) {
     double t0 = clock_seconds();
     partial_reset(r, s, PK_SFT);
     if (r->is_train) {
@@ -64,9 +71,11 @@ void sft_phase_run(struct run *r) {
       controller_collect(r, expect, "sft", s, q);
       controller_log_step(r, q, PHASE_SFT, s, clock_seconds() - t0);
     }
-    if (!r->is_train && !r->is_ctl) break;  /* rollout / reward ranks: nothing to do */
+    /* every rank: a signal stops SFT here (the last step's boundary is the SFT -> RL one) */
+    if (s < S) stopped = run_sft_stop_check(r, s, rc);
   }
   free(expect);
   free(q);
   sft_batch_free(&b);
+  return stopped;
 }

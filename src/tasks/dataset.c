@@ -212,6 +212,7 @@ static int load_file(const struct row_ctx *x, FILE *log, struct data_row **out, 
   long n = 0, cap = 0, n_lines = 0;
   struct data_row *rows = NULL;
   int rc = jsonl_open(&rd, x->path, err, errlen);
+  if (!rc) jsonl_set_max_line(&rd, (size_t)x->cfg->data.max_row_bytes, "[data] max_row_bytes");
   while (!rc) {
     cJSON *obj = NULL;
     long line = 0;

@@ -50,6 +50,7 @@ TAGS = {
     "groups_filtered": "training/groups_filtered", "gen_rounds": "training/gen_rounds",
     "groups_trained": "training/groups_trained",
     "skipped_nonfinite": "training/skipped_nonfinite",
+    "params_nonfinite": "training/params_nonfinite",
     "reward_nonfinite": "training/reward_nonfinite",
     "reward_parts_const_frac": "training/reward_parts_const_frac",
     "t_gen": "timing_s/gen", "t_reward": "timing_s/reward", "t_ref": "timing_s/ref",
