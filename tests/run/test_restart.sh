@@ -12,6 +12,9 @@
 #   sft      SIGUSR1 during a long SFT phase: the job stops at the next SFT step with a
 #            checkpoint of it (exit 0, no post-SFT eval); the restart continues SFT at the
 #            following step and the whole file equals the straight run's (exact)
+#   sft_every [sft] checkpoint_every = 10 on an SFT-only run of 25 SFT steps: the last
+#            checkpoint holds SFT step 20; a restart from it with RL steps continues SFT
+#            at 21 and the whole file equals a straight run's (exact)
 #   layout   save with 1 train rank (4 ranks), resume with train_dp = 2 (5 ranks):
 #            every field within rtol 1e-4 + atol 1e-6 of the straight run
 #   switch   as exact, but the straight run and the first half add the overrides in
@@ -112,6 +115,19 @@ sft)
   grep "^restart:" half2.log
   grep -q "phase sft, step $k of $S done; continuing SFT with step $((k + 1))" half2.log ||
     fail "restart did not continue SFT at step $((k + 1))"
+  "$cmp" full.jsonl part.jsonl exact
+  ;;
+sft_every)
+  run "$np_" full.log log.metrics_path=full.jsonl checkpoint.dir=ckA sft.steps=25 "$@" ||
+    fail "straight run exited $?"
+  run "$np_" half1.log log.metrics_path=part.jsonl checkpoint.dir=ckB sft.steps=25 run.steps=0 \
+    sft.checkpoint_every=10 "$@" || fail "the SFT-only run exited $?"
+  [ "$(cat ckB/latest)" = step_00000000.h5 ] || fail "no SFT checkpoint (latest: $(cat ckB/latest 2>/dev/null))"
+  run "$np_" half2.log log.metrics_path=part.jsonl checkpoint.dir=ckB sft.steps=25 --restart latest \
+    "$@" || fail "restart exited $?"
+  grep "^restart:" half2.log
+  grep -q "phase sft, step 20 of 25 done; continuing SFT with step 21" half2.log ||
+    fail "restart did not continue SFT at step 21"
   "$cmp" full.jsonl part.jsonl exact
   ;;
 layout)
