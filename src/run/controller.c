@@ -79,37 +79,41 @@ static int stage_of(const struct run *r, int rank, const char **what, const char
   return 2;
 }
 
+/* The stalled rank by the RL step's stage markers (run/progress.h; separate layout): the
+ * earliest stage among the ranks at work, not the ones waiting on them. -1: none found. */
+static int marked_culprit(struct run *r, const char *expect, const char *got, const char **what,
+                          int *stage) {
+  int worst = -1;
+  progress_poll(r);
+  for (int w = 1; w < r->comms.world_size; w++) {
+    const char *wh;
+    int st = progress_stage(r, w, expect[w] ? got[w] : 1, &wh);
+    if (st >= 0 && st < *stage) *stage = st, worst = w, *what = wh;
+  }
+  return worst;
+}
+
 /* The watchdog: name the rank that stalls (the earliest stage of the pipeline among the
  * ranks still at work) and stop the job. In an RL step of the separate layout the stage
- * markers (run/progress.h) tell a rank that waits on another from one that works; else a
- * rank's role gives its stage. */
+ * markers tell a rank that waits on another from one that works; else a rank's role gives
+ * its stage. */
 __attribute__((noreturn)) static void watchdog_fire(struct run *r, const char *expect, const char *got, const char *phase,
                           long step) {
-  int worst = -1, worst_stage = 99;
+  int worst_stage = 99;
   const char *what = "";
   char others[512] = "";
   size_t o = 0;
-  int rl = !strcmp(phase, "rl") && !r->comms.counts.colocated;
-  if (rl) progress_poll(r);
-  for (int w = 1; rl && w < r->comms.world_size; w++) {
-    const char *wh;
-    int st = progress_stage(r, w, expect[w] ? got[w] : 1, &wh);
-    if (st >= 0 && st < worst_stage) { worst_stage = st; worst = w; what = wh; }
-  }
-  int named = worst, listed = 0;
+  int worst = !strcmp(phase, "rl") && !r->comms.counts.colocated
+                  ? marked_culprit(r, expect, got, &what, &worst_stage) : -1;
+  int named = worst;
   for (int w = 0; w < r->comms.world_size; w++) {
-    if ((!expect[w] || got[w]) && w != named) continue;
-    listed |= w == named;
-    if (!expect[w] || got[w]) {  /* the markers' stalled rank, which did report its partial */
-      if (o + 16 < sizeof others) o += (size_t)snprintf(others + o, sizeof others - o, " %d", w);
-      continue;
-    }
+    int busy = expect[w] && !got[w];
+    if (!busy && w != named) continue;  /* the named rank may have reported its partial */
     const char *wh;
-    int st = stage_of(r, w, &wh, phase);
+    int st = busy ? stage_of(r, w, &wh, phase) : 99;
     if (named < 0 && st < worst_stage) { worst_stage = st; worst = w; what = wh; }
     if (o + 16 < sizeof others) o += (size_t)snprintf(others + o, sizeof others - o, " %d", w);
   }
-  (void)listed;
   struct rank_place p;
   char roles[64];
   roles_place(&r->comms.counts, worst, &p);
@@ -244,7 +248,7 @@ static void warn_nonfinite(struct run *r, const struct step_metrics *m) {
   }
   if (m->params_nonfinite > 0)
     printf("rlpt: WARNING: %s step %ld: %g parameters are NaN or Inf after the update "
-           "(params_nonfinite; [optim] eps = %g, lr = %g): the run stops at this step\n", ph, m->step,
+           "(params_nonfinite; [optim] eps = %g, lr = %g): the run stops\n", ph, m->step,
            m->params_nonfinite, r->cfg->optim.eps, m->lr);
   fflush(stdout);
 }

@@ -11,9 +11,13 @@ struct run;
 int run_loop(struct run *r);
 
 /* Every rank, after SFT step s < [sft] steps (run/sft_phase.c): the boundary's agreement
- * (signals, NaN/Inf parameters), the [sft] checkpoint_every checkpoint, and on a signal a
+ * (signals, NaN/Inf parameters; one step behind: a signal stops SFT after the step that
+ * follows it at the latest), the [sft] checkpoint_every checkpoint, and on a signal a
  * checkpoint of the SFT step (step_00000000.h5 recording it; run/restart.h) and the stop
  * message. 1 = stop, with the exit code in *rc; 0 = go on. */
 int run_sft_stop_check(struct run *r, long s, int *rc);
+/* Every rank, when SFT ends without a stop: the last lagged agreement completed (the
+ * boundary after the post-SFT eval takes up a signal it carried). */
+void run_sft_stop_end(struct run *r);
 
 #endif

@@ -67,6 +67,8 @@ struct run {
   int ckpt_tried, ckpt_failed;      /* every rank: checkpoints attempted, and not written
                                        (agreed; the end-of-run warning) */
   int nonfinite_warned;             /* controller: skipped-update warnings printed so far */
+  MPI_Request sft_agree_req;        /* every rank: the SFT steps' pending agreement (run/loop.c) */
+  int sft_agree[2];                 /* its buffer: signal, NaN/Inf parameters */
   struct progress *progress;        /* controller: the RL step's stage markers (run/progress.h) */
 };
 

@@ -44,6 +44,7 @@ int sft_phase_run(struct run *r, struct restart_point *rp, int *rc) {
   long S = r->cfg->sft.steps, done = rp ? rp->sft_step : 0;
   int stopped = 0;
   if (S <= 0) return 0;
+  r->sft_agree_req = MPI_REQUEST_NULL;  /* no lagged stop agreement yet (run/loop.h) */
   struct sft_batch b;
   sft_batch_init(&b);
   if (r->is_train) trainer_begin_sft(r->trainer);
@@ -74,6 +75,7 @@ int sft_phase_run(struct run *r, struct restart_point *rp, int *rc) {
     /* every rank: a signal stops SFT here (the last step's boundary is the SFT -> RL one) */
     if (s < S) stopped = run_sft_stop_check(r, s, rc);
   }
+  if (!stopped) run_sft_stop_end(r);
   free(expect);
   free(q);
   sft_batch_free(&b);

@@ -236,6 +236,16 @@ nonfinite)
   has nf.log "rlpt: WARNING: .*parameters are NaN or Inf after the update" "console warning"
   has nf.log "\[optim\] eps" "the message names the key"
   [ -z "$(ls ck 2>/dev/null)" ] || fail "a checkpoint was written: $(ls ck)"
+  # untied embeddings: the rows of tokens no SFT example uses get 0/0 at the first SFT
+  # update; SFT stops within a step of it (its agreement runs one step behind)
+  mrun 2 nfs.log run "$deck" $CO sft.steps=20 run.steps=2 optim.eps=0 model.tie_embeddings=false \
+    $SHORT log.metrics_path=nfs.jsonl checkpoint.dir=ck3
+  rc=$?
+  cat nfs.log
+  expect $rc 2 "optim.eps = 0 during SFT"
+  has nfs.log "rlpt: run: SFT step [12]: parameters are NaN or Inf" "SFT stop"
+  [ "$(grep -c '^rlpt: run:' nfs.log)" -eq 1 ] || fail "SFT stop: not one stop message"
+  grep -q '"step":1,.*"phase":"sft".*"params_nonfinite":[1-9]' nfs.jsonl || fail "SFT step 1 does not count them"
   # a healthy run reports 0
   mrun 2 ok.log run "$deck" $CO sft.steps=2 run.steps=1 $SHORT log.metrics_path=ok.jsonl \
     checkpoint.dir=ck2 || fail "a healthy run exited $?"
