@@ -21,9 +21,12 @@
  * Writing is collective over the train communicator with MPI-IO: each rank
  * writes its rows of each tensor (replicated tensors are split evenly by rows, so
  * every row is written once). The file is written as step_N.h5.tmp, closed,
- * re-opened and verified (every dataset present, CRCs, finite values), fsynced,
- * renamed, and only then does DIR/latest (a one-line text file naming it) move to
- * it. A non-finite value is refused before any file is created.
+ * re-opened and verified (every dataset present, CRCs, finite values), fsynced; the new
+ * DIR/latest is written as DIR/latest.tmp and fsynced (all that needs disk space is done
+ * before any rename); then step_N.h5.tmp is renamed to step_N.h5 and DIR/latest.tmp to
+ * DIR/latest (a one-line text file naming it). A failure before the renames removes the
+ * temporaries only, so a checkpoint reported as not written leaves no step_N.h5 behind.
+ * A non-finite value is refused before any file is created.
  *
  * Reading is layout-independent: rank 0 reads and validates the full logical
  * tensors, every rank gets the same state. So a run restarts on any number of
@@ -174,8 +177,14 @@ int ckpt_groups(const struct ckpt_state *st, const struct param_table *t,
                 const struct param_table *ct, struct ckpt_group out[CKPT_GROUPS_MAX]);
 /* Names of the small datasets' fields. */
 #define CKPT_DATA_NAMES "cursor,epoch,shuffle_seed"
-/* The fsync'd atomic replacement of DIR/latest by `name`; 0 or -1 (errno set). */
+/* The fsync'd atomic replacement of DIR/latest by `name`; 0 or -1 (errno set). In two
+ * halves for the writer: prepare writes and fsyncs DIR/latest.tmp (the part that needs disk
+ * space; on failure it is removed), commit renames it over DIR/latest and fsyncs DIR,
+ * discard removes a prepared one. */
 int ckpt_latest_update(const char *dir, const char *name);
+int ckpt_latest_prepare(const char *dir, const char *name);
+int ckpt_latest_commit(const char *dir);
+void ckpt_latest_discard(const char *dir);
 /* fsync a file or directory by path; 0 or -1. */
 int ckpt_fsync_path(const char *path);
 /* mkdir -p; 0 or -1 (errno set). */

@@ -80,24 +80,45 @@ int ckpt_mkdirs(const char *dir) {
   return 0;
 }
 
-int ckpt_latest_update(const char *dir, const char *name) {
+int ckpt_latest_prepare(const char *dir, const char *name) {
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s/latest.tmp", dir);
+  errno = 0;
+  FILE *f = fopen(tmp, "w");
+  if (!f) return -1;
+  int bad = fprintf(f, "%s\n", name) < 0, saved = 0;
+  if (!bad && fflush(f)) bad = 1, saved = errno;
+  if (!bad && fsync(fileno(f))) bad = 1, saved = errno;
+  if (fclose(f) && !bad) bad = 1, saved = errno;
+  if (bad) {
+    unlink(tmp);
+    errno = saved ? saved : EIO;
+    return -1;
+  }
+  return 0;
+}
+
+int ckpt_latest_commit(const char *dir) {
   char tmp[4096], dst[4096];
   snprintf(tmp, sizeof tmp, "%s/latest.tmp", dir);
   snprintf(dst, sizeof dst, "%s/latest", dir);
-  FILE *f = fopen(tmp, "w");
-  if (!f) return -1;
-  int bad = fprintf(f, "%s\n", name) < 0;
-  bad |= fflush(f) != 0;
-  bad |= fsync(fileno(f)) != 0;
-  int saved = errno;
-  bad |= fclose(f) != 0;
-  if (bad || rename(tmp, dst)) {
-    saved = errno ? errno : saved;
+  if (rename(tmp, dst)) {
+    int saved = errno;
     unlink(tmp);
     errno = saved;
     return -1;
   }
   return ckpt_fsync_path(dir);
+}
+
+void ckpt_latest_discard(const char *dir) {
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s/latest.tmp", dir);
+  unlink(tmp);
+}
+
+int ckpt_latest_update(const char *dir, const char *name) {
+  return ckpt_latest_prepare(dir, name) ? -1 : ckpt_latest_commit(dir);
 }
 
 /* step of a name "step_%08d.h5" (complete files only), or -1. */

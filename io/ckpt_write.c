@@ -7,7 +7,8 @@
  *   2. step_N.h5.tmp created with MPI-IO; every tensor written with collective
  *      hyperslab transfers (each rank its rows), each dataset with its crc32;
  *   3. closed, re-opened and verified the same way (present, shape, CRC, finite);
- *   4. rank 0: fsync file, rename to step_N.h5, fsync dir, update `latest`, prune.
+ *   4. rank 0: fsync file, write and fsync latest.tmp, rename to step_N.h5, rename
+ *      latest.tmp to latest, fsync dir, prune (nothing after the first rename needs space).
  * Every rank makes the same HDF5 calls in the same order whatever fails locally;
  * the ranks agree on errors after every dataset, so a failure on one rank (disk
  * full on an aggregator) stops all of them at the same point. */
@@ -326,7 +327,11 @@ static int file_write(struct writer *w) {
   if (!bad) bad = smalls_write(w, f);
   /* HDF5 1.10 leaves a dangling file ID when H5Fclose fails (a second close or
    * the library's own cleanup at MPI_Finalize then crashes): space_ready()
-   * refuses up front what would make the close fail for lack of space. */
+   * refuses up front what would make the close fail for lack of space, and when a
+   * write failed anyway (the disk filled up meanwhile) rank 0 truncates the doomed
+   * temporary first, so that the space it took lets the close write its metadata. */
+  if (f >= 0 && bad && w->rank == 0 && truncate(w->tmp, 0)) errno = 0;
+  if (f >= 0 && bad) wait_barrier(w->comm);
   if (f >= 0) bad |= agree(w, H5Fclose(f) < 0, "the file (close)");
   h5_quiet_end(&q);
   return bad;
@@ -473,19 +478,28 @@ static int file_verify(struct writer *w) {
 
 /* ---- 4. publish ----------------------------------------------------------- */
 
-/* Rank 0: fsync, rename, `latest`, prune. 0 or CKPT_ERR_IO with a message. */
-static int publish(struct writer *w, int keep_last) {
+/* Rank 0: fsync, latest.tmp, the renames, prune. 0 or CKPT_ERR_IO with a message; *renamed
+ * says whether step_N.h5 exists (then only `latest` failed to move: the file stays). */
+static int publish(struct writer *w, int keep_last, int *renamed) {
   const char *name = strrchr(w->final, '/') + 1;
+  *renamed = 0;
   if (ckpt_fsync_path(w->tmp) || ckpt_fsync_path(w->dir)) {
     fprintf(stderr, "rlpt: checkpoint %s: fsync failed: %s\n", w->tmp, strerror(errno));
     return CKPT_ERR_IO;
   }
-  if (rename(w->tmp, w->final) || ckpt_fsync_path(w->dir)) {
-    fprintf(stderr, "rlpt: checkpoint %s: cannot rename to %s: %s\n", w->tmp, w->final,
-            strerror(errno));
+  if (ckpt_latest_prepare(w->dir, name)) {
+    fprintf(stderr, "rlpt: checkpoint step %ld: cannot write %s/latest.tmp: %s\n", w->st->step,
+            w->dir, strerror(errno));
     return CKPT_ERR_IO;
   }
-  if (ckpt_latest_update(w->dir, name)) {
+  if (rename(w->tmp, w->final)) {
+    fprintf(stderr, "rlpt: checkpoint %s: cannot rename to %s: %s\n", w->tmp, w->final,
+            strerror(errno));
+    ckpt_latest_discard(w->dir);
+    return CKPT_ERR_IO;
+  }
+  *renamed = 1;
+  if (ckpt_latest_commit(w->dir)) {
     /* The step file is complete and stays; `latest` still names the previous one. */
     fprintf(stderr, "rlpt: checkpoint %s written, but %s/latest could not be updated: %s\n",
             w->final, w->dir, strerror(errno));
@@ -605,8 +619,9 @@ int ckpt_write(const char *dir, const struct ckpt_state *st, const struct ckpt_w
     rc = file_write(&w) ? CKPT_ERR_IO : 0;
     if (!rc) rc = file_verify(&w);
     if (w.rank == 0) {
-      if (!rc) rc = publish(&w, o ? o->keep_last : 1);
-      if (rc) {
+      int renamed = 0;
+      if (!rc) rc = publish(&w, o ? o->keep_last : 1, &renamed);
+      if (rc && !renamed) {
         unlink(w.tmp);
         fprintf(stderr, "rlpt: checkpoint step %ld not written; the previous checkpoints and "
                 "%s/latest are unchanged\n", st->step, dir);

@@ -178,7 +178,49 @@ static int parse_tensor_info(struct cur *c, struct gguf_tensor *t) {
   return 0;
 }
 
-/* Places the tensors in the data section and checks they lie inside the file. */
+/* A tensor's place in the data section, for the overlap check. */
+struct span { uint64_t off, end, i; };
+
+static int cmp_span(const void *a, const void *b) {
+  const struct span *x = a, *y = b;
+  if (x->off != y->off) return x->off < y->off ? -1 : 1;
+  return x->i < y->i ? -1 : 1;
+}
+
+/* No two tensors share a byte of the data section: in offset order each starts at or
+ * after the furthest end so far (a file that reuses bytes is corrupt or hostile). */
+static int check_overlap(struct cur *c, const struct gguf_file *f) {
+  if (f->n_tensors < 2) return 0;
+  struct span *sp = malloc(sizeof *sp * f->n_tensors);
+  if (!sp) return fail(c, "out of memory for %llu tensors", (unsigned long long)f->n_tensors);
+  for (uint64_t i = 0; i < f->n_tensors; i++)  /* no overflow: inside the file (place_tensors) */
+    sp[i] = (struct span){.off = f->tensors[i].offset,
+                          .end = f->tensors[i].offset + f->tensors[i].nbytes, .i = i};
+  qsort(sp, f->n_tensors, sizeof *sp, cmp_span);
+  uint64_t end = sp[0].end, owner = sp[0].i;
+  int rc = 0;
+  for (uint64_t k = 1; k < f->n_tensors && !rc; k++) {
+    if (sp[k].off < end) {
+      char a[128], b[128];
+      const struct gguf_tensor *t = &f->tensors[sp[k].i], *o = &f->tensors[owner];
+      str_tmp(&t->name, a, sizeof a);
+      str_tmp(&o->name, b, sizeof b);
+      rc = fail(c, "tensor '%s' (%llu bytes at data offset %llu) overlaps tensor '%s' (%llu bytes "
+                "at data offset %llu)", a, (unsigned long long)t->nbytes,
+                (unsigned long long)t->offset, b, (unsigned long long)o->nbytes,
+                (unsigned long long)o->offset);
+    }
+    if (sp[k].end > end) {
+      end = sp[k].end;
+      owner = sp[k].i;
+    }
+  }
+  free(sp);
+  return rc;
+}
+
+/* Places the tensors in the data section and checks they lie inside the file and do not
+ * overlap. */
 static int place_tensors(struct cur *c, struct gguf_file *f) {
   char name[128];
   uint64_t pad = (f->alignment - c->pos % f->alignment) % f->alignment;
@@ -202,7 +244,7 @@ static int place_tensors(struct cur *c, struct gguf_file *f) {
           !memcmp(f->tensors[j].name.p, t->name.p, t->name.len))
         return fail(c, "duplicate tensor name '%s'", name);
   }
-  return 0;
+  return check_overlap(c, f);
 }
 
 static int parse_alignment(struct cur *c, struct gguf_file *f) {
@@ -531,7 +573,7 @@ static int arch_int(const struct gguf_file *f, const char *arch, const char *key
     return 0;
   }
   if (gguf_get_int(f, full, &v, err, errlen)) return -1;
-  if (v < 1 || v > (1 << 30)) {
+  if (v < 1 || v > MODEL_SIZE_MAX) {
     snprintf(err, errlen, "%s: %s = %lld is out of range", f->path, full, (long long)v);
     return -1;
   }

@@ -43,9 +43,11 @@ static int cfg_int(const cJSON *o, const char *key, int def, int *out, const cha
     *out = def;
     return def < 0 ? -1 : 0;
   }
-  if (!cJSON_IsNumber(v) || !(v->valuedouble >= 1 && v->valuedouble <= INT_MAX) ||
+  /* the GGUF loader's range (io/gguf.c arch_int): every size fits an int with room for products */
+  if (!cJSON_IsNumber(v) || !(v->valuedouble >= 1 && v->valuedouble <= MODEL_SIZE_MAX) ||
       v->valuedouble != (double)(int)v->valuedouble) {
-    snprintf(err, errlen, "%s: '%s' must be a positive integer", name, key);
+    snprintf(err, errlen, "%s: '%s' must be a positive integer of at most %d", name, key,
+             MODEL_SIZE_MAX);
     return -1;
   }
   *out = (int)v->valuedouble;
@@ -253,14 +255,15 @@ static const struct st_tensor *set_find(const struct st_set *s, const char *name
   return found;
 }
 
-static int load_entry(const struct st_set *s, const struct param_entry *e, float *dst,
-                      const char *dir, char *err, size_t errlen) {
+/* The one tensor of entry e, present once and of e's shape; NULL with a message. */
+static const struct st_tensor *entry_tensor(const struct st_set *s, const struct param_entry *e,
+                                            const char *dir, int *fi_out, char *err, size_t errlen) {
   int fi = 0;
   const struct st_tensor *t = set_find(s, e->name, &fi);
   if (!t || fi < 0) {
     snprintf(err, errlen, "%s: tensor '%s' is %s", dir, e->name,
              t ? "in more than one shard" : "missing (does config.json match the weights?)");
-    return -1;
+    return NULL;
   }
   hsize_t dims[2];
   int rank = h5_param_dims(e, dims);
@@ -272,9 +275,52 @@ static int load_entry(const struct st_set *s, const struct param_entry *e, float
     snprintf(err, errlen, "%s: tensor '%s' has shape [%s], config.json implies [%llu%s%.0llu]",
              s->f[fi].path, e->name, got, (unsigned long long)dims[0], rank == 2 ? ", " : "",
              rank == 2 ? (unsigned long long)dims[1] : 0ull);
+    return NULL;
+  }
+  *fi_out = fi;
+  return t;
+}
+
+static int load_entry(const struct st_set *s, const struct param_entry *e, float *dst,
+                      const char *dir, char *err, size_t errlen) {
+  int fi = 0;
+  const struct st_tensor *t = entry_tensor(s, e, dir, &fi, err, errlen);
+  return t ? st_tensor_to_f32(&s->f[fi], t, dst + e->offset, e->numel, err, errlen) : -1;
+}
+
+/* The number of layers the weights hold (1 + the highest N of a model.layers.N. tensor). */
+static long file_layers(const struct st_set *s) {
+  long top = -1;
+  for (int i = 0; i < s->n; i++)
+    for (int k = 0; k < s->f[i].n; k++) {
+      const char *nm = s->f[i].t[k].name;
+      char *end;
+      if (strncmp(nm, "model.layers.", 13) || nm[13] < '0' || nm[13] > '9') continue;
+      long l = strtol(nm + 13, &end, 10);
+      if (*end == '.' && l > top && l < MODEL_SIZE_MAX) top = l;
+    }
+  return top + 1;
+}
+
+/* config.json against the weights before anything is sized by it (as the GGUF loader
+ * counts tensors first): its layers must all be there, then every tensor of its table
+ * by name and shape, without reading any data. */
+static int check_weights(const struct st_set *s, const struct model_config *mc, const char *dir,
+                         char *err, size_t errlen) {
+  long have = file_layers(s);
+  if (mc->layers > have) {
+    snprintf(err, errlen, "%s/config.json: num_hidden_layers = %d but the weights have %ld layer%s "
+             "(model.layers.N tensors)", dir, mc->layers, have, have == 1 ? "" : "s");
     return -1;
   }
-  return st_tensor_to_f32(&s->f[fi], t, dst + e->offset, e->numel, err, errlen);
+  struct param_table t;
+  param_table_build(&t, mc);
+  int rc = t.e ? 0 : -1, fi;
+  if (rc) snprintf(err, errlen, "%s: out of memory", dir);
+  for (int i = 0; i < t.n && !rc; i++)
+    if (!entry_tensor(s, &t.e[i], dir, &fi, err, errlen)) rc = -1;
+  param_table_free(&t);
+  return rc;
 }
 
 /* Tensors the table does not hold: HF's rotary inv_freq buffers and a tied
@@ -319,6 +365,11 @@ static int dir_open(const char *dir, struct model_config *mc, struct st_set **ou
   }
   mc->qkv_bias = set_find(s, "model.layers.0.self_attn.q_proj.bias", &fi) != NULL;
   mc->value_head = set_find(s, "score.weight", &fi) != NULL;
+  if (check_weights(s, mc, dir, err, errlen)) {
+    set_close(s);
+    free(s);
+    return -1;
+  }
   *out = s;
   return 0;
 }

@@ -20,6 +20,39 @@ int jsonl_open(struct jsonl_reader *r, const char *path, char *err, size_t errle
   return 0;
 }
 
+void jsonl_set_max_line(struct jsonl_reader *r, size_t max, const char *limit) {
+  r->max_line = max;
+  r->limit = limit;
+}
+
+/* The next line into r->buf (NUL-terminated, newline kept): its length, 0 at the end of
+ * the file, -1 on a read error (errno), -2 when it exceeds r->max_line (nothing more is
+ * read: a device never ends). Like getline, but bounded. */
+static long read_line(struct jsonl_reader *r) {
+  size_t n = 0;
+  int c;
+  errno = 0;
+  while ((c = getc_unlocked(r->f)) != EOF) {
+    if (r->max_line && n >= r->max_line) return -2;
+    if (n + 2 > r->cap) {
+      size_t cap = r->cap ? 2 * r->cap : 4096;
+      if (r->max_line && cap > r->max_line + 2) cap = r->max_line + 2;
+      char *b = realloc(r->buf, cap);
+      if (!b) {
+        errno = ENOMEM;
+        return -1;
+      }
+      r->buf = b;
+      r->cap = cap;
+    }
+    r->buf[n++] = (char)c;
+    if (c == '\n') break;
+  }
+  if (c == EOF && ferror(r->f)) return -1;
+  if (r->buf) r->buf[n] = '\0';
+  return (long)n;
+}
+
 void jsonl_close(struct jsonl_reader *r) {
   if (r->f) fclose(r->f);
   free(r->buf);
@@ -65,15 +98,18 @@ static int parse_line(const struct jsonl_reader *r, char *s, size_t n, cJSON **o
 int jsonl_next(struct jsonl_reader *r, cJSON **out, long *line, char *msg, size_t msglen) {
   *out = NULL;
   for (;;) {
-    errno = 0;
-    ssize_t got = getline(&r->buf, &r->cap, r->f);
-    if (got < 0) {
-      if (ferror(r->f)) {
-        snprintf(msg, msglen, "%s:%ld: read error: %s", r->path, r->line + 1, strerror(errno));
-        return JSONL_IOERR;
-      }
-      return JSONL_EOF;
+    long got = read_line(r);
+    if (got == -2) {
+      snprintf(msg, msglen, "%s:%ld: a line longer than %zu bytes (%s): not a JSON Lines file? "
+               "(raise the limit if the rows are really this long)", r->path, r->line + 1,
+               r->max_line, r->limit ? r->limit : "the limit");
+      return JSONL_IOERR;
     }
+    if (got < 0) {
+      snprintf(msg, msglen, "%s:%ld: read error: %s", r->path, r->line + 1, strerror(errno));
+      return JSONL_IOERR;
+    }
+    if (got == 0) return JSONL_EOF;
     r->line++;
     *line = r->line;
     char *s = r->buf;

@@ -1,6 +1,9 @@
 /* io/jsonl.h: streaming reader for JSON Lines files (one JSON object per line).
  *
- * Lines of any length (getline), LF or CRLF endings, a UTF-8 byte-order mark at
+ * Lines of any length (or at most max_line bytes, jsonl_set_max_line: a longer line is
+ * JSONL_IOERR "FILE:LINE: a line longer than N bytes (LIMIT)", read no further, so a
+ * device or a huge file without newlines cannot fill the memory), LF or CRLF endings, a
+ * UTF-8 byte-order mark at
  * the start of the file, blank (whitespace-only) lines skipped. Each line must be
  * valid UTF-8 holding exactly one JSON object (cJSON parses it). Problems are
  * reported as "FILE:LINE: what is wrong" (lines counted from 1, blank ones
@@ -24,8 +27,10 @@ struct jsonl_reader {
   FILE *f;
   const char *path;  /* borrowed; used in messages */
   long line;         /* number of the line last read (1-based) */
-  char *buf;         /* getline buffer */
+  char *buf;         /* the line buffer */
   size_t cap;
+  size_t max_line;   /* longest line in bytes, its newline included; 0 = no limit */
+  const char *limit; /* what sets max_line, for the message ("[data] max_row_bytes") */
 };
 
 /* Return values of jsonl_next. */
@@ -36,6 +41,8 @@ struct jsonl_reader {
 
 /* 0, or 2 with "FILE: cannot open: reason" in err. */
 int jsonl_open(struct jsonl_reader *r, const char *path, char *err, size_t errlen);
+/* Limit the lines of r to max bytes (0: none); limit names the setting in the message. */
+void jsonl_set_max_line(struct jsonl_reader *r, size_t max, const char *limit);
 /* The next non-blank line: JSONL_ROW with *out (caller cJSON_Delete's it) and *line set,
  * JSONL_BAD with "FILE:LINE: ..." in msg, JSONL_EOF, or JSONL_IOERR with a message. */
 int jsonl_next(struct jsonl_reader *r, cJSON **out, long *line, char *msg, size_t msglen);

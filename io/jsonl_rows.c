@@ -28,6 +28,7 @@ int jsonl_load_rows(const char *path, enum jsonl_policy pol, const struct jsonl_
   long n = 0, cap = 0, n_lines = 0;
   char *rows = NULL;
   int rc = jsonl_open(&rd, path, err, errlen);
+  if (!rc && ops->max_line) jsonl_set_max_line(&rd, ops->max_line, ops->limit);
   while (!rc) {
     cJSON *obj = NULL;
     long line = 0;

@@ -16,6 +16,8 @@ struct jsonl_row_ops {
    * On failure the row may be partly built: free_row releases it. */
   int (*build)(const void *ctx, const cJSON *obj, long line, void *row, char *msg, size_t msglen);
   void (*free_row)(void *row);
+  size_t max_line;    /* longest line read, bytes (jsonl_set_max_line); 0 = any */
+  const char *limit;  /* what sets max_line, for the message (e.g. "[data] max_row_bytes") */
 };
 
 /* All good rows of path, in file order, into *rows (malloc'd; *n of them, at least 1).

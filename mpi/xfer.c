@@ -275,13 +275,22 @@ int xfer_decode_batch(const unsigned char *buf, size_t len, struct sample_batch 
 /* ---- point to point --------------------------------------------------------------------- */
 
 int xfer_send_bytes(const void *buf, size_t len, int dest, int tag, MPI_Comm comm) {
+  return xfer_send_bytes_until(buf, len, dest, tag, comm, 0);
+}
+
+int xfer_send_bytes_until(const void *buf, size_t len, int dest, int tag, MPI_Comm comm,
+                          double timeout_s) {
   unsigned char hdr[8];
   struct wbuf w = {.p = hdr, .n = 0};
   put_u(&w, len, 8);
   MPI_Request req;
   /* synchronous: completes once the receiver has matched it, i.e. is active */
   MPI_CHECK(MPI_Issend(hdr, 8, MPI_BYTE, dest, tag, comm, &req));
-  wait_request(&req, MPI_STATUS_IGNORE);
+  if (wait_request_until(&req, MPI_STATUS_IGNORE, timeout_s)) {
+    MPI_Cancel(&req);  /* nothing was matched: the message is withdrawn */
+    MPI_Request_free(&req);
+    return XFER_TIMEOUT;
+  }
   for (size_t off = 0; off < len; off += XFER_CHUNK_BYTES) {
     size_t n = len - off < XFER_CHUNK_BYTES ? len - off : XFER_CHUNK_BYTES;
     MPI_CHECK(MPI_Send((const unsigned char *)buf + off, (int)n, MPI_BYTE, dest, tag, comm));
@@ -322,11 +331,16 @@ int xfer_recv_bytes(unsigned char **buf, size_t *len, int source, int tag, MPI_C
 }
 
 int xfer_send_batch(const struct sample_batch *b, int dest, int tag, MPI_Comm comm) {
+  return xfer_send_batch_until(b, dest, tag, comm, 0);
+}
+
+int xfer_send_batch_until(const struct sample_batch *b, int dest, int tag, MPI_Comm comm,
+                          double timeout_s) {
   unsigned char *buf;
   size_t len;
   int rc = xfer_encode_batch(b, &buf, &len);
   if (rc) return rc;
-  rc = xfer_send_bytes(buf, len, dest, tag, comm);
+  rc = xfer_send_bytes_until(buf, len, dest, tag, comm, timeout_s);
   free(buf);
   return rc;
 }

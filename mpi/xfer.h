@@ -51,6 +51,7 @@ enum xfer_tag {
   XFER_TAG_WEIGHTS,        /* point-to-point weight traffic outside the broadcast */
   XFER_TAG_METRICS,        /* any role -> controller: per-step metric partials */
   XFER_TAG_EVAL,           /* eval prompts and results */
+  XFER_TAG_PROGRESS,       /* any role -> controller: stage markers of an RL step (run/progress.h) */
   XFER_TAG_COUNT_          /* end marker, not a tag */
 };
 
@@ -81,12 +82,18 @@ uint64_t xfer_checksum(const void *buf, size_t len);
 /* ---- point to point ------------------------------------------------------------ */
 
 int xfer_send_bytes(const void *buf, size_t len, int dest, int tag, MPI_Comm comm);
+/* The same with a deadline on the receiver's taking the message (timeout_s <= 0: none):
+ * XFER_TIMEOUT when it has not started receiving by then (the message is withdrawn). */
+int xfer_send_bytes_until(const void *buf, size_t len, int dest, int tag, MPI_Comm comm,
+                          double timeout_s);
 /* Receive one message from source (or MPI_ANY_SOURCE) into a malloc'd *buf
  * (NULL when len is 0); *from (may be NULL) gets the sender. timeout_s <= 0:
  * wait forever; the deadline covers the wait for the message to start. */
 int xfer_recv_bytes(unsigned char **buf, size_t *len, int source, int tag, MPI_Comm comm,
                     double timeout_s, int *from);
 int xfer_send_batch(const struct sample_batch *b, int dest, int tag, MPI_Comm comm);
+int xfer_send_batch_until(const struct sample_batch *b, int dest, int tag, MPI_Comm comm,
+                          double timeout_s);
 /* Receive and decode a batch, appending to out. err gets the reason on XFER_ECORRUPT. */
 int xfer_recv_batch(struct sample_batch *out, int source, int tag, MPI_Comm comm, double timeout_s,
                     int *from, char *err, size_t errlen);

@@ -19,6 +19,7 @@ struct gb {
   uint8_t *b;
   size_t n, cap;
   uint64_t n_kv;
+  size_t off_pos[64];  /* gb_tensors: where each tensor's data offset is in b (for patching) */
 };
 
 static inline void gb_bytes(struct gb *g, const void *p, size_t n) {
@@ -94,6 +95,7 @@ static inline void gb_tensors(struct gb *g, const struct gb_tensor *t, int n, si
     gb_u32(g, (uint32_t)t[i].n_dims);
     for (int d = 0; d < t[i].n_dims; d++) gb_u64(g, (uint64_t)t[i].ne[d]);
     gb_u32(g, t[i].type);
+    if (i < 64) g->off_pos[i] = g->n;
     gb_u64(g, off);
     off += (t[i].nbytes + align - 1) / align * align;
   }

@@ -2,8 +2,10 @@
  * [--temperature T] [--top-p P] [--top-k K] [--max-new-tokens N] [--seed S] [--json]
  * [--device auto|cpu|cuda]` samples G responses to one prompt with the rollout engine
  * and prints them with their logprobs and finish reasons (rollout/generate_text.h).
- * Defaults are the deck's [rollout] defaults. Bad arguments: message, exit 2. No MPI. */
+ * Defaults are the deck's [rollout] defaults. Bad arguments: message, exit 2. One process
+ * (MPI only for reading a checkpoint). */
 #include <errno.h>
+#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,5 +81,8 @@ int cmd_generate(int argc, char **argv) {
   generate_text_defaults(&o);
   int rc = gen_parse(&o, argc, argv);
   if (rc) return rc < 0 ? gen_usage(0) : rc;
-  return generate_text(&o);
+  MPI_Init(NULL, NULL);
+  rc = generate_text(&o);
+  MPI_Finalize();
+  return rc;
 }

@@ -88,6 +88,7 @@ struct config {
     struct cfg_list target_band;
     int source, rejection_keep;      /* enum sft_source, enum sft_keep */
     long rejection_rounds, rejection_prompts, rejection_samples;
+    long checkpoint_every;
   } sft;
   struct {
     char init[CFG_STR_MAX];
@@ -117,6 +118,7 @@ struct config {
     char pref_path[CFG_STR_MAX], pref_eval_path[CFG_STR_MAX];  /* preference pairs (tasks/preference.h) */
     char chosen_key[64], rejected_key[64];
     int code_score;  /* enum data_code_score */
+    long max_row_bytes;
   } data;
   struct {
     double correct_weight, format_weight, length_weight;

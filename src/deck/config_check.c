@@ -118,6 +118,24 @@ static int cross_batches(const struct cross *x) {
   return 0;
 }
 
+/* An estimator whose baseline is the prompt's group (its mean, or the others' mean) gives
+ * every sample of a group of one an advantage of exactly 0: such a run would train on
+ * nothing. DPO does not use the estimator; an RL-free deck (run.steps = 0) neither. */
+static int cross_group(const struct cross *x) {
+  const struct config *c = x->cfg;
+  static const char *const group_est[] = {[ADV_GRPO] = "grpo", [ADV_DR_GRPO] = "dr_grpo",
+                                          [ADV_RLOO] = "rloo",
+                                          [ADV_REINFORCE_PP_BASELINE] = "reinforce_pp_baseline"};
+  int e = c->algo.adv_estimator;
+  const char *name = e >= 0 && e < (int)(sizeof group_est / sizeof *group_est) ? group_est[e] : NULL;
+  if (c->algo.group_size != 1 || !name || c->run.steps == 0 || c->algo.name == ALGO_DPO) return 0;
+  return cross_fail(x, "algo", "group_size", "algo", "adv_estimator",
+                    "group_size = 1 with adv_estimator = %s: the advantage is a sample's reward minus "
+                    "its group's baseline over the group_size samples of its prompt, always 0 with one "
+                    "sample, so no update would learn anything; use group_size >= 2, or an estimator "
+                    "without a group baseline (adv_estimator = reinforce_pp, or algo.name = ppo)", name);
+}
+
 /* The files a deck names (logs, data, the reward model) and the prompt template. */
 static int cross_files(const struct cross *x) {
   const struct config *c = x->cfg;
@@ -228,6 +246,7 @@ int config_cross_check(const struct config *c, const char *path, char *const *ov
   int rc = cross_model(&x);
   if (!rc) rc = cross_ranges(&x);
   if (!rc) rc = cross_batches(&x);
+  if (!rc) rc = cross_group(&x);
   if (!rc) rc = cross_files(&x);
   if (!rc) rc = cross_pref(&x);
   if (!rc) rc = cross_async(&x);

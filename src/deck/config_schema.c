@@ -49,6 +49,7 @@ const struct cfg_key cfg_schema[] = {
   INT("sft", "rejection_prompts", "64", 1, 1e7, "prompts", "source = rejection: train prompts generated for per round", sft.rejection_prompts),
   INT("sft", "rejection_samples", "8", 1, 1e5, "samples", "source = rejection: samples per prompt at [rollout] temperature", sft.rejection_samples),
   ENUM("sft", "rejection_keep", "correct", "correct|wrong|all", "source = rejection: which samples become SFT examples: correct = those the verifier accepts (rejection sampling); wrong and all are ablations that show what the verifier's filter adds", sft.rejection_keep),
+  INT("sft", "checkpoint_every", "0", 0, 1e9, "steps", "Checkpoint every N SFT steps into [checkpoint] dir (step_00000000.h5 holding the SFT step; a restart continues SFT there); 0 = only when a signal stops the run during SFT", sft.checkpoint_every),
 
   /* [model] */
   STR("model", "init", "scratch", "Initial weights: scratch | gguf:PATH | hf:DIR | ckpt:PATH. gguf: (GGUF file) and hf: (Hugging Face directory: config.json, *.safetensors, tokenizer.json) also give the model shape and the tokenizer", model.init),
@@ -107,6 +108,7 @@ const struct cfg_key cfg_schema[] = {
   STR("data", "chosen_key", "chosen", "Row key of the preferred response", data.chosen_key),
   STR("data", "rejected_key", "rejected", "Row key of the dispreferred response", data.rejected_key),
   ENUM("data", "on_bad_line", "error", "error|skip", "A broken row (bad JSON, missing key, prompt too long): stop with FILE:LINE, or skip it and report the count at load", data.on_bad_line),
+  INT("data", "max_row_bytes", "1048576", 64, 1e9, "bytes", "Longest line a JSONL file may have: a longer one (a file that is not JSON Lines, a device such as /dev/zero) stops the load with FILE:LINE whatever on_bad_line says, before it can fill the memory", data.max_row_bytes),
 
   /* [reward] */
   FLT("reward", "correct_weight", "1.0", -1e6, 1e6, "", "Weight of the verifier's correctness score (0 or 1)", reward.correct_weight),

@@ -11,10 +11,25 @@
 
 #define DECK_MAX_BYTES (1 << 20) /* a deck larger than this is not a deck */
 
+/* 1 when the deck itself set no key (only comments, blank lines, section headers; the
+ * overrides do not count): a wrong or truncated file rather than a run description. */
+static int deck_empty(const struct config *cfg) {
+  for (int r = 0; r < cfg_schema_len; r++)
+    if (cfg->src[r] > 0) return 0;
+  return 1;
+}
+
 int config_parse(struct config *cfg, const char *path, const char *text, int n_over, char *const *over,
                  char *err, size_t errlen) {
   int rc = config_parse_deck(cfg, path, text, n_over, over, err, errlen);
   if (rc) return rc;
+  if (deck_empty(cfg)) {
+    snprintf(err, errlen, "%s: the deck is empty: it sets no key (only comments, blank lines or "
+             "section headers), so every value would be a default; a run needs at least its [model], "
+             "[task] and [run] keys (rlpt deck-help lists every key; inputs/quickstart.ini is a "
+             "complete deck)", path);
+    return 2;
+  }
   preset_apply(cfg); /* [algo] name fills the knobs the user left at their defaults */
   return config_cross_check(cfg, path, over, err, errlen);
 }

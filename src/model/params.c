@@ -16,6 +16,25 @@ int model_config_check(const struct model_config *mc, char *err, size_t errlen) 
              mc->kv_heads, mc->ffn_dim, mc->max_seq);
     return -1;
   }
+  const int sizes[7] = {mc->vocab_size, mc->dim, mc->layers, mc->heads, mc->kv_heads, mc->ffn_dim,
+                        mc->max_seq};
+  static const char *names[7] = {"vocab_size", "dim", "layers", "heads", "kv_heads", "ffn_dim",
+                                 "max_seq"};
+  for (int i = 0; i < 7; i++)
+    if (sizes[i] > MODEL_SIZE_MAX) {
+      snprintf(err, errlen, "model %s = %d is larger than %d", names[i], sizes[i], MODEL_SIZE_MAX);
+      return -1;
+    }
+  /* the parameter count in double: no overflow, checked before any table is built */
+  double d = mc->dim, kvd = d / mc->heads * mc->kv_heads;
+  double per_layer = 2 * d * d + 2 * kvd * d + 3 * d * mc->ffn_dim + 2 * d + (mc->qkv_bias ? d + 2 * kvd : 0);
+  double params = (double)mc->vocab_size * d * (mc->tie_embeddings ? 1 : 2) + mc->layers * per_layer + d;
+  if (params > MODEL_PARAMS_MAX) {
+    snprintf(err, errlen, "the model config implies %.3g parameters (layers %d, dim %d, ffn_dim %d, "
+             "vocab_size %d), more than %.0e", params, mc->layers, mc->dim, mc->ffn_dim,
+             mc->vocab_size, MODEL_PARAMS_MAX);
+    return -1;
+  }
   if (mc->dim % mc->heads) {
     snprintf(err, errlen, "[model] dim = %d does not divide by heads = %d", mc->dim, mc->heads);
     return -1;

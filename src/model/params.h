@@ -43,7 +43,12 @@ struct param_table {
  * when the deck says auto (pass it here). Returns 0, or -1 with a message in err. */
 int model_config_from_deck(struct model_config *mc, const struct config *cfg, int tokenizer_vocab,
                            char *err, size_t errlen);
-/* Check shapes are consistent (dim % heads, heads % kv_heads, even head_dim). */
+/* The largest size a model file may give any field (layers, dim, vocab_size, ...), as the
+ * GGUF loader checks its metadata; and the most parameters a config may imply. */
+#define MODEL_SIZE_MAX (1 << 30)
+#define MODEL_PARAMS_MAX 1e12
+/* Check shapes are consistent (every size in [1, MODEL_SIZE_MAX], dim % heads, heads %
+ * kv_heads, even head_dim, at most MODEL_PARAMS_MAX parameters). */
 int model_config_check(const struct model_config *mc, char *err, size_t errlen);
 
 /* Build the table for mc (allocates e). Layout: embed, per layer {attn norm,

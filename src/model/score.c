@@ -7,15 +7,18 @@
 #include "model/score.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "model/device.h"
 #include "model/model.h"
 #include "model/source.h"
 #include "util/alloc.h"
+#include "util/atomic_file.h"
 
 #define SCORE_BATCH_TOKENS 512
 
@@ -164,18 +167,37 @@ static void score_run_free(struct score_run *r) {
   if (r->m.params) model_free(&r->m);
 }
 
-/* The output file closed; an unfinished one removed (no partial output). */
-static int score_close(FILE *out, const char *path, int rc) {
-  if (fclose(out) && !rc) {
-    fprintf(stderr, "rlpt: %s: error writing the output\n", path);
+/* The output: a regular file (or a new one) is written whole or not at all
+ * (util/atomic_file.h), so a bad input line leaves an existing output as it was; a device
+ * or pipe (/dev/stdout) is written directly. */
+struct score_out {
+  struct atomic_file a;
+  int atomic;
+};
+
+static FILE *out_open(struct score_out *so, const char *path) {
+  struct stat sb;
+  so->atomic = stat(path, &sb) || S_ISREG(sb.st_mode);
+  if (so->atomic) return atomic_file_open(&so->a, path) ? NULL : so->a.f;
+  return fopen(path, "w");
+}
+
+/* The output closed: committed when rc is 0, else dropped (no partial output). */
+static int out_close(struct score_out *so, FILE *out, const char *path, int rc) {
+  int bad = 0;
+  if (!so->atomic) bad = fclose(out) != 0;
+  else if (rc) atomic_file_abort(&so->a);
+  else bad = atomic_file_commit(&so->a) != 0;
+  if (bad && !rc) {
+    fprintf(stderr, "rlpt: %s: error writing the output: %s\n", path, strerror(errno));
     rc = 1;
   }
-  if (rc) unlink(path);
   return rc;
 }
 
 int model_score(const struct model_score_opts *o) {
   struct score_run r = {.in_path = o->input};
+  struct score_out so = {0};
   FILE *in = fopen(o->input, "r");
   int rc = 0;
   if (!in) {
@@ -183,12 +205,12 @@ int model_score(const struct model_score_opts *o) {
     return 2;
   }
   rc = score_load(&r, o->model, o->device, longest_line(in));
-  if (!rc && !(r.out = fopen(o->output, "w"))) {
-    fprintf(stderr, "rlpt: %s: cannot create the output\n", o->output);
+  if (!rc && !(r.out = out_open(&so, o->output))) {
+    fprintf(stderr, "rlpt: %s: cannot create the output: %s\n", o->output, strerror(errno));
     rc = 2;
   }
   if (!rc) rc = score_file(&r, in);
-  if (r.out) rc = score_close(r.out, o->output, rc);
+  if (r.out) rc = out_close(&so, r.out, o->output, rc);
   fclose(in);
   score_run_free(&r);
   return rc;

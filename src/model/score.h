@@ -17,8 +17,9 @@ struct model_score_opts {
   const char *device;  /* auto|cpu|cuda */
 };
 
-/* Score o->input into o->output. A bad line is reported as INPUT:LINE with exit code 2
- * and no output file is left behind (nor after any other failure). MPI must be
+/* Score o->input into o->output. A bad line is reported as INPUT:LINE with exit code 2;
+ * the output is written to a temporary and renamed only when complete, so after any
+ * failure no partial output is left and an existing output file is unchanged. MPI must be
  * initialised (a checkpoint is read on MPI_COMM_SELF). Returns 0, 2 (bad input) or 1. */
 int model_score(const struct model_score_opts *o);
 

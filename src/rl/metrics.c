@@ -48,6 +48,8 @@ const struct metric_field metric_fields[] = {
       "self_consistency: share of groups (with a reference answer) whose majority answer is right"),
     F(skipped_nonfinite, "training/skipped_nonfinite",
       "optimizer steps skipped for a non-finite gradient"),
+    F(params_nonfinite, "training/params_nonfinite",
+      "policy and critic parameters that are NaN or Inf after the step's updates (0 when healthy)"),
     F(reward_nonfinite, "training/reward_nonfinite", "NaN/Inf rewards replaced by 0"),
     F(reward_errors, "training/reward_errors",
       "samples scored 0 because a sandbox did not start or a [reward] command request failed (null "

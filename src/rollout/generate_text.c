@@ -8,14 +8,15 @@
 #include <string.h>
 
 #include "deck/config.h"
-#include "io/model_h5.h"
 #include "model/device.h"
 #include "model/import.h"
 #include "model/model.h"
+#include "model/source.h"
 #include "rollout/engine.h"
 #include "tasks/chat.h"
 #include "tokenizer/tokenizer.h"
 #include "util/alloc.h"
+#include "util/utf8.h"
 
 void generate_text_defaults(struct generate_text_opts *o) {
   struct config def;
@@ -64,11 +65,20 @@ static cJSON *int_array(const int32_t *t, int n) {
   return a;
 }
 
+/* JSON strings must be valid UTF-8: a response cut inside a multi-byte character (a
+ * byte-level BPE token at a time) and a prompt from the command line get U+FFFD where
+ * their bytes are not (the tokens keep the exact ids). */
 static void print_json(const struct generate_text_opts *o, const struct sample *s, const char *text) {
   cJSON *obj = cJSON_CreateObject(), *lp = cJSON_CreateArray();
-  cJSON_AddStringToObject(obj, "prompt", o->prompt);
+  size_t np = strlen(o->prompt), nt = strlen(text);
+  char *prompt = malloc_check(UTF8_SANITIZED_MAX(np)), *valid = malloc_check(UTF8_SANITIZED_MAX(nt));
+  utf8_sanitize(o->prompt, np, prompt);
+  utf8_sanitize(text, nt, valid);
+  cJSON_AddStringToObject(obj, "prompt", prompt);
   cJSON_AddItemToObject(obj, "prompt_tokens", int_array(s->prompt, s->n_prompt));
-  cJSON_AddStringToObject(obj, "text", text);
+  cJSON_AddStringToObject(obj, "text", valid);
+  free(prompt);
+  free(valid);
   cJSON_AddItemToObject(obj, "tokens", int_array(s->resp, s->n_resp));
   for (int i = 0; i < s->n_resp; i++) cJSON_AddItemToArray(lp, num7(s->logprobs[i]));
   cJSON_AddItemToObject(obj, "logprobs", lp);
@@ -88,10 +98,19 @@ static void print_text(const struct sample *s, const char *text) {
   printf("\n");
 }
 
-/* An rlpt model file's config, checked against the character tokenizer and the length. */
-static int h5_config(const struct generate_text_opts *o, int n_prompt, struct model_config *mc) {
-  int rc = model_h5_read_config(o->model, mc);
+/* An rlpt model file, checkpoint file or checkpoint directory through model/source.h (a
+ * checkpoint fully validated, CRCs included, as eval, score and convert read it), checked
+ * against the character tokenizer and the length. */
+static int h5_config(const struct generate_text_opts *o, int n_prompt, struct model_source *ms) {
+  int rc = model_source_load(o->model, "generate", "--model", ms);
+  const struct model_config *mc = &ms->mc;
   if (rc) return rc;
+  if (ms->kind == MODEL_SRC_HF || ms->kind == MODEL_SRC_GGUF) {
+    fprintf(stderr, "rlpt: generate: --model %s is a %s: write %s%s to use it with its own "
+            "tokenizer\n", o->model, ms->kind == MODEL_SRC_HF ? "Hugging Face directory" : "GGUF file",
+            ms->kind == MODEL_SRC_HF ? "hf:" : "gguf:", o->model);
+    return 2;
+  }
   if (mc->vocab_size < TOK_CHAR_VOCAB) {
     fprintf(stderr, "rlpt: %s: vocabulary %d is smaller than the character tokenizer's %d ids\n",
             o->model, mc->vocab_size, TOK_CHAR_VOCAB);
@@ -109,23 +128,29 @@ static int h5_config(const struct generate_text_opts *o, int n_prompt, struct mo
 static int load_model(struct model *m, const struct generate_text_opts *o, struct config *cfg,
                       int n_prompt) {
   struct model_config mc;
+  struct model_source ms;
   char err[1024];
   int rc;
+  memset(&ms, 0, sizeof ms);
   cfg->model.max_seq = n_prompt + o->max_new;  /* must fit the file's context */
   if (imported(o) && (rc = model_import_config(cfg, &mc, err, sizeof err)))
     fprintf(stderr, "rlpt: generate: %s\n", err);
   else if (!imported(o))
-    rc = h5_config(o, n_prompt, &mc);
-  if (rc) return rc;
+    rc = h5_config(o, n_prompt, &ms), mc = ms.mc;
+  if (rc) {
+    model_source_free(&ms);
+    return rc;
+  }
   /* one prefill (or a preempted sample's recompute) plus one decode row per sample */
   long budget = (long)n_prompt + o->max_new + o->n;
   const struct backend_ops *ops = device_backend_named(o->device, err, sizeof err);
-  if (!ops) {
-    fprintf(stderr, "rlpt: generate: %s\n", err);
-    return 2;
+  if (!ops) fprintf(stderr, "rlpt: generate: %s\n", err);
+  rc = !ops ? 2 : model_create(m, &mc, (int)budget, ops) ? 1 : 0;
+  if (!imported(o) || rc) {
+    if (!rc) memcpy(m->params, ms.params, sizeof(float) * m->table.total);
+    model_source_free(&ms);
+    return rc;
   }
-  if (model_create(m, &mc, (int)budget, ops)) return 1;
-  if (!imported(o)) return model_h5_read_params(o->model, &m->table, m->params);
   rc = model_import_params(m, o->model, err, sizeof err);
   if (rc) fprintf(stderr, "rlpt: generate: %s\n", err);
   return rc;

@@ -3,13 +3,18 @@
  * every RL steps and after the last one: the policy, the AdamW moments and
  * step, the reference policy when there is one, the data cursor (the next RL
  * prompt index), the PPO critic, the run state of run/restart.h (with the difficulty
- * filter's state) and the canonical deck. A failed write follows [checkpoint] on_error: abort stops the job,
- * continue warns and trains on. */
+ * filter's state) and the canonical deck. A failed write follows [checkpoint] on_error (run/loop.c): abort stops the
+ * job with exit 2 on every rank, continue warns, trains on and counts it for the
+ * end of the run. The directory is checked at start-up, by every rank that writes. */
 #include "run/checkpoint.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "io/ckpt.h"
 #include "run/partial.h"
@@ -41,7 +46,7 @@ static void full_moments(const struct trainer *t, const struct model *m, const s
   *vv = *tmp_v;
 }
 
-void run_checkpoint(struct run *r, long step) {
+int run_checkpoint(struct run *r, long step) {
   struct trainer *t = r->trainer;
   struct ckpt_state st;
   memset(&st, 0, sizeof st);
@@ -76,9 +81,45 @@ void run_checkpoint(struct run *r, long step) {
   free(st.used_keys);
   free(st.difficulty);
   for (int i = 0; i < 4; i++) free(tmp[i]);
-  if (rc != CKPT_OK && r->cfg->checkpoint.on_error == CKPT_ON_ERROR_ABORT)
-    die_local("step %ld: the checkpoint could not be written ([checkpoint] on_error = abort)", step);
-  if (rc != CKPT_OK && r->comms.place.dp == 0)
+  if (rc != CKPT_OK && r->comms.place.dp == 0 &&
+      r->cfg->checkpoint.on_error == CKPT_ON_ERROR_CONTINUE)
     fprintf(stderr, "rlpt: step %ld: checkpoint not written; training on ([checkpoint] on_error = "
             "continue)\n", step);
+  return rc;
+}
+
+/* mkdir -p of dir by rank 0 of comm, then a probe file created and removed by every rank
+ * of it (MPI-IO writes from all of them; another node may mount it differently). The
+ * lowest failing rank prints the reason. 0 or 2 on every rank of comm. */
+static int dir_writable(const struct run *r, const char *dir, MPI_Comm comm) {
+  int me = 0, rc = 0;
+  char why[512] = "", probe[4200];
+  MPI_Comm_rank(comm, &me);
+  if (me == 0 && ckpt_mkdirs(dir)) {
+    snprintf(why, sizeof why, "cannot create the directory: %s", strerror(errno));
+    rc = 2;
+  }
+  if (!error_agree(comm, rc)) {
+    char host[256] = "?";
+    gethostname(host, sizeof host);
+    host[sizeof host - 1] = '\0';
+    snprintf(probe, sizeof probe, "%s/.rlpt_probe.%d.%ld", dir, r->comms.world_rank, (long)getpid());
+    int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    if (fd < 0 || close(fd) || unlink(probe)) {
+      snprintf(why, sizeof why, "rank %d (host %s) cannot write in it: %s", r->comms.world_rank,
+               host, strerror(errno));
+      rc = 2;
+    }
+  }
+  int mine = rc ? me : INT_MAX, first = INT_MAX;
+  MPI_CHECK(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm));
+  if (rc && me == first)
+    fprintf(stderr, "rlpt: run: [checkpoint] dir = %s: %s (checked at start-up: a checkpoint, "
+            "even a signal's, would fail)\n", dir, why);
+  return error_agree(comm, rc);
+}
+
+int run_ckpt_dir_check(struct run *r) {
+  int rc = r->is_train ? dir_writable(r, r->cfg->checkpoint.dir, r->comms.role_comm[ROLE_TRAIN]) : 0;
+  return error_agree(MPI_COMM_WORLD, rc);
 }

@@ -5,12 +5,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "monitor/watch.h"
 #include "mpi/xfer.h"
 #include "rl/dynsamp.h"
 #include "run/difficulty_sync.h"
 #include "run/partial.h"
+#include "run/progress.h"
 #include "run/route.h"
 #include "run/run.h"
 #include "util/alloc.h"
@@ -29,6 +31,7 @@ int run_prompt_tokens(const struct run *r, const struct task_prompt *p, struct s
 void controller_send_prompts(struct run *r, long step, int round) {
   long P = r->cfg->algo.prompts_per_step;
   int R = r->comms.counts.rollout_instances;
+  progress_rounds(r, round + 1);
   struct sample_batch b;
   sample_batch_init(&b);
   for (int i = 0; i < R; i++) {
@@ -43,7 +46,18 @@ void controller_send_prompts(struct run *r, long step, int round) {
       s->weight_version = r->weight_version;
       if (run_prompt_tokens(r, &tp, s) != 0) die_local("prompt '%s' does not encode", tp.text);
     }
-    if (b.n) route_send(r, &b, r->rollout_world[i], BOX_PROMPTS, XFER_TAG_PROMPTS);
+    /* under the watchdog's deadline too: a rollout rank stuck since the previous step (after
+     * its weight sync) never takes its prompts */
+    if (b.n && route_send_until(r, &b, r->rollout_world[i], BOX_PROMPTS, XFER_TAG_PROMPTS,
+                                r->cfg->run.phase_timeout_s) != XFER_OK) {
+      char roles[64];
+      struct rank_place p;
+      roles_place(&r->comms.counts, r->rollout_world[i], &p);
+      die_local("watchdog: rl step %ld: rank %d (%s) did not take the prompts of the step within "
+                "[run] phase_timeout_s = %g s (stuck since its previous step); stopping the job",
+                step, r->rollout_world[i], roles_mask_str(p.roles, roles, sizeof roles),
+                r->cfg->run.phase_timeout_s);
+    }
   }
   sample_batch_free(&b);
 }
@@ -63,17 +77,39 @@ static int stage_of(const struct run *r, int rank, const char **what, const char
   return 2;
 }
 
-__attribute__((noreturn)) static void watchdog_fire(const struct run *r, const char *expect, const char *got, const char *phase,
+/* The stalled rank by the RL step's stage markers (run/progress.h; separate layout): the
+ * earliest stage among the ranks at work, not the ones waiting on them. -1: none found. */
+static int marked_culprit(struct run *r, const char *expect, const char *got, const char **what,
+                          int *stage) {
+  int worst = -1;
+  progress_poll(r);
+  for (int w = 1; w < r->comms.world_size; w++) {
+    const char *wh;
+    int st = progress_stage(r, w, expect[w] ? got[w] : 1, &wh);
+    if (st >= 0 && st < *stage) *stage = st, worst = w, *what = wh;
+  }
+  return worst;
+}
+
+/* The watchdog: name the rank that stalls (the earliest stage of the pipeline among the
+ * ranks still at work) and stop the job. In an RL step of the separate layout the stage
+ * markers tell a rank that waits on another from one that works; else a rank's role gives
+ * its stage. */
+__attribute__((noreturn)) static void watchdog_fire(struct run *r, const char *expect, const char *got, const char *phase,
                           long step) {
-  int worst = -1, worst_stage = 99;
+  int worst_stage = 99;
   const char *what = "";
   char others[512] = "";
   size_t o = 0;
+  int worst = !strcmp(phase, "rl") && !r->comms.counts.colocated
+                  ? marked_culprit(r, expect, got, &what, &worst_stage) : -1;
+  int named = worst;
   for (int w = 0; w < r->comms.world_size; w++) {
-    if (!expect[w] || got[w]) continue;
+    int busy = expect[w] && !got[w];
+    if (!busy && w != named) continue;  /* the named rank may have reported its partial */
     const char *wh;
-    int st = stage_of(r, w, &wh, phase);
-    if (st < worst_stage) { worst_stage = st; worst = w; what = wh; }
+    int st = busy ? stage_of(r, w, &wh, phase) : 99;
+    if (named < 0 && st < worst_stage) { worst_stage = st; worst = w; what = wh; }
     if (o + 16 < sizeof others) o += (size_t)snprintf(others + o, sizeof others - o, " %d", w);
   }
   struct rank_place p;
@@ -115,6 +151,17 @@ void controller_collect(struct run *r, const char *expect, const char *phase, lo
     got[from] = 1;
     left--;
     free(buf);
+  }
+  /* an RL step's stage markers: every one before the step is logged (none is left for the
+   * next step), under the same deadline */
+  if (!strcmp(phase, "rl")) {
+    double sleep_s = 50e-6;
+    for (progress_poll(r); progress_missing(r) > 0; progress_poll(r)) {
+      if (clock_seconds() > deadline) watchdog_fire(r, expect, got, phase, step);
+      struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)(sleep_s * 1e9)};
+      nanosleep(&ts, NULL);
+      sleep_s = sleep_s < 1e-3 ? 2 * sleep_s : 2e-3;
+    }
   }
   free(got);
 }
@@ -187,6 +234,26 @@ static void log_rewards(const struct run *r, const double *q, struct step_metric
   if (q[PS_T_GEN] > 0) m->gen_tok_per_s = q[PS_GEN_TOK] / q[PS_T_GEN];
 }
 
+/* The first few steps with skipped updates, said on the console (the metrics count them
+ * all); parameters that turned NaN/Inf, always (the run stops at the step's boundary). */
+#define SKIP_WARNINGS 3
+
+static void warn_nonfinite(struct run *r, const struct step_metrics *m) {
+  const char *ph = metrics_phase_name(m->phase);
+  if (m->skipped_nonfinite > 0 && r->nonfinite_warned < SKIP_WARNINGS) {
+    r->nonfinite_warned++;
+    printf("rlpt: WARNING: %s step %ld: %g optimizer update%s skipped: the gradient norm is NaN or "
+           "Inf (parameters and moments unchanged; skipped_nonfinite in the metrics)%s\n", ph, m->step,
+           m->skipped_nonfinite, m->skipped_nonfinite == 1 ? "" : "s",
+           r->nonfinite_warned == SKIP_WARNINGS ? "; further ones are only counted there" : "");
+  }
+  if (m->params_nonfinite > 0)
+    printf("rlpt: WARNING: %s step %ld: %g parameters are NaN or Inf after the update "
+           "(params_nonfinite; [optim] eps = %g, lr = %g): the run stops\n", ph, m->step,
+           m->params_nonfinite, r->cfg->optim.eps, m->lr);
+  fflush(stdout);
+}
+
 void controller_log_step(struct run *r, const double *q, enum metrics_phase phase, long step,
                          double step_s) {
   struct step_metrics m;
@@ -216,6 +283,7 @@ void controller_log_step(struct run *r, const double *q, enum metrics_phase phas
   }
   if (metrics_log_step(&r->mlog, &m, stdout) != 0)
     die_local("writing the metrics file %s failed", r->cfg->log.metrics_path);
+  warn_nonfinite(r, &m);
   if (phase == PHASE_RL) {  /* a console line the first time each kind of finding appears */
     if (!r->watch) r->watch = watch_new();
     watch_step(r->watch, &m, stdout);

@@ -35,12 +35,6 @@ static long round_at(const struct config *c, long s) {
   return -1;
 }
 
-int rejection_sft_rounds_left(const struct run *r, long s) {
-  const struct config *c = r->cfg;
-  return r->cfg->sft.source == SFT_SOURCE_REJECTION &&
-         (c->sft.rejection_rounds - 1) * c->sft.steps / c->sft.rejection_rounds >= s;
-}
-
 static int keep(int keep_mode, int correct) {
   return keep_mode == SFT_KEEP_ALL || correct == (keep_mode == SFT_KEEP_CORRECT);
 }

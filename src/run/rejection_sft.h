@@ -39,8 +39,6 @@ void rejection_pool_free(struct rejection_pool *p);
 
 /* Every rank, before 0-based SFT step s: at a round's first step, the round (above). */
 void rejection_sft_round(struct run *r, struct rejection_pool *p, long s);
-/* 1 when a rank without a train or controller role still has a round at or after step s. */
-int rejection_sft_rounds_left(const struct run *r, long s);
 
 /* Train ranks: examples k0 .. k0 + n - 1 of 0-based step s into b (none when the pool is
  * empty). 0, or 2 with a message (a sample longer than max_seq), 1 when out of memory. */

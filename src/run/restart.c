@@ -34,13 +34,15 @@ static double ctrl_get(const struct ckpt_state *st, const char *name) {
 void restart_fill(const struct run *r, struct ckpt_state *st, long step, int phase_rl) {
   const struct trainer *t = r->trainer;
   uint64_t P = (uint64_t)r->cfg->algo.prompts_per_step;
+  int in_sft = !phase_rl && r->sft_ckpt_step > 0;  /* the trainer's state is SFT's */
   st->n_ctrl = 0;
   ctrl_put(st, "phase_rl", phase_rl);
-  ctrl_put(st, "trainer_step", phase_rl ? (double)t->step : 0);
-  ctrl_put(st, "trainer_update", phase_rl ? (double)t->update : 0);
+  ctrl_put(st, "trainer_step", phase_rl || in_sft ? (double)t->step : 0);
+  ctrl_put(st, "trainer_update", phase_rl || in_sft ? (double)t->update : 0);
   /* NaN never reaches a checkpoint: -1 stands for "no post-SFT eval" */
   ctrl_put(st, "sft_pass1", isfinite(r->sft_pass1) ? r->sft_pass1 : -1);
   ctrl_put(st, "prompts_per_step", (double)P);
+  ctrl_put(st, "sft_step", in_sft ? (double)r->sft_ckpt_step : -1);
   if (!phase_rl) st->has_ref = 0;  /* the reference is snapshotted when RL begins */
   st->n_rng = 0;  /* every random draw is keyed by (seed, step, ...): no generator state */
   st->data = (struct ckpt_data_cursor){ .cursor = (uint64_t)step * P, .epoch = 0,
@@ -65,6 +67,13 @@ static int restart_resolve(struct run *r, char *path, size_t len) {
   return rc;
 }
 
+/* The SFT step of a mid-SFT checkpoint (SFT steps done), else 0 (SFT complete: an RL or a
+ * boundary checkpoint, or one written before SFT checkpoints existed). */
+static long sft_step_of(const struct ckpt_state *st) {
+  double k = ctrl_get(st, "sft_step");
+  return isfinite(k) && k > 0 && ctrl_get(st, "phase_rl") == 0 ? (long)k : 0;
+}
+
 /* The checkpoint's run state against the deck; the train root prints why not. 0 or 2. */
 static int restart_check(const struct run *r, const struct ckpt_state *st, const char *path) {
   double phase = ctrl_get(st, "phase_rl"), P = ctrl_get(st, "prompts_per_step");
@@ -85,6 +94,15 @@ static int restart_check(const struct run *r, const struct ckpt_state *st, const
     why = buf;
   } else if (phase == 1 && !st->has_optim) {
     why = "it has no /optim (AdamW moments) for an RL step";
+  } else if (sft_step_of(st) > r->cfg->sft.steps) {
+    snprintf(buf, sizeof buf, "it is of SFT step %ld but [sft] steps = %ld", sft_step_of(st),
+             r->cfg->sft.steps);
+    why = buf;
+  } else if (sft_step_of(st) > 0 && !st->has_optim) {
+    why = "it has no /optim (AdamW moments) for an SFT step";
+  } else if (sft_step_of(st) > 0 && r->cfg->sft.source == SFT_SOURCE_REJECTION) {
+    why = "it stopped inside rejection-sampling SFT, whose round of kept samples is not in a checkpoint "
+          "(restart from the run's start or from an RL step's checkpoint)";
   }
   if (why && r->comms.place.role_rank[ROLE_TRAIN] == 0)
     fprintf(stderr, "rlpt: run: restart from %s: %s\n", path, why);
@@ -93,7 +111,7 @@ static int restart_check(const struct run *r, const struct ckpt_state *st, const
 
 /* What every rank learns of the checkpoint (from the train root, which read it). */
 struct restart_summary {
-  long step, weight_version;
+  long step, weight_version, sft_step;
   int phase_rl;
   double sft_pass1;
   char path[4096], desc[512];
@@ -106,6 +124,10 @@ static void restart_print(const struct run *r, const struct restart_summary *m) 
     printf("restart: phase rl, step %ld (weight_version %ld) done; continuing with RL step %ld of %ld on "
            "%d train rank(s); metrics appended to %s\n", m->step, m->weight_version, m->step + 1,
            r->cfg->run.steps, r->comms.counts.train, r->cfg->log.metrics_path);
+  else if (m->sft_step > 0)
+    printf("restart: phase sft, step %ld of %ld done; continuing SFT with step %ld on %d train "
+           "rank(s); metrics appended to %s\n", m->sft_step, r->cfg->sft.steps, m->sft_step + 1,
+           r->comms.counts.train, r->cfg->log.metrics_path);
   else
     printf("restart: phase sft done (post-SFT greedy pass@1 %.3f); starting RL on %d train rank(s); "
            "metrics appended to %s\n", m->sft_pass1, r->comms.counts.train, r->cfg->log.metrics_path);
@@ -143,6 +165,7 @@ int restart_load(struct run *r, struct restart_point *rp) {
     m->step = st->step;
     m->weight_version = st->weight_version;
     m->phase_rl = ctrl_get(st, "phase_rl") == 1;
+    m->sft_step = sft_step_of(st);
     m->sft_pass1 = ctrl_get(st, "sft_pass1");
     ckpt_describe(st, m->desc, sizeof m->desc);
   }
@@ -153,6 +176,7 @@ int restart_load(struct run *r, struct restart_point *rp) {
     rp->active = 1;
     rp->phase_rl = m->phase_rl;
     rp->step = m->phase_rl ? m->step : 0;
+    rp->sft_step = m->sft_step;
     rp->sft_pass1 = m->sft_pass1 >= 0 ? m->sft_pass1 : NAN;
     snprintf(rp->path, sizeof rp->path, "%s", m->path);
     r->weight_version = m->weight_version;
@@ -164,7 +188,9 @@ int restart_load(struct run *r, struct restart_point *rp) {
     trainer_host_changed(t);
     t->weight_version = st->weight_version;
     async_ckpt_restore(r, st);  /* separate_async: the buffered groups, for the mode's begin */
-    if (rp->phase_rl) rp->st = st;  /* restart_apply_rl takes the RL state after trainer_begin_rl */
+    /* restart_apply_rl takes the RL state after trainer_begin_rl, restart_apply_sft the SFT
+     * state after trainer_begin_sft */
+    if (rp->phase_rl || rp->sft_step > 0) rp->st = st;
   }
   if (!rp->st && st) {
     ckpt_state_free(st);
@@ -185,9 +211,22 @@ static void restore_moments(const struct trainer *t, const struct model *m, stru
   o->t = adam_t;
 }
 
+void restart_apply_sft(struct run *r, struct restart_point *rp) {
+  struct ckpt_state *st = rp->st;
+  if (!st || rp->phase_rl) return;
+  struct trainer *t = r->trainer;
+  restore_moments(t, &t->policy, &t->opt, st->adam_m, st->adam_v, st->adam_t);
+  t->step = (long)ctrl_get(st, "trainer_step");
+  t->update = (long)ctrl_get(st, "trainer_update");
+  trainer_host_changed(t);
+  ckpt_state_free(st);
+  free(st);
+  rp->st = NULL;
+}
+
 void restart_apply_rl(struct run *r, struct restart_point *rp) {
   struct ckpt_state *st = rp->st;
-  if (!st) return;
+  if (!st || !rp->phase_rl) return;
   struct trainer *t = r->trainer;
   size_t n = t->policy.table.total;
   restore_moments(t, &t->policy, &t->opt, st->adam_m, st->adam_v, st->adam_t);
@@ -215,22 +254,25 @@ void restart_apply_rl(struct run *r, struct restart_point *rp) {
 }
 
 /* Whether a metrics line belongs to the part of the run a restart after RL step
- * `step` keeps: every SFT line and, after the SFT -> RL boundary, RL steps and evals <= step. */
-static int line_kept(const char *line, long step, int phase_rl) {
+ * `step` keeps: every SFT line and, after the SFT -> RL boundary, RL steps and evals <= step;
+ * from a mid-SFT checkpoint (sft_step > 0) only the SFT step lines 1..sft_step. */
+static int line_kept(const char *line, long step, int phase_rl, long sft_step) {
   cJSON *o = cJSON_Parse(line);
   if (!o) return 0;  /* a torn last line of a killed run */
   const cJSON *ph = cJSON_GetObjectItemCaseSensitive(o, "phase");
   const cJSON *sp = cJSON_GetObjectItemCaseSensitive(o, "step");
   int keep = 0;
   if (cJSON_IsString(ph) && cJSON_IsNumber(sp)) {
-    if (!strcmp(ph->valuestring, "sft")) keep = 1;
+    int sft = !strcmp(ph->valuestring, "sft");
+    if (sft_step > 0) keep = sft && sp->valuedouble >= 1 && sp->valuedouble <= (double)sft_step;
+    else if (sft) keep = 1;
     else keep = phase_rl ? sp->valuedouble <= (double)step : 0;
   }
   cJSON_Delete(o);
   return keep;
 }
 
-int restart_trim_metrics(const char *path, long step, int phase_rl) {
+int restart_trim_metrics(const char *path, long step, int phase_rl, long sft_step) {
   if (!path || !path[0]) return 0;
   FILE *f = fopen(path, "r");
   if (!f) return errno == ENOENT ? 0 : -1;
@@ -244,7 +286,7 @@ int restart_trim_metrics(const char *path, long step, int phase_rl) {
   int err = 0;
   while ((n = getline(&line, &cap, f)) > 0) {
     if (line[n - 1] != '\n') break;  /* torn */
-    if (line_kept(line, step, phase_rl) && fputs(line, o) == EOF) err = 1;
+    if (line_kept(line, step, phase_rl, sft_step) && fputs(line, o) == EOF) err = 1;
   }
   free(line);
   fclose(f);

@@ -29,14 +29,22 @@ int route_slot_dp(const struct run *r, long n, long j) {
 }
 
 void route_send(struct run *r, struct sample_batch *b, int dest, enum run_box box, int tag) {
+  if (route_send_until(r, b, dest, box, tag, 0) != XFER_OK)
+    die_local("sending %d samples to rank %d timed out", b->n, dest);
+}
+
+int route_send_until(struct run *r, struct sample_batch *b, int dest, enum run_box box, int tag,
+                     double timeout_s) {
   if (dest == r->comms.world_rank) {
     if (sample_batch_move_all(&r->box[box], b) != 0) die_local("out of memory in the local inbox");
-    return;
+    return XFER_OK;
   }
-  int rc = xfer_send_batch(b, dest, tag, r->comms.world);
+  int rc = xfer_send_batch_until(b, dest, tag, r->comms.world, timeout_s);
+  if (rc == XFER_TIMEOUT) return rc;
   if (rc != XFER_OK)
     die_local("sending %d samples to rank %d failed: %s", b->n, dest, xfer_strerror(rc));
   sample_batch_clear(b);
+  return XFER_OK;
 }
 
 void route_recv(struct run *r, struct sample_batch *out, int src, enum run_box box, int tag) {

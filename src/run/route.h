@@ -22,6 +22,11 @@ int route_instance_reward(const struct run *r, int instance);
 int route_slot_dp(const struct run *r, long n, long j);
 /* Send batch b (emptied) to world rank dest: MPI, or the local inbox when dest is this rank. */
 void route_send(struct run *r, struct sample_batch *b, int dest, enum run_box box, int tag);
+/* The same with a deadline on dest's taking it (timeout_s <= 0: none): XFER_OK, or
+ * XFER_TIMEOUT (b kept) when dest did not start receiving in time (the controller's
+ * watchdog on a rank that never came back for its prompts). */
+int route_send_until(struct run *r, struct sample_batch *b, int dest, enum run_box box, int tag,
+                     double timeout_s);
 /* Receive one batch from world rank src (local inbox when src is this rank) and append it
  * to out. A transfer error is fatal (die_local); no deadline: the controller's watchdog
  * names a stalled peer. */

@@ -26,6 +26,7 @@ struct mode_ops;
 struct doctor_watch;
 struct pref_state;
 struct async_state;
+struct progress;
 
 /* Local inbox slots: messages a rank sends to itself (run/route.h). */
 enum run_box { BOX_PROMPTS, BOX_SAMPLES, BOX_REWARDS, BOX_COUNT };
@@ -70,6 +71,14 @@ struct run {
   struct pref_state *pref;          /* preference runs (run/pref_mode.h): the pairs; NULL otherwise */
   struct tb_events samples_tb;      /* train dp 0: [log] tensorboard_dir's samples file (run/
                                        samples_log.h); .f NULL: none */
+  long sft_ckpt_step;               /* train ranks, while an SFT checkpoint is written: its SFT
+                                       step (run/restart.h); 0 otherwise */
+  int ckpt_tried, ckpt_failed;      /* every rank: checkpoints attempted, and not written
+                                       (agreed; the end-of-run warning) */
+  int nonfinite_warned;             /* controller: skipped-update warnings printed so far */
+  MPI_Request sft_agree_req;        /* every rank: the SFT steps' pending agreement (run/loop.c) */
+  int sft_agree[2];                 /* its buffer: signal, NaN/Inf parameters */
+  struct progress *progress;        /* controller: the RL step's stage markers (run/progress.h) */
 };
 
 #endif

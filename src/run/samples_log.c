@@ -13,18 +13,23 @@
 #include <string.h>
 
 #include "run/run.h"
+#include "util/utf8.h"
 
 #define SAMPLES_LOG_GROUPS 2 /* groups written per logged step */
 #define SAMPLES_TB_TAG "samples/responses"
 #define SAMPLES_TB_COLS 4    /* prompt, response, reward, finish reason */
 
-/* The text of ids (padding rows past the tokenizer skipped), or NULL (logged as "") when
- * it does not decode. */
+/* The text of ids (padding rows past the tokenizer skipped) as valid UTF-8 (a response cut
+ * inside a character gets U+FFFD: JSON and TensorBoard need UTF-8), or NULL (logged as "")
+ * when it does not decode. */
 static char *decode(const struct tokenizer *tok, const int32_t *ids, int n) {
-  char *text = NULL;
+  char *text = NULL, *valid = NULL;
   size_t len = 0;
-  tokenizer_decode_generated(tok, (const int *)ids, (size_t)n, &text, &len);
-  return text;
+  if (tokenizer_decode_generated(tok, (const int *)ids, (size_t)n, &text, &len) == TOK_OK && text &&
+      (valid = malloc(UTF8_SANITIZED_MAX(len))))
+    utf8_sanitize(text, len, valid);
+  free(text);
+  return valid;
 }
 
 static cJSON *sample_json(const struct sample *s, const char *prompt, const char *resp, long step) {

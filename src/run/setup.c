@@ -13,11 +13,13 @@
 #include "monitor/watch.h"
 #include "rl/reward_model.h"
 #include "rollout/engine.h"
-#include "run/difficulty_sync.h"
 #include "run/async_step.h"
+#include "run/checkpoint.h"
+#include "run/difficulty_sync.h"
 #include "run/mode.h"
 #include "run/partial.h"
 #include "run/pref_mode.h"
+#include "run/progress.h"
 #include "run/reward_service.h"
 #include "run/run.h"
 #include "run/samples_log.h"
@@ -191,7 +193,9 @@ int run_setup(struct run *r) {
   if (rc && r->comms.world_rank == 0) fprintf(stderr, "rlpt: run: %s\n", err);
   if (rc) return rc;
   print_banner(r);
-  return setup_roles(r);
+  rc = setup_roles(r);
+  /* before any work: an unwritable [checkpoint] dir is found now, not after SFT */
+  return rc ? rc : run_ckpt_dir_check(r);
 }
 
 void run_teardown(struct run *r) {
@@ -216,5 +220,6 @@ void run_teardown(struct run *r) {
   pref_mode_free(r);
   reward_free(&r->rcfg);
   task_free(&r->task);
+  progress_free(r);
   tokenizer_free(&r->tok);
 }

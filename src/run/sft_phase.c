@@ -2,9 +2,12 @@
  * (each DP rank packs its contiguous share of every step's global batch from
  * the task's train split, train/trainer.h's SFT data path); train dp 0 reports each
  * step's metrics to the controller, which logs a `phase sft` line and watches
- * the step's deadline. Nothing else runs during SFT: the other ranks wait for
- * the weight broadcast that follows it; with [sft] source = rejection the rollout ranks also
- * generate each round's examples (run/rejection_sft.h). */
+ * the step's deadline. The other ranks take part in each step's stop check (run/loop.h
+ * run_sft_stop_check: a signal stops SFT at the next step with a checkpoint) and, with
+ * [sft] source = rejection, the rollout ranks generate each round's examples
+ * (run/rejection_sft.h); then all wait for the weight broadcast that follows SFT. A restart
+ * from an SFT checkpoint continues with the step after it, the trainer's SFT state restored
+ * (run/restart.h; not inside rejection SFT, whose pool is not checkpointed). */
 #include "run/sft_phase.h"
 
 #include <math.h>
@@ -12,8 +15,10 @@
 #include <stdlib.h>
 
 #include "run/controller.h"
+#include "run/loop.h"
 #include "run/partial.h"
 #include "run/rejection_sft.h"
+#include "run/restart.h"
 #include "run/run.h"
 #include "train/trainer.h"
 #include "util/alloc.h"
@@ -42,12 +47,15 @@ static void sft_train_step(struct run *r, struct sft_batch *b, long step, struct
   metrics_free(&m);
 }
 
-void sft_phase_run(struct run *r) {
-  long S = r->cfg->sft.steps;
-  if (S <= 0) return;
+int sft_phase_run(struct run *r, struct restart_point *rp, int *rc) {
+  long S = r->cfg->sft.steps, done = rp ? rp->sft_step : 0;
+  int stopped = 0;
+  if (S <= 0) return 0;
+  r->sft_agree_req = MPI_REQUEST_NULL;  /* no lagged stop agreement yet (run/loop.h) */
   struct sft_batch b;
   sft_batch_init(&b);
   if (r->is_train) trainer_begin_sft(r->trainer);
+  if (r->is_train && rp) restart_apply_sft(r, rp);
   int train0 = r->train_world[0];
   struct rejection_pool *pool = rejection_pool_new(r);
   char *expect = calloc_check((size_t)r->comms.world_size, 1);
@@ -55,11 +63,12 @@ void sft_phase_run(struct run *r) {
   expect[train0] = 1;
   if (r->is_ctl) {
     r->mlog.total_steps = S;
-    printf("sft: %ld steps of %ld examples (lr %g, warm-up %ld) on %d train rank(s)\n", S,
-           r->cfg->sft.batch_size, r->cfg->sft.lr, r->cfg->sft.warmup_steps, r->comms.counts.train);
+    printf("sft: %ld steps of %ld examples (lr %g, warm-up %ld) on %d train rank(s)%s\n", S,
+           r->cfg->sft.batch_size, r->cfg->sft.lr, r->cfg->sft.warmup_steps, r->comms.counts.train,
+           done ? ", continuing after the checkpoint's step" : "");
     fflush(stdout);
   }
-  for (long s = 1; s <= S; s++) {
+  for (long s = done + 1; s <= S && !stopped; s++) {
     double t0 = clock_seconds();
     rejection_sft_round(r, pool, s - 1);
     partial_reset(r, s, PK_SFT);
@@ -72,11 +81,13 @@ void sft_phase_run(struct run *r) {
       controller_collect(r, expect, "sft", s, q);
       controller_log_step(r, q, PHASE_SFT, s, clock_seconds() - t0);
     }
-    /* rollout / reward ranks: nothing to do but the rejection rounds */
-    if (!r->is_train && !r->is_ctl && !rejection_sft_rounds_left(r, s)) break;
+    /* every rank: a signal stops SFT here (the last step's boundary is the SFT -> RL one) */
+    if (s < S) stopped = run_sft_stop_check(r, s, rc);
   }
+  if (!stopped) run_sft_stop_end(r);
   rejection_pool_free(pool);
   free(expect);
   free(q);
   sft_batch_free(&b);
+  return stopped;
 }

@@ -36,6 +36,8 @@ int signals_agree(MPI_Comm comm) {
   return all;
 }
 
+int signals_local(void) { return (int)got_signal; }
+
 const char *signals_name(int sig) {
   switch (sig) {
     case SIGTERM: return "SIGTERM";

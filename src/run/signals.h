@@ -5,9 +5,10 @@
  * to the same rank means "now": it exits at once (status 128 + signal) without
  * touching the checkpoint directory, so `latest` still names the last complete
  * checkpoint (an interrupted write leaves only a step_N.h5.tmp behind).
- * The boundaries are those of the RL steps (after the step's eval, if any) and
- * the SFT -> RL boundary (after the post-SFT eval: checkpoint "step 0"); during
- * SFT only the train ranks work, so a signal then waits for the end of SFT.
+ * The boundaries are those of the RL steps (after the step's eval, if any), the
+ * SFT -> RL boundary (after the post-SFT eval: checkpoint "step 0") and every SFT step
+ * (a checkpoint "step 0" that records the SFT step, from which a restart continues SFT);
+ * an eval in progress is finished first.
  *
  * The handler only writes a sig_atomic_t and, on the second signal, calls
  * write(2) and _exit(2): async-signal-safe. The flag is the one piece of
@@ -24,6 +25,9 @@ void signals_install(void);
 /* Collective over comm: the largest signal number any rank received (0 = none),
  * agreed with a polite all-reduce (mpi/allreduce.h). */
 int signals_agree(MPI_Comm comm);
+/* This rank's own flag: the signal it got (0 = none), for an agreement that carries more
+ * than the signal in one all-reduce (run/loop.c). */
+int signals_local(void);
 /* "SIGTERM", "SIGUSR1", ... */
 const char *signals_name(int sig);
 

@@ -19,7 +19,8 @@
  *   train       trainer_rl_step (DP all-reduce inside), the weight broadcast over
  *               weight_comm from its rank 0 (train dp 0; NCCL or MPI: run/weight_sync.c),
  *               its metrics partial
- *   controller  collects every partial (watchdog: run/controller.h) and logs the line.
+ *   controller  collects every partial (watchdog: run/controller.h) and the step's stage
+ *               markers (run/progress.h), and logs the line.
  * The reward -> train batches move in (DP rank, reward rank) order, which cannot deadlock
  * when a rank is both (run/route.h). Each rank reports its partial as soon as its last
  * data-carrying role is done, so the watchdog can name the earliest stalled stage. */
@@ -36,6 +37,7 @@
 #include "run/difficulty_sync.h"
 #include "run/mode.h"
 #include "run/partial.h"
+#include "run/progress.h"
 #include "run/reward_service.h"
 #include "run/route.h"
 #include "run/run.h"
@@ -49,15 +51,18 @@
 
 /* ---- rollout ----------------------------------------------------------------- */
 
-/* Rollout ranks: G samples for each prompt of this instance's slice, to its reward rank. */
-static void generate_share(struct run *r, long step) {
+/* Rollout ranks: G samples for each prompt of this instance's slice, to its reward rank
+ * (the controller hears that they are generated before the hand-off: run/progress.h). */
+static void generate_share(struct run *r, long step, int round) {
   long P = r->cfg->algo.prompts_per_step;
   int R = r->comms.counts.rollout_instances, i = r->comms.place.instance;
   if (route_slice_lo(P, R, i) == route_slice_lo(P, R, i + 1)) return;
+  progress_stall_point(r, "rollout:prompts", step);
   struct sample_batch prompts, out;
   sample_batch_init(&prompts);
   sample_batch_init(&out);
   route_recv(r, &prompts, 0, BOX_PROMPTS, XFER_TAG_PROMPTS);
+  progress_stall_point(r, "rollout:generate", step);
   struct rollout_prompt *rp = calloc_check((size_t)prompts.n + 1, sizeof *rp);
   for (int k = 0; k < prompts.n; k++)
     rp[k] = (struct rollout_prompt){ .prompt_id = prompts.s[k].prompt_id, .group = prompts.s[k].group,
@@ -85,6 +90,7 @@ static void generate_share(struct run *r, long step) {
     struct sample *c = sample_batch_add(&sent);
     if (!c || sample_copy(c, &out.s[k]) != 0) die_local("out of memory");
   }
+  progress_mark(r, PROG_GEN, step, round);
   route_send(r, &out, r->reward_world[route_instance_reward(r, i)], BOX_SAMPLES, XFER_TAG_SAMPLES);
   if (measure) r->partial[PS_LPDIFF_ROLLOUT] = rollout_logprob_diff_max(r->rmodel, &sent);
   sample_batch_free(&sent);
@@ -200,6 +206,7 @@ static int score_round(struct run *r, const struct dynsamp *ds, struct sample_ba
     if (route_instance_reward(r, i) == j && route_slice_lo(P, R, i) < route_slice_lo(P, R, i + 1))
       route_recv(r, &b, r->rollout_world[i], BOX_SAMPLES, XFER_TAG_SAMPLES);
   if (b.n == 0) return -1;
+  progress_stall_point(r, "reward:score", (long)b.s[0].step);
   double t0 = clock_seconds();
   reward_score(r, &b);
   if (r->diff.on) difficulty_group_pass(r, &b, pass);
@@ -309,6 +316,7 @@ void train_share(struct run *r, const struct dynsamp *ds, struct sample_batch *b
   /* no group kept on any rank (every train rank knows n_sel): no update, the trainer's
    * metrics stay null; the step still takes its place in the LR schedule (indexed by RL
    * step, as veRL's per-step scheduler), so the schedule ends at [run] steps */
+  if (b.n > 0) progress_stall_point(r, "train:train", (long)b.s[0].step);
   if (n_sel > 0 && trainer_rl_step(r->trainer, &b, &m) != 0) die_local("the RL train step failed");
   if (n_sel == 0) r->trainer->step++;
   if (b.n > 0) samples_log_write(r, &b, (long)b.s[0].step);
@@ -349,7 +357,7 @@ void run_rounds(struct run *r, long step, struct dynsamp *ds, struct sample_batc
     sample_batch_init(&held[ds->rounds]);
     memset(pass, 0, sizeof(int64_t) * 3 * (size_t)ds->P);
     if (r->is_ctl) controller_send_prompts(r, step, ds->rounds);
-    if (r->is_rollout) generate_share(r, step);
+    if (r->is_rollout) generate_share(r, step, ds->rounds);
     if (r->is_reward) n_mine = score_round(r, ds, &held[ds->rounds], mine, pass);
     round_agree(r, ds, step, mine, n_mine);
     if (r->diff.on) difficulty_round_sync(r, pass);
@@ -379,6 +387,7 @@ void log_step(struct run *r, const struct dynsamp *ds, long step, double t0) {
 static void sync_step(struct run *r, long step) {
   double t0 = clock_seconds();
   partial_reset(r, step, PK_RL);
+  if (r->is_ctl) progress_begin(r, step);
   struct dynsamp ds;
   if (dynsamp_init(&ds, r->cfg->algo.prompts_per_step, r->cfg->algo.dynamic_sampling,
                    r->cfg->algo.max_resample_rounds) != 0)
@@ -390,7 +399,11 @@ static void sync_step(struct run *r, long step) {
   sample_batch_free(&in);
   int worker = r->is_rollout || r->is_reward || r->is_train;
   if (worker && !r->is_train) partial_report(r);
+  /* the weight sync's two ends tell the controller when they are in it (run/progress.h) */
+  if (r->is_train && r->comms.place.weight_rank == 0) progress_mark(r, PROG_TRAINED, step, 0);
+  if (r->is_rollout) progress_stall_point(r, "rollout:sync", step);
   run_sync_weights(r);
+  if (r->is_rollout) progress_mark(r, PROG_SYNCED, step, 0);
   if (r->is_train) partial_report(r);
   if (r->is_ctl) log_step(r, &ds, step, t0);
   dynsamp_free(&ds);

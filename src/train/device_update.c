@@ -162,10 +162,21 @@ int device_update_step(struct device_update *du, int k, struct model *m, struct 
   free(lo);
   return applied;
 }
+
+int device_update_params_finite(struct model *m) {
+  if (weights_to_device(&m->weights))
+    die_local("out of device memory for the weights (%zu parameters)", m->table.total);
+  return isfinite(cuda_sumsq(m->weights.dev, m->table.total));
+}
 #else
 int device_update_on(const struct model *m) {
   (void)m;
   return 0;
+}
+
+int device_update_params_finite(struct model *m) {
+  (void)m;
+  return 1;
 }
 
 int device_update_step(struct device_update *du, int k, struct model *m, struct adamw *opt,

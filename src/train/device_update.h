@@ -39,6 +39,9 @@ struct device_update;
 
 /* 1 when m's update runs on the device (m on a device backend of a CUDA build). */
 int device_update_on(const struct model *m);
+/* 1 when every parameter of m's device weights is finite (one device sum of squares);
+ * only for a model whose update runs on the device. */
+int device_update_params_finite(struct model *m);
 
 /* The updates over dp with [optim] settings of cfg (kept: it must outlive the object);
  * zero: ZeRO-1 slices (train/zero.h zero_opt_range's). Dies when out of memory. */

@@ -427,6 +427,7 @@ static void rl_metrics(struct rl_ctx *x, double diff, int n_upd, long skipped, d
   m->grad_norm = x->norm;
   m->lr = x->lr;
   m->skipped_nonfinite = (double)(t->skipped_nonfinite - skipped);
+  m->params_nonfinite = (double)trainer_params_nonfinite(t);
   m->t_ref = t_ref;
   m->t_train = t_train;
   m->train_tok_per_s = t_train > 0.0 ? v.tok_trained / t_train : NAN;

@@ -240,6 +240,20 @@ static int device_slot(const struct trainer *t, const struct model *m) {
   return m == &t->critic;
 }
 
+/* NaN/Inf values among m's parameters: one pass of the sum of squares (finite for any
+ * finite float32 values), counted value by value only when it is not. */
+static long count_nonfinite(struct model *m) {
+  size_t n = m->table.total;
+  if (device_update_on(m)) {
+    if (device_update_params_finite(m)) return 0;
+    weights_to_host(&m->weights);
+  }
+  if (isfinite(optim_sumsq(m->params, (long)n))) return 0;
+  long bad = 0;
+  for (size_t i = 0; i < n; i++) bad += !isfinite(m->params[i]);
+  return bad;
+}
+
 int trainer_update_model(struct trainer *t, struct model *m, struct adamw *opt, double lr,
                          double *grad_norm) {
   int applied;
@@ -250,7 +264,12 @@ int trainer_update_model(struct trainer *t, struct model *m, struct adamw *opt, 
     applied = update_on_host(t, m, opt, lr, grad_norm);
   }
   t->skipped_nonfinite += !applied;
+  if (applied) t->params_nonfinite[device_slot(t, m)] = count_nonfinite(m);
   return applied;
+}
+
+long trainer_params_nonfinite(const struct trainer *t) {
+  return t->params_nonfinite[0] + t->params_nonfinite[1];
 }
 
 void trainer_sync_host(struct trainer *t, int with_optim) {
@@ -284,6 +303,7 @@ int trainer_step_update(struct trainer *t, double t0, double n_tok, struct step_
   m->grad_norm = norm;
   m->lr = lr;
   m->skipped_nonfinite = (double)(t->skipped_nonfinite - skipped);
+  m->params_nonfinite = (double)trainer_params_nonfinite(t);
   m->t_train = dt;
   m->train_tok_per_s = dt > 0.0 ? n_tok / dt : NAN;
   return applied;

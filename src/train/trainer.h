@@ -62,6 +62,8 @@ struct trainer {
   int zero;                  /* [optim] zero = 1 over dp_size > 1: opt and critic_opt hold
                                 this rank's ZeRO-1 slice only (train/zero.h zero_opt_range) */
   long skipped_nonfinite;     /* updates skipped for a non-finite gradient norm, since create */
+  long params_nonfinite[2];   /* NaN/Inf parameters after the latest update of the policy [0]
+                                 and the critic [1] (AdamW with eps = 0 divides 0 by 0) */
   long step;                  /* steps taken in the current phase (indexes the LR schedule) */
   int warned_single_groups;   /* the G = 1 warning was printed */
   int max_tokens;             /* packed tokens per micro-batch */
@@ -103,7 +105,7 @@ void trainer_begin_rl(struct trainer *t);
  * global token count (allreduced). Fills pg_loss (the SFT loss, nats per
  * completion token: struct step_metrics has no separate loss field), entropy
  * (mean over completion tokens), grad_norm, lr, skipped_nonfinite (this step's
- * count), t_train, train_tok_per_s (global packed tokens / t_train).
+ * count), params_nonfinite, t_train, train_tok_per_s (global packed tokens / t_train).
  * Returns 0, or 1 on an internal failure (a batch the model refuses). */
 int trainer_sft_step(struct trainer *t, const int *tokens, const int *cu_seqlens,
                      const float *loss_mask, int nseq, struct step_metrics *m);
@@ -124,14 +126,15 @@ int trainer_sft_step(struct trainer *t, const int *tokens, const int *cu_seqlens
  * lp_old - lp_ref; NaN without a reference), entropy, pg_loss (means over the
  * updates), pg_clipfrac_low/high, ratio_mean, tis_clipfrac, grad_norm (last
  * update), lr, logprob_diff_max (|rollout lp - old lp| over samples generated
- * at the current weight_version), skipped_nonfinite (this step), t_ref
+ * at the current weight_version), skipped_nonfinite (this step), params_nonfinite, t_ref
  * (reference, old logprob and critic value passes), t_train, train_tok_per_s.
  * Returns 0, 1 on an internal failure (a batch the model refuses, no memory). */
 int trainer_rl_step(struct trainer *t, struct sample_batch *b, struct step_metrics *m);
 
 /* After the micro-batches' backward: sum the gradients over dp, global norm,
  * clip ([optim] grad_clip), AdamW at lr. A non-finite norm skips the update
- * (params and moments unchanged) and counts it in skipped_nonfinite. *grad_norm
+ * (params and moments unchanged) and counts it in skipped_nonfinite; after an applied
+ * update the model's NaN/Inf parameters are counted (params_nonfinite). *grad_norm
  * gets the norm before clipping. Returns 1 when the update was applied, 0 when skipped. */
 int trainer_apply_update(struct trainer *t, double lr, double *grad_norm);
 /* The update of a one-update step (SFT, preference): the LR of t->step's schedule, the
@@ -142,6 +145,9 @@ int trainer_step_update(struct trainer *t, double t0, double n_tok, struct step_
  * AdamW state; does not touch t->update. */
 int trainer_update_model(struct trainer *t, struct model *m, struct adamw *opt, double lr,
                          double *grad_norm);
+/* NaN/Inf parameters of the policy and the critic after their latest updates (the same on
+ * every DP rank: each holds the whole model). */
+long trainer_params_nonfinite(const struct trainer *t);
 
 /* The host copies of the policy's and the critic's weights (and with with_optim their
  * AdamW m and v) made current from the device when it trains there; each is

@@ -1,4 +1,4 @@
-/* util/utf8.c: strict UTF-8 validation (util/utf8.h). */
+/* util/utf8.c: strict UTF-8 validation and repair (util/utf8.h). */
 #include "util/utf8.h"
 
 size_t utf8_char_len(const uint8_t *s, size_t n) {
@@ -30,4 +30,22 @@ int utf8_valid(const char *str, size_t len, size_t *bad_at) {
       return 0;
     }
   return 1;
+}
+
+size_t utf8_sanitize(const char *str, size_t len, char *out) {
+  const uint8_t *s = (const uint8_t *)str;
+  size_t o = 0;
+  for (size_t i = 0, n; i < len; i += n) {
+    n = utf8_char_len(s + i, len - i);
+    if (n) {
+      for (size_t k = 0; k < n; k++) out[o++] = (char)s[i + k];
+    } else {
+      if (!n) n = 1;
+      out[o++] = (char)0xef;
+      out[o++] = (char)0xbf;
+      out[o++] = (char)0xbd;
+    }
+  }
+  out[o] = '\0';
+  return o;
 }

@@ -77,12 +77,24 @@ static void test_defaults(void) {
   CHECK(cfg.sft.target_band.n == 2 && cfg.sft.target_band.v[0] == 0.0 && cfg.sft.target_band.v[1] == 1.0);
   CHECK(cfg.model.tie_embeddings == 1 && cfg.model.qkv_bias == 0);
   CHECK(!strcmp(cfg.model.init, "scratch") && cfg.run.restart[0] == '\0');
-  /* an empty deck is the defaults, and they pass the cross-key checks */
+  /* an empty deck parses to the defaults, and they pass the cross-key checks ... */
   struct config d = cfg;
-  expect_ok("");
+  CHECK(config_parse_deck(&cfg, "t.ini", "", 0, NULL, err, sizeof err) == 0 &&
+        config_cross_check(&cfg, "t.ini", NULL, err, sizeof err) == 0);
   CHECK(same_values(&d, &cfg));
-  expect_ok("# only a comment\n\n[run]\n");
-  CHECK(same_values(&d, &cfg));
+  /* ... but a deck that sets nothing is refused: an empty file, comments and headers only,
+   * with overrides or without */
+  expect_fail("", "t.ini: the deck is empty: it sets no key");
+  expect_fail("# only a comment\n\n[run]\n", "t.ini: the deck is empty");
+  char *over[] = {"run.steps=3"};
+  CHECK(parse_over("\n", 1, over) == 2 && strstr(err, "the deck is empty"));
+  expect_ok("[run]\nsteps = 10\n");  /* one key, even at its default, is a deck */
+  /* group_size = 1 and a group baseline: every advantage 0 */
+  expect_fail("[algo]\ngroup_size = 1\n", "t.ini:2: [algo] group_size: group_size = 1 with adv_estimator = grpo");
+  expect_fail("[algo]\nname = rloo\ngroup_size = 1\n", "adv_estimator = rloo");
+  expect_ok("[algo]\nname = ppo\ngroup_size = 1\n");
+  expect_ok("[algo]\nname = reinforce_pp\ngroup_size = 1\n");
+  expect_ok("[run]\nsteps = 0\n[algo]\ngroup_size = 1\n");
 }
 
 static const char *good =

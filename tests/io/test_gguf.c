@@ -168,6 +168,38 @@ static void check_tiny_qwen2(void) {
   free(m);
 }
 
+/* Tensors whose data overlap are refused, naming both: the second tensor's data over the
+ * first's (the same offset), and over part of it (an aligned offset inside it); tensors
+ * that only touch are fine (the tiny model itself). */
+static void check_overlap(void) {
+  struct gb g;
+  struct tiny_llama *m = calloc(1, sizeof *m);
+  tiny_llama(&g, m);
+  struct gguf_file f;
+  char err[512] = "";
+  uint64_t offs[2] = {0, 32};  /* token_embd.weight is 1024 bytes at offset 0 */
+  for (int i = 0; i < 2; i++) {
+    memcpy(g.b + g.off_pos[1], &offs[i], 8);
+    err[0] = 0;
+    int rc = gguf_open_mem(&f, g.b, g.n, "ov.gguf", err, sizeof err);
+    CHECK_MSG(rc == -1, "offset %llu accepted", (unsigned long long)offs[i]);
+    if (rc == 0) gguf_close(&f);
+    CHECK_MSG(strstr(err, "ov.gguf: tensor 'blk.0.attn_norm.weight'") &&
+              strstr(err, "overlaps tensor 'token_embd.weight'"), "%s", err);
+  }
+  /* blk.0.attn_q.weight (offset 1152) moved onto blk.0.attn_norm.weight (offset 1024, 128
+   * bytes): the later tensor named, at the earlier one's place */
+  uint64_t at = 1024;
+  free(g.b);
+  tiny_llama(&g, m);
+  memcpy(g.b + g.off_pos[2], &at, 8);
+  int rc = gguf_open_mem(&f, g.b, g.n, "ov2.gguf", err, sizeof err);
+  CHECK(rc == -1 && strstr(err, "overlaps"));
+  if (rc == 0) gguf_close(&f);
+  free(g.b);
+  free(m);
+}
+
 int main(void) {
   const char *src = getenv("RLPT_SOURCE_DIR");
   char path[1024], err[512] = "";
@@ -185,5 +217,6 @@ int main(void) {
         strstr(err, "/nonexistent/x.gguf: cannot open"));
   check_tiny_llama();
   check_tiny_qwen2();
+  check_overlap();
   return TEST_RESULT("test_gguf");
 }

@@ -186,6 +186,65 @@ static void test_policy(void) {
   CHECK(strstr(err, "/nonexistent/x.jsonl: cannot open: ") == err);
 }
 
+/* A line limit: a line of exactly max bytes (newline included) is read, a longer one stops
+ * the reader with FILE:LINE and the limit's name, and /dev/zero (no newline, no end) is
+ * refused after max bytes instead of filling the memory. */
+static void test_max_line(void) {
+  char text[256];
+  int n = snprintf(text, sizeof text, "{\"a\": 1}\n{\"a\": 2, \"pad\": \"%s\"}\n{\"a\": 3}\n",
+                   "0123456789012345678901234567890123456789");
+  const char *path = write_file("max.jsonl", text, (size_t)n);
+  size_t second = strlen("{\"a\": 2, \"pad\": \"\"}\n") + 40;
+  for (int k = 0; k < 2; k++) {
+    struct jsonl_reader r;
+    char err[JSONL_MSG_MAX], msg[JSONL_MSG_MAX] = "";
+    cJSON *o = NULL;
+    long line = 0;
+    CHECK(jsonl_open(&r, path, err, sizeof err) == 0);
+    jsonl_set_max_line(&r, second - (size_t)k, "[data] max_row_bytes");
+    CHECK(jsonl_next(&r, &o, &line, msg, sizeof msg) == JSONL_ROW && line == 1);
+    cJSON_Delete(o);
+    int got = jsonl_next(&r, &o, &line, msg, sizeof msg);
+    if (k == 0) {
+      CHECK_MSG(got == JSONL_ROW && line == 2, "a line of exactly the limit: %d %s", got, msg);
+      cJSON_Delete(o);
+      CHECK(jsonl_next(&r, &o, &line, msg, sizeof msg) == JSONL_ROW && line == 3);
+      cJSON_Delete(o);
+    } else {
+      CHECK_MSG(got == JSONL_IOERR && strstr(msg, "max.jsonl:2: a line longer than") &&
+                strstr(msg, "([data] max_row_bytes)"), "%d %s", got, msg);
+    }
+    jsonl_close(&r);
+  }
+  struct jsonl_reader z;
+  char err[JSONL_MSG_MAX], msg[JSONL_MSG_MAX] = "";
+  cJSON *o = NULL;
+  long line = 0;
+  CHECK(jsonl_open(&z, "/dev/zero", err, sizeof err) == 0);
+  jsonl_set_max_line(&z, 1 << 16, "[data] max_row_bytes");
+  CHECK(jsonl_next(&z, &o, &line, msg, sizeof msg) == JSONL_IOERR);
+  CHECK_MSG(strstr(msg, "/dev/zero:1: a line longer than 65536 bytes"), "%s", msg);
+  CHECK(z.cap <= (1 << 16) + 2);
+  jsonl_close(&z);
+}
+
+/* Repairing text for JSON: valid characters kept, each stray or cut byte one U+FFFD. */
+static void test_sanitize(void) {
+  static const struct { const char *in, *want; } c[] = {
+    {"plain", "plain"},
+    {"caf\xc3\xa9 \xe2\x82\xac", "caf\xc3\xa9 \xe2\x82\xac"},
+    {"cut \xe2\x82", "cut \xef\xbf\xbd\xef\xbf\xbd"},
+    {"\xff!", "\xef\xbf\xbd!"},
+    {"\xc0\xaf", "\xef\xbf\xbd\xef\xbf\xbd"},  /* overlong '/' */
+  };
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+    char out[64], *p = out;
+    size_t n = utf8_sanitize(c[i].in, strlen(c[i].in), out), bad;
+    CHECK_MSG(!strcmp(p, c[i].want) && n == strlen(c[i].want), "case %zu", i);
+    CHECK(utf8_valid(out, n, &bad));
+  }
+}
+
 int main(void) {
   if (!mkdtemp(g_dir)) {
     perror("mkdtemp");
@@ -197,7 +256,10 @@ int main(void) {
   test_utf8();
   test_fields();
   test_policy();
-  const char *names[] = {"crlf.jsonl", "bom_mid.jsonl", "huge.jsonl", "broken.jsonl", "utf8.jsonl", "nul.jsonl"};
+  test_max_line();
+  test_sanitize();
+  const char *names[] = {"crlf.jsonl", "bom_mid.jsonl", "huge.jsonl", "broken.jsonl", "utf8.jsonl", "nul.jsonl",
+                         "max.jsonl"};
   char p[600];
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     snprintf(p, sizeof p, "%s/%s", g_dir, names[i]);

@@ -190,6 +190,13 @@ static void test_errors(void) {
     {"{\"model_type\": \"llama\", \"hidden_size\": 1e30, \"num_hidden_layers\": 1, "
      "\"num_attention_heads\": 2, \"intermediate_size\": 8, \"vocab_size\": 4}",
      "'hidden_size' must be a positive integer"},
+    /* absurd sizes: refused before anything is sized by them (a billion layers would be
+     * 4e13 parameters; 2^31 overflows an int) */
+    {"{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": 1000000000, "
+     "\"num_attention_heads\": 2, \"intermediate_size\": 8, \"vocab_size\": 4}", "implies"},
+    {"{\"model_type\": \"llama\", \"hidden_size\": 8, \"num_hidden_layers\": 2147483648, "
+     "\"num_attention_heads\": 2, \"intermediate_size\": 8, \"vocab_size\": 4}",
+     "'num_hidden_layers' must be a positive integer of at most 1073741824"},
     {"[1, 2]", "not a JSON object"}};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     err[0] = 0;
@@ -220,6 +227,24 @@ static void test_errors(void) {
   free(cfg);
   CHECK(st_dir_load(dir, &got, &t2, &q, err, sizeof err) != 0);
   CHECK_MSG(strstr(err, "'lm_head.weight' is missing"), "%s", err);
+  /* more layers in the config than in the file (100000: a typo's worth): refused from the
+   * tensor names alone, by the config-only reader too, before any table or buffer */
+  m1 = m0;
+  m1.layers = 100000;
+  cfg = hf_config_write(&m1, ST_F32, -1, -1);
+  write_file(f, cfg);
+  free(cfg);
+  CHECK(st_dir_config(dir, &got, err, sizeof err) != 0);
+  CHECK_MSG(strstr(err, "num_hidden_layers = 100000 but the weights have 2 layers"), "%s", err);
+  CHECK(st_dir_load(dir, &got, &t2, &q, err, sizeof err) != 0 && strstr(err, "100000"));
+  /* the config-only reader checks the shapes too (rlpt generate sizes its model by it) */
+  m1 = m0;
+  m1.ffn_dim = 32;
+  cfg = hf_config_write(&m1, ST_F32, -1, -1);
+  write_file(f, cfg);
+  free(cfg);
+  CHECK(st_dir_config(dir, &got, err, sizeof err) != 0);
+  CHECK_MSG(strstr(err, "mlp.gate_proj.weight") && strstr(err, "[24, 16]"), "%s", err);
   /* fewer layers in the config than in the file: the extra tensors are errors */
   m1 = m0;
   m1.layers = 1;

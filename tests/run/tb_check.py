@@ -55,6 +55,7 @@ TAGS = {
     "sft_generated": "training/sft_generated", "sft_kept": "training/sft_kept",
     "sc_label_acc": "training/sc_label_acc",
     "skipped_nonfinite": "training/skipped_nonfinite",
+    "params_nonfinite": "training/params_nonfinite",
     "reward_nonfinite": "training/reward_nonfinite",
     "reward_parts_const_frac": "training/reward_parts_const_frac",
     "reward_errors": "training/reward_errors", "sandbox_exec_per_s": "perf/sandbox_exec_per_s",

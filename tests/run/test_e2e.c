@@ -38,7 +38,8 @@ static const char *const readme_names[] = {
   "step", "weight_version", "time_s", "reward_mean", "reward_std", "acc", "reward_parts.correct",
   "resp_len_mean", "resp_len_max", "truncated_frac", "kl", "entropy", "pg_loss", "pg_clipfrac_low",
   "pg_clipfrac_high", "ratio_mean", "grad_norm", "lr", "logprob_diff_max", "lag_mean", "lag_max",
-  "drop_ratio", "tis_clipfrac", "groups_filtered", "skipped_nonfinite", "t_gen", "t_reward", "t_ref",
+  "drop_ratio", "tis_clipfrac", "groups_filtered", "skipped_nonfinite", "params_nonfinite",
+  "t_gen", "t_reward", "t_ref",
   "t_train", "t_sync", "t_ckpt", "gen_tok_per_s", "train_tok_per_s", "sync_gbps", "mfu"};
 /* measured every sync step (kl: 0 or a number; t_ref: old-logprob pass even without KL) */
 static const char *const must_be_numbers[] = {

@@ -6,8 +6,15 @@
 # Modes:
 #   exact    4 ranks: [run] steps straight vs stop_after = 3, then --restart latest:
 #            identical metrics JSONL but wall times (test_restart_cmp exact)
-#   boundary SIGUSR1 during SFT: checkpoint at the SFT -> RL boundary (step 0), exit 0;
-#            the restart's metrics equal the straight run's (exact)
+#   boundary SIGUSR1 after the last SFT step, during the (long) post-SFT eval: checkpoint at
+#            the SFT -> RL boundary (step 0), exit 0; the restart's metrics equal the
+#            straight run's (exact)
+#   sft      SIGUSR1 during a long SFT phase: the job stops at the next SFT step with a
+#            checkpoint of it (exit 0, no post-SFT eval); the restart continues SFT at the
+#            following step and the whole file equals the straight run's (exact)
+#   sft_every [sft] checkpoint_every = 10 on an SFT-only run of 25 SFT steps: the last
+#            checkpoint holds SFT step 20; a restart from it with RL steps continues SFT
+#            at 21 and the whole file equals a straight run's (exact)
 #   layout   save with 1 train rank (4 ranks), resume with train_dp = 2 (5 ranks):
 #            every field within rtol 1e-4 + atol 1e-6 of the straight run
 #   switch   as exact, but the straight run and the first half add the overrides in
@@ -20,7 +27,8 @@
 #   mismatch a deck whose model differs from the checkpoint's: exit 2 naming the field
 #   fallback `latest` names a damaged file: warning, the newest valid one is used
 #   requeue  jobscripts/slurm/requeue.sbatch with stand-in srun/scontrol: signal, requeue, resume
-#   double   two SIGUSR1: immediate non-zero exit, no checkpoint; `latest` is intact
+#   double   two SIGUSR1 during a long post-SFT eval: immediate non-zero exit, no
+#            checkpoint; `latest` is intact
 set -u
 mode=$1 rlpt=$2 cmp=$3 deck=$4
 shift 4
@@ -55,24 +63,71 @@ exact)
   "$cmp" full.jsonl part.jsonl exact
   ;;
 boundary)
-  # SIGUSR1 while SFT runs: the job finishes SFT and the post-SFT eval, checkpoints at the
-  # SFT -> RL boundary (step 0) and exits 0; the restart starts RL from it, and the whole
-  # file equals the straight run's.
-  run "$np_" full.log log.metrics_path=full.jsonl checkpoint.dir=ckA "$@" || fail "straight run exited $?"
+  # SIGUSR1 once the last SFT step is logged, while the post-SFT eval (100000 greedy prompts)
+  # runs: the job finishes the eval, checkpoints at the SFT -> RL boundary (step 0) and
+  # exits 0; the restart starts RL from it, and the whole file equals the straight run's.
+  long="sft.eval_prompts=100000"
+  run "$np_" full.log log.metrics_path=full.jsonl checkpoint.dir=ckA $long "$@" || fail "straight run exited $?"
+  S=$(count '"phase":"sft"' full.jsonl)
+  S=$((S - 1))  # the post-SFT eval line is an sft line too
   # shellcheck disable=SC2086
   $RLPT_MPIEXEC 4 $RLPT_MPI_FLAGS "$rlpt" run "$deck" log.metrics_path=part.jsonl checkpoint.dir=ckB \
-    "$@" > half1.log 2>&1 &
+    $long "$@" > half1.log 2>&1 &
   pid=$!
   n=0
-  while [ "$(count '"phase":"sft"' part.jsonl)" -lt 2 ] && [ $n -lt 600 ]; do
+  while [ "$(count '"phase":"sft"' part.jsonl)" -lt "$S" ] && [ $n -lt 1200 ]; do
     sleep 0.05; n=$((n + 1))
   done
   kill -USR1 $pid
   wait $pid || fail "first half exited $?"
   grep "SIGUSR1 after SFT (boundary), RL step 0" half1.log || fail "no stop at the SFT -> RL boundary"
-  run "$np_" half2.log log.metrics_path=part.jsonl checkpoint.dir=ckB --restart latest "$@" || fail "restart exited $?"
+  run "$np_" half2.log log.metrics_path=part.jsonl checkpoint.dir=ckB --restart latest $long "$@" ||
+    fail "restart exited $?"
   grep "^restart:" half2.log
   grep -q "phase sft done" half2.log || fail "restart did not resume at the boundary"
+  "$cmp" full.jsonl part.jsonl exact
+  ;;
+sft)
+  # SIGUSR1 while a long SFT phase runs: the job stops at the next SFT step, checkpoints it
+  # (step_00000000.h5: RL step 0, SFT step K) and exits 0 without the post-SFT eval; the
+  # restart continues SFT at step K + 1 and the whole file equals the straight run's.
+  S=400
+  run "$np_" full.log log.metrics_path=full.jsonl checkpoint.dir=ckA sft.steps=$S "$@" ||
+    fail "straight run exited $?"
+  # shellcheck disable=SC2086
+  $RLPT_MPIEXEC 4 $RLPT_MPI_FLAGS "$rlpt" run "$deck" log.metrics_path=part.jsonl checkpoint.dir=ckB \
+    sft.steps=$S "$@" > half1.log 2>&1 &
+  pid=$!
+  n=0
+  while [ "$(count '"phase":"sft"' part.jsonl)" -lt 3 ] && [ $n -lt 600 ]; do
+    sleep 0.02; n=$((n + 1))
+  done
+  kill -USR1 $pid
+  wait $pid || fail "first half exited $?"
+  grep "rlpt: run: SIGUSR1 after SFT step" half1.log || fail "no stop message naming the SFT step"
+  k=$(sed -n 's/.*SIGUSR1 after SFT step \([0-9]*\) of .*/\1/p' half1.log)
+  [ -n "$k" ] && [ "$k" -lt $S ] || fail "SFT was not stopped early (step '$k' of $S)"
+  [ "$(count '"phase":"sft"' part.jsonl)" -eq "$k" ] || fail "part.jsonl has not $k SFT lines"
+  [ "$(cat ckB/latest)" = step_00000000.h5 ] || fail "latest is $(cat ckB/latest)"
+  echo "stopped after SFT step $k of $S"
+  run "$np_" half2.log log.metrics_path=part.jsonl checkpoint.dir=ckB --restart latest sft.steps=$S "$@" ||
+    fail "restart exited $?"
+  grep "^restart:" half2.log
+  grep -q "phase sft, step $k of $S done; continuing SFT with step $((k + 1))" half2.log ||
+    fail "restart did not continue SFT at step $((k + 1))"
+  "$cmp" full.jsonl part.jsonl exact
+  ;;
+sft_every)
+  run "$np_" full.log log.metrics_path=full.jsonl checkpoint.dir=ckA sft.steps=25 "$@" ||
+    fail "straight run exited $?"
+  run "$np_" half1.log log.metrics_path=part.jsonl checkpoint.dir=ckB sft.steps=25 run.steps=0 \
+    sft.checkpoint_every=10 "$@" || fail "the SFT-only run exited $?"
+  [ "$(cat ckB/latest)" = step_00000000.h5 ] || fail "no SFT checkpoint (latest: $(cat ckB/latest 2>/dev/null))"
+  run "$np_" half2.log log.metrics_path=part.jsonl checkpoint.dir=ckB sft.steps=25 --restart latest \
+    "$@" || fail "restart exited $?"
+  grep "^restart:" half2.log
+  grep -q "phase sft, step 20 of 25 done; continuing SFT with step 21" half2.log ||
+    fail "restart did not continue SFT at step 21"
   "$cmp" full.jsonl part.jsonl exact
   ;;
 layout)
@@ -166,16 +221,18 @@ mismatch)
 double)
   # two signals: the second exits every rank at once, without a checkpoint. A first run leaves
   # step 2's checkpoint; a second one in the same directory gets both signals during its
-  # (long) SFT phase, where the first alone would wait for the SFT -> RL boundary; `latest`
-  # must still name step 2 and a restart from it must work.
+  # long post-SFT eval (100000 greedy prompts), where the first alone waits for the SFT -> RL
+  # boundary; `latest` must still name step 2 and a restart from it must work.
   run 4 a.log log.metrics_path=m.jsonl checkpoint.dir=ck run.stop_after=2 "$@" || fail "first run exited $?"
+  S=$(grep -c '"phase":"sft"' m.jsonl)
+  S=$((S - 1))
   # shellcheck disable=SC2086
   $RLPT_MPIEXEC 4 $RLPT_MPI_FLAGS "$rlpt" run "$deck" log.metrics_path=d.jsonl checkpoint.dir=ck \
-    sft.steps=100000 "$@" > d.log 2>&1 &
+    sft.eval_prompts=100000 "$@" > d.log 2>&1 &
   pid=$!
   n=0
-  while [ "$(count '"phase":"sft"' d.jsonl)" -lt 3 ] && [ $n -lt 600 ]; do
-    sleep 0.1; n=$((n + 1))
+  while [ "$(count '"phase":"sft"' d.jsonl)" -lt "$S" ] && [ $n -lt 1200 ]; do
+    sleep 0.05; n=$((n + 1))
   done
   kill -USR1 $pid
   sleep 0.5

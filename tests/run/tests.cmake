@@ -141,7 +141,12 @@ run_fail_test(watchdog 4 nonzero
 # tests/decks/restart_tiny.ini: 40 SFT + 6 GRPO steps of a tiny model, ~3 s a run):
 #   restart_exact     stop after RL step 3 + --restart latest == the straight run, bit for bit
 #                     (4 ranks separate; restart_exact_colocated: 2 ranks colocated, train_dp 2)
-#   restart_boundary  SIGUSR1 during SFT: checkpoint at the SFT -> RL boundary; restart == straight
+#   restart_boundary  SIGUSR1 during the post-SFT eval: checkpoint at the SFT -> RL boundary;
+#                     restart == straight
+#   restart_sft       SIGUSR1 during SFT: checkpoint at the next SFT step, exit 0; the restart
+#                     continues SFT there and == straight, bit for bit
+#   restart_sft_every [sft] checkpoint_every: an SFT-only run's last SFT checkpoint (step 20 of
+#                     25), restarted with RL steps, == straight, bit for bit
 #   restart_layout    saved on 1 train rank, resumed on train_dp = 2: within rtol 1e-4 + atol 1e-6
 #   restart_preempt   SIGUSR1 to mpirun mid-RL: exit 0, `latest`, the steps continue
 #   restart_kill      kill -9 while a checkpoint is written: `latest` names the previous one
@@ -156,7 +161,7 @@ add_test_program(test_restart_cmp run/test_restart_cmp.c)
 string(REPLACE ";" " " RLPT_RESTART_FLAGS "${RLPT_MPI_PREFLAGS}")
 set(RLPT_RESTART_ENV "${RLPT_TEST_ENV};RLPT_MPIEXEC=${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG};RLPT_MPI_FLAGS=${RLPT_RESTART_FLAGS}")
 
-foreach(mode exact boundary layout preempt kill mismatch double requeue fallback)
+foreach(mode exact boundary sft sft_every layout preempt kill mismatch double requeue fallback)
   set(np 4)
   if(mode STREQUAL layout)
     set(np 5)
@@ -714,3 +719,27 @@ add_test(NAME e2e_command_run_4
   WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(e2e_command_run_4 PROPERTIES LABELS e2e ENVIRONMENT "${RLPT_E2E_ENV}" PROCESSORS 4
   TIMEOUT 120)
+
+# Bad input and faults, as a user meets them (tests/run/test_faults.sh, one test per mode;
+# tests/run/fault_tool.c does the file surgery): a dataset that is a device, a line over
+# [data] max_row_bytes, an absurd num_hidden_layers, a checkpoint with a CRC mismatch for
+# generate, score keeping its old output, overlapping GGUF tensors, an empty deck, group_size
+# = 1 with a group baseline, an unwritable checkpoint directory, NaN parameters, a stalled
+# rank of each role for the watchdog, a full disk under DIR/latest, invalid UTF-8 from
+# generate --json. Each exits as documented with one message on multi-rank runs.
+add_test_program(fault_tool run/fault_tool.c)
+string(REPLACE ";" " " RLPT_FAULT_FLAGS "${RLPT_MPI_PREFLAGS}")
+set(RLPT_FAULT_ENV "${RLPT_TEST_ENV};RLPT_MPIEXEC=${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG};RLPT_MPI_FLAGS=${RLPT_FAULT_FLAGS}")
+foreach(mode data_dev_zero data_long_line hf_layers generate_crc score_keep gguf_overlap empty_deck
+        group_size_1 ckpt_dir nonfinite watchdog latest_full gen_utf8)
+  set(np 2)
+  if(mode MATCHES "^(ckpt_dir|nonfinite|watchdog|latest_full)$")
+    set(np 4)
+  endif()
+  add_test(NAME fault_${mode}
+    COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_faults.sh ${mode} $<TARGET_FILE:rlpt>
+            $<TARGET_FILE:fault_tool> ${CMAKE_CURRENT_SOURCE_DIR}/decks/e2e_tiny.ini)
+  set_tests_properties(fault_${mode} PROPERTIES LABELS "e2e;mpi" ENVIRONMENT "${RLPT_FAULT_ENV}"
+    PROCESSORS ${np} TIMEOUT 150 PASS_REGULAR_EXPRESSION "FAULT_TEST_OK"
+    FAIL_REGULAR_EXPRESSION "FAULT_TEST_FAILED")
+endforeach()
