@@ -15,6 +15,8 @@
 #   sft_every [sft] checkpoint_every = 10 on an SFT-only run of 25 SFT steps: the last
 #            checkpoint holds SFT step 20; a restart from it with RL steps continues SFT
 #            at 21 and the whole file equals a straight run's (exact)
+#   sft_rejection as sft_every with [sft] source = rejection: the restart from inside SFT is
+#            refused (exit 2, one message: the round's kept samples are not checkpointed)
 #   layout   save with 1 train rank (4 ranks), resume with train_dp = 2 (5 ranks):
 #            every field within rtol 1e-4 + atol 1e-6 of the straight run
 #   switch   as exact, but the straight run and the first half add the overrides in
@@ -129,6 +131,19 @@ sft_every)
   grep -q "phase sft, step 20 of 25 done; continuing SFT with step 21" half2.log ||
     fail "restart did not continue SFT at step 21"
   "$cmp" full.jsonl part.jsonl exact
+  ;;
+sft_rejection)
+  rej="sft.source=rejection sft.rejection_rounds=2 sft.rejection_prompts=32 sft.rejection_samples=2"
+  # shellcheck disable=SC2086
+  run "$np_" half1.log log.metrics_path=part.jsonl checkpoint.dir=ckB sft.steps=25 run.steps=0 \
+    sft.checkpoint_every=10 $rej "$@" || fail "the SFT-only run exited $?"
+  # shellcheck disable=SC2086
+  run "$np_" half2.log log.metrics_path=part.jsonl checkpoint.dir=ckB sft.steps=25 --restart latest $rej "$@"
+  rc=$?
+  [ $rc -eq 2 ] || fail "restart inside rejection SFT exited $rc, want 2"
+  [ "$(grep -c '^rlpt:' half2.log)" -eq 1 ] || fail "want one message"
+  grep "^rlpt:" half2.log
+  grep -q "stopped inside rejection-sampling SFT" half2.log || fail "message does not say why"
   ;;
 layout)
   run "$np_" full.log log.metrics_path=full.jsonl checkpoint.dir=ckA "$@" || fail "straight run exited $?"

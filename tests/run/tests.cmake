@@ -147,6 +147,7 @@ run_fail_test(watchdog 4 nonzero
 #                     continues SFT there and == straight, bit for bit
 #   restart_sft_every [sft] checkpoint_every: an SFT-only run's last SFT checkpoint (step 20 of
 #                     25), restarted with RL steps, == straight, bit for bit
+#   restart_sft_rejection the same inside rejection SFT: the restart is refused, exit 2
 #   restart_layout    saved on 1 train rank, resumed on train_dp = 2: within rtol 1e-4 + atol 1e-6
 #   restart_preempt   SIGUSR1 to mpirun mid-RL: exit 0, `latest`, the steps continue
 #   restart_kill      kill -9 while a checkpoint is written: `latest` names the previous one
@@ -161,7 +162,7 @@ add_test_program(test_restart_cmp run/test_restart_cmp.c)
 string(REPLACE ";" " " RLPT_RESTART_FLAGS "${RLPT_MPI_PREFLAGS}")
 set(RLPT_RESTART_ENV "${RLPT_TEST_ENV};RLPT_MPIEXEC=${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG};RLPT_MPI_FLAGS=${RLPT_RESTART_FLAGS}")
 
-foreach(mode exact boundary sft sft_every layout preempt kill mismatch double requeue fallback)
+foreach(mode exact boundary sft sft_every sft_rejection layout preempt kill mismatch double requeue fallback)
   set(np 4)
   if(mode STREQUAL layout)
     set(np 5)
