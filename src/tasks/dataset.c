@@ -224,14 +224,20 @@ static int build_row(const void *ctx, const cJSON *obj, long line, void *row, ch
 
 static void free_row(void *row) { row_free(row); }
 
+int dataset_load_rows(const struct config *cfg, const char *path, struct jsonl_row_ops ops, const void *ctx,
+                      FILE *log, void **rows, long *n, char *err, size_t errlen) {
+  enum jsonl_policy pol = cfg->data.on_bad_line == DATA_BAD_LINE_SKIP ? JSONL_SKIP : JSONL_ERROR;
+  ops.max_line = (size_t)cfg->data.max_row_bytes;
+  ops.limit = "[data] max_row_bytes";
+  return jsonl_load_rows(path, pol, &ops, ctx, log, rows, n, err, errlen);
+}
+
 /* All good rows of one file, in order. */
 static int load_file(const struct row_ctx *x, FILE *log, struct data_row **out, long *n_out, char *err,
                      size_t errlen) {
-  const struct jsonl_row_ops ops = {.size = sizeof(struct data_row), .build = build_row, .free_row = free_row,
-                                    .max_line = (size_t)x->cfg->data.max_row_bytes, .limit = "[data] max_row_bytes"};
-  enum jsonl_policy pol = x->cfg->data.on_bad_line == DATA_BAD_LINE_SKIP ? JSONL_SKIP : JSONL_ERROR;
+  const struct jsonl_row_ops ops = {.size = sizeof(struct data_row), .build = build_row, .free_row = free_row};
   void *rows = NULL;
-  int rc = jsonl_load_rows(x->path, pol, &ops, x, log, &rows, n_out, err, errlen);
+  int rc = dataset_load_rows(x->cfg, x->path, ops, x, log, &rows, n_out, err, errlen);
   if (!rc) *out = rows;
   return rc;
 }

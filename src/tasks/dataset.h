@@ -40,6 +40,7 @@
 #include <stdio.h>
 
 #include "deck/config.h"
+#include "io/jsonl_rows.h"
 #include "tasks/chat.h"
 #include "tasks/prompt.h"
 
@@ -98,6 +99,12 @@ int dataset_verify_batch(const struct dataset *ds, const struct task_prompt *con
  * `rlpt reward-score`'s input. */
 int dataset_load_file(struct dataset *ds, const struct config *cfg, const char *path, FILE *log, char *err,
                       size_t errlen);
+
+/* The good rows of a [data] JSONL file (io/jsonl_rows.h) under the deck's [data]
+ * on_bad_line and max_row_bytes; ops->max_line and ops->limit are set here. Shared by the
+ * datasets and the preference pairs (tasks/preference.c). */
+int dataset_load_rows(const struct config *cfg, const char *path, struct jsonl_row_ops ops, const void *ctx,
+                      FILE *log, void **rows, long *n, char *err, size_t errlen);
 
 /* prompt_template with "\n", "\t", "\\" escapes turned into bytes; 2 with a message
  * when it lacks {prompt}. out has outlen bytes. */

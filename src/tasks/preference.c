@@ -127,11 +127,9 @@ static void free_row(void *row) { row_free(row); }
 /* All good rows of one file, in order. */
 static int load_file(const struct pref_ctx *x, FILE *log, struct pref_row **out, long *n_out, char *err,
                      size_t errlen) {
-  const struct jsonl_row_ops ops = {.size = sizeof(struct pref_row), .build = build_row, .free_row = free_row,
-                                    .max_line = (size_t)x->cfg->data.max_row_bytes, .limit = "[data] max_row_bytes"};
-  enum jsonl_policy pol = x->cfg->data.on_bad_line == DATA_BAD_LINE_SKIP ? JSONL_SKIP : JSONL_ERROR;
+  const struct jsonl_row_ops ops = {.size = sizeof(struct pref_row), .build = build_row, .free_row = free_row};
   void *rows = NULL;
-  int rc = jsonl_load_rows(x->path, pol, &ops, x, log, &rows, n_out, err, errlen);
+  int rc = dataset_load_rows(x->cfg, x->path, ops, x, log, &rows, n_out, err, errlen);
   if (!rc) *out = rows;
   return rc;
 }
