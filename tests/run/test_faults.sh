@@ -58,9 +58,13 @@ mrun() {
 expect() { [ "$1" -eq "$2" ] || fail "$3: exit $1, want $2"; }
 # has LOG REGEX WHAT: LOG matches REGEX
 has() { grep -q -- "$2" "$1" || fail "$3: no '$2' in $1"; }
-# one LOG WHAT: rlpt printed exactly one line starting "rlpt:" (the message, once)
+# one LOG WHAT: rlpt printed its message ("rlpt: ...") exactly once. Counted anywhere in a
+# line, not only at its start: one rank's stderr can land in the middle of rank 0's stdout
+# (the deck listing). "rlpt: WARNING" lines are not the message.
 one() {
-  n=$(grep -c '^rlpt:' "$1")
+  n=$(grep -o 'rlpt: ' "$1" | wc -l)
+  w=$(grep -o 'rlpt: WARNING' "$1" | wc -l)
+  n=$((n - w))
   [ "$n" -eq 1 ] || fail "$2: $n lines 'rlpt:' in $1, want 1 (one message, not one per rank)"
 }
 # count PATTERN FILE: lines of FILE matching PATTERN (0 when FILE does not exist yet)
