@@ -43,6 +43,8 @@ struct sample {
   int32_t *prompt;         /* [n_prompt] token ids */
   int32_t *resp;           /* [n_resp] token ids */
   float *logprobs;         /* [n_resp] rollout logprobs, or NULL when not recorded */
+  uint8_t *resp_mask;      /* [n_resp] 1: the policy sampled it (trained), 0: an environment
+                            * (tool) turn's token (no loss, logprob 0); NULL: all sampled */
   enum finish_reason finish;
   double reward;
   int32_t n_parts;
@@ -64,6 +66,13 @@ void sample_free(struct sample *s);
  * Returns 0, or -1 on allocation failure (s unchanged). */
 int sample_set_prompt(struct sample *s, const int32_t *tok, int32_t n);
 int sample_set_response(struct sample *s, const int32_t *tok, const float *logprobs, int32_t n);
+/* The response's token mask (mask NULL or all ones: no mask kept). sample_set_response
+ * drops it. 0 or -1. */
+int sample_set_resp_mask(struct sample *s, const uint8_t *mask);
+/* 1 when response token j was sampled by the policy (no mask, or mask 1). */
+static inline int sample_tok_trained(const struct sample *s, int j) {
+  return !s->resp_mask || s->resp_mask[j];
+}
 /* Set (or add) a named reward part. Returns 0 or -1. */
 int sample_set_part(struct sample *s, const char *name, double value);
 /* Value of a named part into *v; 0 when found, -1 when not. */
