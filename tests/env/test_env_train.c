@@ -8,13 +8,16 @@
  *   (b) a tool turn at the end of each response: the update equals that of the responses
  *       cut before it, without a mask (1e-6 relative: the masked rows' zero gradients only
  *       change the packed shapes' summation order), i.e. the loss does not depend on the
- *       masked tokens' logits. */
+ *       masked tokens' logits;
+ *   (c) the mask survives the wire format between ranks (mpi/xfer.h) and sample_copy, and
+ *       an all-ones mask is not kept. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "deck/config.h"
+#include "mpi/xfer.h"
 #include "testutil.h"
 #include "tokenizer/tokenizer.h"
 #include "train/trainer.h"
@@ -103,8 +106,39 @@ static double rel_diff(const float *a, const float *b, size_t n) {
   return md / mr;
 }
 
+static void test_mask_travels(void) {
+  struct fix f;
+  fix_make(&f);
+  struct sample_batch b, back;
+  sample_batch_init(&b);
+  sample_batch_init(&back);
+  batch(&f.t, &b, TOOL_MIDDLE, 0.0f, 1);
+  batch(&f.t, &b, TOOL_NONE, 0.0f, 0);
+  unsigned char *buf = NULL;
+  size_t len = 0;
+  char err[256] = "";
+  CHECK(xfer_encode_batch(&b, &buf, &len) == XFER_OK);
+  CHECK(xfer_decode_batch(buf, len, &back, err, sizeof err) == XFER_OK);
+  CHECK(back.n == b.n);
+  for (int i = 0; i < b.n && i < back.n; i++) CHECK(sample_equal(&b.s[i], &back.s[i]));
+  CHECK(back.s[0].resp_mask && back.s[0].resp_mask[3] == 0 && !back.s[4].resp_mask);
+  struct sample c;
+  sample_init(&c);
+  CHECK(sample_copy(&c, &b.s[0]) == 0 && sample_equal(&c, &b.s[0]));
+  uint8_t ones[16];
+  memset(ones, 1, sizeof ones);
+  CHECK(sample_set_resp_mask(&c, ones) == 0 && c.resp_mask == NULL);
+  CHECK(!sample_equal(&c, &b.s[0]));
+  sample_free(&c);
+  free(buf);
+  sample_batch_free(&b);
+  sample_batch_free(&back);
+  trainer_free(&f.t);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
+  test_mask_travels();
   size_t n;
   double lpd_a, lpd_g, lpd_u, lpd_e, lpd_c;
   float *a = step(TOOL_MIDDLE, 0.0f, 1, &n, &lpd_a);
