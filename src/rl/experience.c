@@ -116,6 +116,12 @@ int sample_set_resp_mask(struct sample *s, const uint8_t *mask) {
   return 0;
 }
 
+int32_t sample_last_turn(const struct sample *s) {
+  int32_t j = s->resp_mask ? s->n_resp : 0;
+  while (j > 0 && s->resp_mask[j - 1]) j--;
+  return j;
+}
+
 int sample_copy(struct sample *dst, const struct sample *src) {
   struct sample t = *src;
   t.prompt = NULL, t.resp = NULL, t.logprobs = NULL, t.parts = NULL, t.adv = NULL;

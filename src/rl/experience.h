@@ -73,6 +73,9 @@ int sample_set_resp_mask(struct sample *s, const uint8_t *mask);
 static inline int sample_tok_trained(const struct sample *s, int j) {
   return !s->resp_mask || s->resp_mask[j];
 }
+/* Index of the first token of the response's last model turn: after its last tool
+ * (masked) token; 0 without a mask. What the verifier scores of a multi-turn episode. */
+int32_t sample_last_turn(const struct sample *s);
 /* Set (or add) a named reward part. Returns 0 or -1. */
 int sample_set_part(struct sample *s, const char *name, double value);
 /* Value of a named part into *v; 0 when found, -1 when not. */

@@ -25,6 +25,8 @@ struct weight_sync;
 struct mode_ops;
 struct doctor_watch;
 struct pref_state;
+struct env;
+struct sandbox;
 
 /* Local inbox slots: messages a rank sends to itself (run/route.h). */
 enum run_box { BOX_PROMPTS, BOX_SAMPLES, BOX_REWARDS, BOX_COUNT };
@@ -46,6 +48,8 @@ struct run {
   struct trainer *trainer;          /* train ranks */
   struct model *rmodel;             /* rollout ranks: the weights generation uses */
   struct rollout_engine *engine;
+  struct env *env;                  /* rollout ranks with [env] enabled: the tools (env/episode.h) */
+  struct sandbox *env_sandbox;      /* its python tool's sandbox, or NULL */
   struct reward_model *rm;          /* reward ranks: [reward] rm_path (rl/reward_model.h), or NULL */
   struct weight_sync *wsync;        /* weight_comm members: the sync path, from the first sync */
   int64_t weight_version;           /* of the weights the rollout ranks hold */
