@@ -217,8 +217,8 @@ static int cross_env(const struct cross *x) {
   char msg[256];
   unsigned mask;
   if (!c->env.enabled)
-    return k ? cross_fail(x, "env", k, "env", "enabled", "applies to multi-turn rollouts, and "
-                          "[env] enabled = false") : 0;
+    return k ? cross_fail(x, "env", k, "env", "enabled", "[env] %s is set, but [env] enabled = false: "
+                          "it would do nothing", k) : 0;
   if (env_tools_parse(c->env.tools, &mask, msg, sizeof msg) != 0)
     return cross_fail(x, "env", "tools", NULL, NULL, "%s", msg);
   if (c->run.device == DEVICE_CUDA)
