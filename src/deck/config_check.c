@@ -228,6 +228,10 @@ static int cross_env(const struct cross *x) {
     return cross_fail(x, "env", "enabled", "algo", "name", "preference steps have no rollouts");
   if (c->run.mode != MODE_SYNC)
     return cross_fail(x, "env", "enabled", "run", "mode", "multi-turn rollouts run in mode = sync");
+  if (c->algo.adv_estimator == ADV_REINFORCE_PP)
+    return cross_fail(x, "env", "enabled", "algo", "adv_estimator", "REINFORCE++'s return restarts after "
+                      "a masked token (src/rl/README.md §1), so the model turns before a tool turn would "
+                      "get none: use grpo, rloo, reinforce_pp_baseline or gae");
   if (c->sft.source == SFT_SOURCE_REJECTION)
     return cross_fail(x, "env", "enabled", "sft", "source", "rejection SFT would train on tool turns "
                       "unmasked: use sft.source = dataset (demonstrations with tool calls)");

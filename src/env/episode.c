@@ -15,16 +15,44 @@ void env_init(struct env *e, const struct env_tools *tools, int max_turns, enum 
   *e = (struct env){ .tools = *tools, .max_turns = max_turns, .wrap = wrap, .tok = tok };
 }
 
+static void free_open_calls(struct env *e) {
+  for (int i = 0; i < e->n_prompts; i++) free(e->open_call[i]);
+  free(e->open_call);
+  e->open_call = NULL;
+  e->n_prompts = 0;
+}
+
 void env_free(struct env *e) {
+  free_open_calls(e);
   free(e->ep);
   e->ep = NULL;
   e->n_ep = e->cap_ep = 0;
 }
 
+static char *decode(const struct env *e, const int *tokens, int n);
+
+/* The prompts' open "<tool_call>" tails (a forced start of the first turn). 0 or -1. */
+static int find_open_calls(struct env *e, const struct rollout_prompt *prompts, int n) {
+  free_open_calls(e);
+  if (!(e->open_call = calloc((size_t)n + 1, sizeof *e->open_call))) return -1;
+  e->n_prompts = n;
+  for (int i = 0; i < n; i++) {
+    char *text = decode(e, prompts[i].tokens, prompts[i].n_tokens), *open = NULL;
+    for (char *p = text; p && (p = strstr(p, TOOL_CALL_OPEN)); p++) open = p;
+    if (open && !strstr(open, TOOL_CALL_CLOSE) && !(e->open_call[i] = strdup(open))) {
+      free(text);
+      return -1;
+    }
+    free(text);
+  }
+  return 0;
+}
+
 int env_begin(void *ctx, const struct rollout_prompt *prompts, int n, int group_size) {
-  (void)prompts;
   struct env *e = ctx;
   int need = n * group_size;
+  e->group_size = group_size;
+  if (find_open_calls(e, prompts, n) != 0) return -1;
   if (need > e->cap_ep) {
     struct env_episode *p = realloc(e->ep, sizeof *p * (size_t)need);
     if (!p) return -1;
@@ -110,6 +138,19 @@ int env_turn(void *ctx, int r, const int *resp, int n, int *ins, int cap) {
   if (ep->tool_turns + 1 >= e->max_turns) return GEN_ENV_END;  /* the last turn: no tool runs */
   char *text = decode(e, turn, nt);
   if (!text) return GEN_ENV_FAIL;
+  const char *lent = ep->tool_turns == 0 ? e->open_call[r / e->group_size] : NULL;
+  if (lent) {  /* the prompt opened the call: parse it whole */
+    size_t a = strlen(lent), b = strlen(text);
+    char *whole = malloc(a + b + 1);
+    if (!whole) {
+      free(text);
+      return GEN_ENV_FAIL;
+    }
+    memcpy(whole, lent, a);
+    memcpy(whole + a, text, b + 1);
+    free(text);
+    text = whole;
+  }
   char content[ENV_CONTENT_MAX + 512], wrapped[ENV_CONTENT_MAX + 768];
   run_call(e, ep, text, content, sizeof content);
   free(text);

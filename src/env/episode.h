@@ -12,6 +12,9 @@
  *   llama3  <|eot_id|><|start_header_id|>ipython<|end_header_id|>\n\nCONTENT<|eot_id|>
  *           <|start_header_id|>assistant<|end_header_id|>\n\n
  *
+ * A prompt that ends inside an open "<tool_call>" (a forced start of the assistant turn) lends
+ * that open block to its first model turn, so the call the model completes is parsed whole.
+ *
  * A tool call that is malformed, unterminated, or names an unknown tool gets an error
  * content and counts as a tool error. An episode has at most max_turns model turns: a tool
  * call in the last one ends the response (finish stop) without running. The response
@@ -48,6 +51,8 @@ struct env {
   const struct tokenizer *tok;
   struct env_episode *ep;
   int n_ep, cap_ep;
+  char **open_call;    /* [n_prompts]: a prompt's open "<tool_call>..." tail, or NULL */
+  int n_prompts, group_size;
   double tool_s;
 };
 

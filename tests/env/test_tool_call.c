@@ -176,6 +176,21 @@ static void test_episode(void) {
   for (const char *q = call; *q; q++) resp2[n2++] = *q - 32;
   CHECK(env_turn(&e, 0, resp2, n2 - 1, resp2 + n2 - 1, 5) == 0);  /* not ended yet */
   CHECK(env_turn(&e, 0, resp2, n2, resp2 + n2, 5) == 5);
+  /* a prompt that opens the call: the first turn completes it */
+  const char *forced = "Q: 2*3? <tool_call>{\"name\":\"calculator\",\"arguments\":{\"expression\":\"";
+  int ptok[128], n3 = 0, resp3[256];
+  for (const char *q = forced; *q; q++) ptok[n3++] = *q - 32;
+  struct rollout_prompt fp = { .prompt_id = 2, .tokens = ptok, .n_tokens = n3 };
+  CHECK(env_begin(&e, &fp, 1, 1) == 0);
+  n3 = 0;
+  feed(&e, 0, resp3, &n3, "2*3\"}}</tool_call>", got, &rc);
+  CHECK_MSG(strcmp(got, "<tool_response>6</tool_response>") == 0, "got '%s'", got);
+  feed(&e, 0, resp3, &n3, "<tool_call>{\"name\":\"calculator\",\"arguments\":{\"expression\":\"1+1\"}}</tool_call>", got, &rc);
+  CHECK(strcmp(got, "<tool_response>2</tool_response>") == 0);  /* later turns: their own text */
+  env_begin(&e, &p, 1, 1);
+  n2 = 0;
+  for (const char *q = call; *q; q++) resp2[n2++] = *q - 32;
+  CHECK(env_turn(&e, 0, resp2, n2, resp2 + n2, 5) == 5);
   struct env_stats st;
   env_stats_get(&e, &st);
   CHECK(st.episodes == 1 && st.turns == 2 && st.tool_calls == 1 && st.tool_errors == 0);

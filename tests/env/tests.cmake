@@ -58,6 +58,7 @@ env_bad_deck(max_turns "\\[env\\] max_turns: 0 is out of range \\[1, 1000\\]" en
 env_bad_deck(disabled "\\[env\\] max_turns is set, but \\[env\\] enabled = false: it would do nothing" env.enabled=false)
 env_bad_deck(cuda "multi-turn rollouts run on the CPU rollout engine only" run.device=cuda)
 env_bad_deck(async "multi-turn rollouts run in mode = sync" run.mode=separate_async)
+env_bad_deck(reinforce_pp "REINFORCE\\+\\+'s return restarts after a masked token" algo.adv_estimator=reinforce_pp)
 env_bad_deck(sandbox_keys "\\[sandbox\\] timeout_s: \\[sandbox\\] runs the code task's programs and the python tool" sandbox.timeout_s=3)
 add_test(NAME env_bad_python_sandbox
   COMMAND sh -c "$RLPT_MPIEXEC 4 $RLPT_MPI_FLAGS \"$0\" run \"$@\" > out.env_bad_python.log 2>&1; echo \"exit $?\"; grep -o 'rlpt: run: rank.*' out.env_bad_python.log"
@@ -66,3 +67,8 @@ add_test(NAME env_bad_python_sandbox
 set_tests_properties(env_bad_python_sandbox PROPERTIES LABELS e2e ENVIRONMENT "${RLPT_TOOLS_ENV}"
   PROCESSORS 4 FIXTURES_REQUIRED env_mul_data TIMEOUT 60
   PASS_REGULAR_EXPRESSION "exit 2\nrlpt: run: rank [0-9]+: \\[env\\] tools = python: the python tool needs the sandbox: \\[sandbox\\] interpreter: '/nonexistent/python9' is not an executable")
+
+#   test_smollm2_tools  (label model) SmolLM2-135M-Instruct runs a tool-calling episode in its
+#                   ChatML template: the forced call is finished, parsed and run, the tool turn
+#                   appended masked, generation continues; logprobs vs a from-scratch forward
+add_unit_test(test_smollm2_tools SOURCES env/test_smollm2_tools.c LABELS model)
