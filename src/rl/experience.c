@@ -220,7 +220,8 @@ void sample_batch_truncate(struct sample_batch *b, int from) {
 
 int64_t sample_batch_resp_tokens(const struct sample_batch *b) {
   int64_t t = 0;
-  for (int i = 0; i < b->n; i++) t += b->s[i].n_resp;
+  for (int i = 0; i < b->n; i++)
+    for (int j = 0; j < b->s[i].n_resp; j++) t += sample_tok_trained(&b->s[i], j);
   return t;
 }
 

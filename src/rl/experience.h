@@ -108,7 +108,7 @@ int sample_batch_push(struct sample_batch *b, struct sample *s);
 int sample_batch_move_all(struct sample_batch *dst, struct sample_batch *src);
 /* Drop samples [from, n) (used to roll back a partial append). */
 void sample_batch_truncate(struct sample_batch *b, int from);
-/* Response tokens in the batch (the trained tokens). */
+/* Response tokens in the batch the policy sampled (the trained tokens: tool tokens left out). */
 int64_t sample_batch_resp_tokens(const struct sample_batch *b);
 
 /* ---- versioned buffer ----------------------------------------------------- */
