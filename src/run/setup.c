@@ -119,9 +119,7 @@ static int setup_trainer(struct run *r, char *err, size_t len) {
   return rc;
 }
 
-/* Rollout ranks with [env] enabled: the tools (python's sandbox probed here, where it runs)
- * and the engine's environment hooks. 0, or 2/1 with a message in err. */
-static int setup_env(struct run *r, char *err, size_t len) {
+int run_env_setup(struct run *r, char *err, size_t len) {
   const struct config *cfg = r->cfg;
   if (!cfg->env.enabled) return 0;
   struct env_tools tools = { .enabled = 0 };
@@ -144,6 +142,14 @@ static int setup_env(struct run *r, char *err, size_t len) {
   return rollout_set_env(r->engine, &hooks, err, len);
 }
 
+void run_env_free(struct run *r) {
+  if (r->env) env_free(r->env);
+  free(r->env);
+  free(r->env_sandbox);
+  r->env = NULL;
+  r->env_sandbox = NULL;
+}
+
 /* Rollout ranks: the rollout model on [run] device, like the trainer's, and its engine.
  * 0, or 2/1 with a message in err. */
 static int setup_rollout(struct run *r, char *err, size_t len) {
@@ -159,7 +165,7 @@ static int setup_rollout(struct run *r, char *err, size_t len) {
     return 1;
   }
   int rc = rollout_create(&r->engine, r->rmodel, r->cfg, &r->tok, err, len);
-  return rc ? rc : setup_env(r, err, len);
+  return rc ? rc : run_env_setup(r, err, len);
 }
 
 /* This rank's role state (trainer, rollout model and engine, train dp 0's samples event
@@ -225,9 +231,7 @@ void run_teardown(struct run *r) {
   if (r->trainer && r->trainer->cfg) trainer_free(r->trainer);
   free(r->trainer);
   rollout_free(r->engine);
-  if (r->env) env_free(r->env);
-  free(r->env);
-  free(r->env_sandbox);
+  run_env_free(r);
   if (r->rm) reward_model_free(r->rm);
   free(r->rm);
   if (r->rmodel) model_free(r->rmodel);
