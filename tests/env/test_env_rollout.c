@@ -10,7 +10,9 @@
  *   - without preemption the tool tokens are fed as decodes on the cache: the prefill
  *     computed is the prompts' tokens alone (nothing earlier is recomputed);
  *   - a KV pool small enough to preempt (the re-admitted sequence recomputes its prompt,
- *     model and tool tokens) and a one-sequence batch give the same tokens and logprob bits. */
+ *     model and tool tokens), a one-sequence batch and prefix sharing (the G samples fork the
+ *     prompt's blocks, copy-on-write before their own tool turns) give the same tokens and
+ *     logprob bits. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,13 +59,13 @@ static void tiny_model(struct model *m) {
   model_init_params(m, 99);
 }
 
-static void deck(struct config *cfg, int max_num_seqs, long kv_mb) {
+static void deck(struct config *cfg, int max_num_seqs, long kv_mb, int share) {
   config_defaults(cfg);
   cfg->run.seed = 5;
   cfg->rollout.max_new_tokens = 96;
   cfg->rollout.max_num_seqs = max_num_seqs;
   cfg->rollout.kv_cache_mb = kv_mb;
-  cfg->rollout.prefix_sharing = 0;
+  cfg->rollout.prefix_sharing = share;
   cfg->rollout.max_batch_tokens = 4096;
   cfg->rollout.block_size = 16;
   cfg->rollout.temperature = 1.0;
@@ -72,7 +74,7 @@ static void deck(struct config *cfg, int max_num_seqs, long kv_mb) {
   cfg->rollout.stop[0] = '\0';
 }
 
-static int generate(struct model *m, int max_num_seqs, long kv_mb, struct sample_batch *out,
+static int generate(struct model *m, int max_num_seqs, long kv_mb, int share, struct sample_batch *out,
                     struct gen_stats *st, int *prompt_tokens) {
   static int tok[N_PROMPTS][32];
   struct rollout_prompt p[N_PROMPTS];
@@ -86,7 +88,7 @@ static int generate(struct model *m, int max_num_seqs, long kv_mb, struct sample
     *prompt_tokens += (int)n * G;
   }
   struct config cfg;
-  deck(&cfg, max_num_seqs, kv_mb);
+  deck(&cfg, max_num_seqs, kv_mb, share);
   struct rollout_engine *re;
   char err[512] = "";
   struct script sc;
@@ -138,7 +140,7 @@ int main(void) {
   sample_batch_init(&one);
   struct gen_stats st;
   int prompt_tokens;
-  CHECK(generate(&m, 64, 16, &big, &st, &prompt_tokens) == 0);
+  CHECK(generate(&m, 64, 16, 0, &big, &st, &prompt_tokens) == 0);
   check_masks(&big);
   double diff = rollout_logprob_diff_max(&m, &big);
   printf("multi-turn: %d samples, logprob vs from-scratch forward max diff %.3g; preemptions %ld, "
@@ -146,11 +148,18 @@ int main(void) {
          prompt_tokens);
   CHECK(diff <= LP_TOL);
   CHECK(st.preemptions == 0 && st.prefill_computed == prompt_tokens);
-  CHECK(generate(&m, 16, 1, &small, &st, &prompt_tokens) == 0);
+  CHECK(generate(&m, 16, 1, 0, &small, &st, &prompt_tokens) == 0);
   printf("small pool: preemptions %ld, prefill computed %ld\n", st.preemptions, st.prefill_computed);
   CHECK(st.preemptions > 0);
   CHECK(same_samples(&big, &small));
-  CHECK(generate(&m, 1, 16, &one, &st, &prompt_tokens) == 0);
+  CHECK(generate(&m, 1, 16, 0, &one, &st, &prompt_tokens) == 0);
+  CHECK(same_samples(&big, &one));
+  sample_batch_free(&one);
+  sample_batch_init(&one);
+  /* prefix sharing: the G samples of a prompt fork its blocks, then each appends its own tools */
+  CHECK(generate(&m, 64, 16, 1, &one, &st, &prompt_tokens) == 0);
+  printf("prefix sharing: prefill computed %ld of %ld requested\n", st.prefill_computed, st.prefill_requested);
+  CHECK(st.prefill_computed < st.prefill_requested);
   CHECK(same_samples(&big, &one));
   sample_batch_free(&big);
   sample_batch_free(&small);

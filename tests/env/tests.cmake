@@ -4,8 +4,8 @@
 #                   the episode hook's tool turns, max_turns and counters
 add_unit_test(test_tool_call SOURCES env/test_tool_call.c)
 #   test_env_rollout  tool turns appended on the rollout engine's KV cache: masks, sampled
-#                   logprobs == a from-scratch forward (1e-5), no recompute, preemption and
-#                   batch-size invariance
+#                   logprobs == a from-scratch forward (1e-5), no recompute, preemption,
+#                   batch-size and prefix-sharing invariance
 add_unit_test(test_env_rollout SOURCES env/test_env_rollout.c)
 #   test_env_train  tool tokens get no gradient: garbage tool logprobs change nothing, the
 #                   unmasked batch does; a masked tail == the responses cut before it (1e-6)
