@@ -71,14 +71,19 @@ static void encode_sample(struct wbuf *w, const struct sample *s) {
   put_u(w, (uint64_t)s->weight_version, 8);
   put_u(w, (uint64_t)s->step, 8);
   put_u(w, (uint8_t)s->finish, 1);
-  put_u(w, s->logprobs != NULL && s->n_resp > 0, 1);
+  int has_lp = s->logprobs && s->n_resp > 0, has_mask = s->resp_mask && s->n_resp > 0;
+  put_u(w, (uint64_t)(has_lp | has_mask << 1), 1);
   put_u(w, s->flags, 4);
   put_f64(w, s->reward);
   put_u(w, (uint32_t)s->n_prompt, 4);
   put_i32s(w, s->prompt, s->n_prompt);
   put_u(w, (uint32_t)s->n_resp, 4);
   put_i32s(w, s->resp, s->n_resp);
-  if (s->logprobs && s->n_resp > 0) put_f32s(w, s->logprobs, s->n_resp);
+  if (has_lp) put_f32s(w, s->logprobs, s->n_resp);
+  if (has_mask) {
+    if (w->p) memcpy(w->p + w->n, s->resp_mask, (size_t)s->n_resp);
+    w->n += (size_t)s->n_resp;
+  }
   put_u(w, (uint32_t)s->n_parts, 4);
   for (int i = 0; i < s->n_parts; i++) {
     size_t len = strlen(s->parts[i].name);
@@ -205,9 +210,9 @@ static int decode_sample(struct rbuf *r, struct sample *s, char *err, size_t err
   s->index = (int32_t)get_u(r, 4);
   s->weight_version = (int64_t)get_u(r, 8);
   s->step = (int64_t)get_u(r, 8);
-  uint64_t finish = get_u(r, 1), has_lp = get_u(r, 1);
+  uint64_t finish = get_u(r, 1), arrays = get_u(r, 1), has_lp = arrays & 1, has_mask = arrays >> 1;
   NEED(finish < FINISH_COUNT, "finish reason %llu out of range", (unsigned long long)finish);
-  NEED(has_lp <= 1, "bad logprob flag %llu", (unsigned long long)has_lp);
+  NEED(arrays <= 3, "bad response-arrays flag %llu", (unsigned long long)arrays);
   s->finish = (enum finish_reason)finish;
   s->flags = (uint32_t)get_u(r, 4);
   uint64_t u = get_u(r, 8);
@@ -217,11 +222,17 @@ static int decode_sample(struct rbuf *r, struct sample *s, char *err, size_t err
   if (rc) return rc;
   if (!(s->prompt = get_i32s(r, np)) && np) return XFER_ENOMEM;
   s->n_prompt = np;
-  if ((rc = get_count(r, has_lp ? 8 : 4, &nr, "response token", err, errlen))) return rc;
-  NEED(nr > 0 || !has_lp, "logprobs flagged for an empty response");
+  if ((rc = get_count(r, 4 + 4 * has_lp + has_mask, &nr, "response token", err, errlen))) return rc;
+  NEED(nr > 0 || !arrays, "logprobs or a mask flagged for an empty response");
   if (!(s->resp = get_i32s(r, nr)) && nr) return XFER_ENOMEM;
   s->n_resp = nr;
   if (has_lp && !(s->logprobs = get_f32s(r, nr))) return XFER_ENOMEM;
+  if (has_mask) {
+    if (!(s->resp_mask = malloc((size_t)nr))) return XFER_ENOMEM;
+    memcpy(s->resp_mask, r->p + r->pos, (size_t)nr);
+    r->pos += (size_t)nr;
+    for (int32_t j = 0; j < nr; j++) NEED(s->resp_mask[j] <= 1, "mask byte %u", s->resp_mask[j]);
+  }
   if ((rc = decode_parts(r, s, err, errlen))) return rc;
   int32_t na;
   if ((rc = get_count(r, 4, &na, "advantage", err, errlen))) return rc;

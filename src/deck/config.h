@@ -139,6 +139,11 @@ struct config {
     long cpu_s, memory_mb, output_kb, file_mb, processes, workers;
   } sandbox;
   struct {
+    int enabled;                /* multi-turn rollouts with tools (env/episode.h) */
+    char tools[CFG_STR_MAX];    /* enabled tools, comma-separated (env/tools.h) */
+    long max_turns;
+  } env;
+  struct {
     int name;
     long group_size, prompts_per_step, mini_batches, ppo_epochs;
     int adv_estimator, std, policy_loss, loss_agg, kl_estimator, kl_in, old_logprobs, dpo_loss, tis;

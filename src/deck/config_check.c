@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "deck/config.h"
+#include "env/tools.h"
 #include "util/alloc.h"
 
 struct cross {
@@ -241,6 +242,38 @@ static int cross_async(const struct cross *x) {
   return 0;
 }
 
+/* [env]: its keys need enabled = true; multi-turn rollouts need the CPU engine, rollouts
+ * (not preference steps), sync steps and SFT on the dataset's demonstrations. */
+static int cross_env(const struct cross *x) {
+  const struct config *c = x->cfg;
+  struct config *d = malloc_check(sizeof *d);
+  config_defaults(d);
+  const char *k = first_changed(c, d, "env");
+  free(d);
+  char msg[256];
+  unsigned mask;
+  if (!c->env.enabled)
+    return k ? cross_fail(x, "env", k, "env", "enabled", "[env] %s is set, but [env] enabled = false: "
+                          "it would do nothing", k) : 0;
+  if (env_tools_parse(c->env.tools, &mask, msg, sizeof msg) != 0)
+    return cross_fail(x, "env", "tools", NULL, NULL, "%s", msg);
+  if (c->run.device == DEVICE_CUDA)
+    return cross_fail(x, "env", "enabled", "run", "device", "multi-turn rollouts run on the CPU "
+                      "rollout engine only (not yet checked on a GPU): set run.device = cpu or auto");
+  if (config_is_pref(c))
+    return cross_fail(x, "env", "enabled", "algo", "name", "preference steps have no rollouts");
+  if (c->run.mode != MODE_SYNC)
+    return cross_fail(x, "env", "enabled", "run", "mode", "multi-turn rollouts run in mode = sync");
+  if (c->algo.adv_estimator == ADV_REINFORCE_PP)
+    return cross_fail(x, "env", "enabled", "algo", "adv_estimator", "REINFORCE++'s return restarts after "
+                      "a masked token (src/rl/README.md §1), so the model turns before a tool turn would "
+                      "get none: use grpo, rloo, reinforce_pp_baseline or gae");
+  if (c->sft.source == SFT_SOURCE_REJECTION)
+    return cross_fail(x, "env", "enabled", "sft", "source", "rejection SFT would train on tool turns "
+                      "unmasked: use sft.source = dataset (demonstrations with tool calls)");
+  return 0;
+}
+
 int config_cross_check(const struct config *c, const char *path, char *const *over, char *err, size_t errlen) {
   const struct cross x = {.cfg = c, .path = path, .over = over, .err = err, .errlen = errlen};
   int rc = cross_model(&x);
@@ -250,6 +283,7 @@ int config_cross_check(const struct config *c, const char *path, char *const *ov
   if (!rc) rc = cross_files(&x);
   if (!rc) rc = cross_pref(&x);
   if (!rc) rc = cross_async(&x);
+  if (!rc) rc = cross_env(&x);
   if (!rc && c->model.dtype == DTYPE_BF16 && c->run.device == DEVICE_CPU)
     rc = cross_fail(&x, "model", "dtype", "run", "device", "bf16 needs run.device = cuda or auto");
   return rc;
@@ -283,14 +317,18 @@ static int code_keys_check(const struct config *c, char *err, size_t errlen) {
   struct config *d = malloc_check(sizeof *d);
   config_defaults(d);
   int code = !strcmp(c->task.name, "jsonl") && c->data.verifier == DATA_VERIFY_CODE, rc = 2;
+  unsigned tools = 0;
+  char terr[128];
+  if (c->env.enabled && env_tools_parse(c->env.tools, &tools, terr, sizeof terr) != 0) tools = 0;
+  int python = (tools & ENV_TOOL_BIT(ENV_TOOL_PYTHON)) != 0;
   const char *k = first_changed(c, d, "sandbox");
   int score = off_default(c, d, config_find("data", "code_score"));
   const char *ck = off_default(c, d, config_find("reward", "command_workers")) ? "command_workers"
                    : off_default(c, d, config_find("reward", "command_timeout_s")) ? "command_timeout_s" : NULL;
   free(d);
-  if (k && !code)
-    snprintf(err, errlen, "[sandbox] %s: [sandbox] runs the code task's programs: it needs [task] name = jsonl "
-             "with [data] verifier = code", k);
+  if (k && !code && !python)
+    snprintf(err, errlen, "[sandbox] %s: [sandbox] runs the code task's programs and the python tool: it "
+             "needs [task] name = jsonl with [data] verifier = code, or [env] tools with python", k);
   else if (score && !code)
     snprintf(err, errlen, "[data] code_score: needs [data] verifier = code");
   else if (ck && !c->reward.command[0])

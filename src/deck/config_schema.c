@@ -135,6 +135,11 @@ const struct cfg_key cfg_schema[] = {
   INT("sandbox", "processes", "16", 1, 4096, "processes", "Processes of one execution (RLIMIT_NPROC inside its user namespace)", sandbox.processes),
   INT("sandbox", "workers", "2", 1, 1024, "processes", "Executions run at once by each process that scores (a reward rank, a rollout rank in the eval, rlpt reward-score): its pool of sandboxes", sandbox.workers),
 
+  /* [env] (src/env/episode.h: multi-turn rollouts with tools) */
+  BOOL("env", "enabled", "false", "Multi-turn rollouts: generation stops at each <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call> the model writes, the tool runs, its result is appended as a tool turn (masked out of the loss) and generation continues on the same KV cache; the verifier scores the last model turn; the response budget of model and tool tokens together is [rollout] max_new_tokens (README.md, Multi-turn rollouts with tools)", env.enabled),
+  STR("env", "tools", "calculator", "Tools the model may call, comma-separated: calculator (+ - * / and parentheses on decimals, in process), python (the arguments' code in [sandbox]); a call of another name gets an error tool turn", env.tools),
+  INT("env", "max_turns", "4", 1, 1000, "turns", "Model turns per episode: a tool call in the last one ends the response without running", env.max_turns),
+
   /* [algo] */
   ENUM("algo", "name", "grpo", "grpo|dr_grpo|dapo|gspo|ppo|rloo|reinforce_pp|dpo|ipo|rm", "Algorithm preset (every knob below can still be set); dpo, ipo (preference optimisation against a frozen reference) and rm (a Bradley-Terry reward model on the value head) train on [data] pref_path instead of rollouts", algo.name),
   INT("algo", "group_size", "8", 1, 1e5, "samples", "Samples per prompt (G)", algo.group_size),

@@ -23,6 +23,7 @@ void sample_free(struct sample *s) {
   free(s->prompt);
   free(s->resp);
   free(s->logprobs);
+  free(s->resp_mask);
   for (int i = 0; i < s->n_parts; i++) free(s->parts[i].name);
   free(s->parts);
   free(s->adv);
@@ -57,6 +58,8 @@ int sample_set_response(struct sample *s, const int32_t *tok, const float *logpr
   }
   free(s->resp);
   free(s->logprobs);
+  free(s->resp_mask);
+  s->resp_mask = NULL;
   s->resp = t;
   s->logprobs = lp;
   s->n_resp = t ? n : 0;
@@ -103,12 +106,30 @@ int sample_set_adv(struct sample *s, const float *adv, int32_t n) {
   return 0;
 }
 
+int sample_set_resp_mask(struct sample *s, const uint8_t *mask) {
+  int all = 1;
+  for (int j = 0; mask && j < s->n_resp; j++) all &= mask[j] == 1;
+  void *m = NULL;
+  if (!all && dup_array(&m, mask, (size_t)s->n_resp, 1)) return -1;
+  free(s->resp_mask);
+  s->resp_mask = m;
+  return 0;
+}
+
+int32_t sample_last_turn(const struct sample *s) {
+  int32_t j = s->resp_mask ? s->n_resp : 0;
+  while (j > 0 && s->resp_mask[j - 1]) j--;
+  return j;
+}
+
 int sample_copy(struct sample *dst, const struct sample *src) {
   struct sample t = *src;
   t.prompt = NULL, t.resp = NULL, t.logprobs = NULL, t.parts = NULL, t.adv = NULL;
+  t.resp_mask = NULL;
   t.n_prompt = t.n_resp = t.n_parts = t.n_adv = 0;
   int bad = sample_set_prompt(&t, src->prompt, src->n_prompt) ||
             sample_set_response(&t, src->resp, src->logprobs, src->n_resp) ||
+            sample_set_resp_mask(&t, src->resp_mask) ||
             sample_set_adv(&t, src->adv, src->n_adv);
   for (int i = 0; !bad && i < src->n_parts; i++)
     bad = sample_set_part(&t, src->parts[i].name, src->parts[i].value);
@@ -130,11 +151,13 @@ int sample_equal(const struct sample *a, const struct sample *b) {
       a->n_prompt != b->n_prompt || a->n_resp != b->n_resp || a->finish != b->finish ||
       memcmp(&a->reward, &b->reward, sizeof a->reward) != 0 || a->n_parts != b->n_parts ||
       a->n_adv != b->n_adv || a->flags != b->flags ||
-      (a->n_resp > 0 && (!a->logprobs) != (!b->logprobs)))
+      (a->n_resp > 0 && (!a->logprobs) != (!b->logprobs)) ||
+      (a->n_resp > 0 && (!a->resp_mask) != (!b->resp_mask)))
     return 0;
   if (!same_bytes(a->prompt, b->prompt, (size_t)a->n_prompt * sizeof *a->prompt) ||
       !same_bytes(a->resp, b->resp, (size_t)a->n_resp * sizeof *a->resp) ||
       (a->logprobs && !same_bytes(a->logprobs, b->logprobs, (size_t)a->n_resp * sizeof(float))) ||
+      (a->resp_mask && !same_bytes(a->resp_mask, b->resp_mask, (size_t)a->n_resp)) ||
       !same_bytes(a->adv, b->adv, (size_t)a->n_adv * sizeof *a->adv))
     return 0;
   for (int i = 0; i < a->n_parts; i++)
@@ -197,7 +220,8 @@ void sample_batch_truncate(struct sample_batch *b, int from) {
 
 int64_t sample_batch_resp_tokens(const struct sample_batch *b) {
   int64_t t = 0;
-  for (int i = 0; i < b->n; i++) t += b->s[i].n_resp;
+  for (int i = 0; i < b->n; i++)
+    for (int j = 0; j < b->s[i].n_resp; j++) t += sample_tok_trained(&b->s[i], j);
   return t;
 }
 

@@ -43,6 +43,8 @@ struct sample {
   int32_t *prompt;         /* [n_prompt] token ids */
   int32_t *resp;           /* [n_resp] token ids */
   float *logprobs;         /* [n_resp] rollout logprobs, or NULL when not recorded */
+  uint8_t *resp_mask;      /* [n_resp] 1: the policy sampled it (trained), 0: an environment
+                            * (tool) turn's token (no loss, logprob 0); NULL: all sampled */
   enum finish_reason finish;
   double reward;
   int32_t n_parts;
@@ -64,6 +66,16 @@ void sample_free(struct sample *s);
  * Returns 0, or -1 on allocation failure (s unchanged). */
 int sample_set_prompt(struct sample *s, const int32_t *tok, int32_t n);
 int sample_set_response(struct sample *s, const int32_t *tok, const float *logprobs, int32_t n);
+/* The response's token mask (mask NULL or all ones: no mask kept). sample_set_response
+ * drops it. 0 or -1. */
+int sample_set_resp_mask(struct sample *s, const uint8_t *mask);
+/* 1 when response token j was sampled by the policy (no mask, or mask 1). */
+static inline int sample_tok_trained(const struct sample *s, int j) {
+  return !s->resp_mask || s->resp_mask[j];
+}
+/* Index of the first token of the response's last model turn: after its last tool
+ * (masked) token; 0 without a mask. What the verifier scores of a multi-turn episode. */
+int32_t sample_last_turn(const struct sample *s);
 /* Set (or add) a named reward part. Returns 0 or -1. */
 int sample_set_part(struct sample *s, const char *name, double value);
 /* Value of a named part into *v; 0 when found, -1 when not. */
@@ -96,7 +108,7 @@ int sample_batch_push(struct sample_batch *b, struct sample *s);
 int sample_batch_move_all(struct sample_batch *dst, struct sample_batch *src);
 /* Drop samples [from, n) (used to roll back a partial append). */
 void sample_batch_truncate(struct sample_batch *b, int from);
-/* Response tokens in the batch (the trained tokens). */
+/* Response tokens in the batch the policy sampled (the trained tokens: tool tokens left out). */
 int64_t sample_batch_resp_tokens(const struct sample_batch *b);
 
 /* ---- versioned buffer ----------------------------------------------------- */

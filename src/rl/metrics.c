@@ -76,6 +76,12 @@ const struct metric_field metric_fields[] = {
     F(pref_eval_acc, "eval/rewards/accuracies", "fraction of the held-out pairs with margin > 0 (eval steps)"),
     F(sandbox_exec_per_s, "perf/sandbox_exec_per_s",
       "code verifier: sandbox executions per second of the reward ranks' pools (executions/s)"),
+    /* [env] multi-turn rollouts (veRL's agent loop logs num_turns/mean) */
+    F(num_turns_mean, "num_turns/mean", "[env]: model turns per episode (tool turns + 1)"),
+    F(tool_calls, "tool/calls", "[env]: tool turns appended in the step's episodes"),
+    F(tool_errors, "tool/errors",
+      "[env]: of those, error turns (malformed or unterminated call, unknown tool, failed tool)"),
+    F(t_tool, "timing_s/tool", "[env]: seconds in tools, summed over the rollout ranks (s)"),
 };
 #undef F
 const int metric_fields_len = (int)(sizeof metric_fields / sizeof metric_fields[0]);

@@ -39,6 +39,7 @@ struct step_metrics {
   /* preference steps ([algo] name = dpo | ipo | rm; train/pref_step.h): means over the pairs */
   double pref_loss, pref_chosen, pref_rejected, pref_margin, pref_acc, pref_eval_acc;
   double sandbox_exec_per_s;             /* code verifier: sandbox executions per second */
+  double num_turns_mean, tool_calls, tool_errors, t_tool;  /* [env] multi-turn rollouts */
   /* eval lines only (has_eval = 1) */
   int has_eval;
   int eval_k;

@@ -35,6 +35,7 @@ struct rollout_engine {
   struct lm_ops lm;
   struct model_kv_io io;
   struct sample_device *sd;         /* device backend: the logits stay there and are sampled there */
+  struct rollout_env env;           /* turn NULL: single-turn */
   char stop[CFG_STR_MAX];
   struct gen_stop_text stop_text;
   /* the step being run */
@@ -251,6 +252,17 @@ void rollout_weights_on_device(struct rollout_engine *re, int64_t weight_version
   weights_device_written(&re->m->weights, WEIGHTS_BF16_STALE);
 }
 
+int rollout_set_env(struct rollout_engine *re, const struct rollout_env *env, char *err,
+                    size_t errlen) {
+  if (env && re->m->on_device)
+    return rfail(err, errlen, 2, "rollout: [env] multi-turn rollouts run on the CPU engine only "
+                 "(set [run] device = cpu)");
+  re->env = env ? *env : (struct rollout_env){ .turn = NULL };
+  re->g.env_fn = re->env.turn;
+  re->g.env_ctx = re->env.ctx;
+  return 0;
+}
+
 static enum finish_reason finish_of(int gen_finish) {
   return gen_finish == GEN_EOS ? FINISH_EOS : gen_finish == GEN_STOP ? FINISH_STOP : FINISH_LENGTH;
 }
@@ -269,7 +281,9 @@ static int push_sample(struct sample_batch *out, const struct rollout_prompt *p,
   s->finish = finish_of(res->finish[r]);
   size_t o = (size_t)r * (size_t)max_new;
   if (sample_set_prompt(s, (const int32_t *)p->tokens, p->n_tokens) != 0) return -1;
-  return sample_set_response(s, (const int32_t *)res->tokens + o, res->logprobs + o, res->len[r]);
+  if (sample_set_response(s, (const int32_t *)res->tokens + o, res->logprobs + o, res->len[r]))
+    return -1;
+  return res->mask ? sample_set_resp_mask(s, res->mask + o) : 0;
 }
 
 static int check_prompts(const struct rollout_engine *re, const struct rollout_prompt *prompts,
@@ -312,8 +326,10 @@ int rollout_generate(struct rollout_engine *re, const struct rollout_prompt *pro
     .tokens = malloc(sizeof(int) * (size_t)n_req * (size_t)max_new + 1),
     .logprobs = malloc(sizeof(float) * (size_t)n_req * (size_t)max_new + 1),
     .len = calloc((size_t)n_req + 1, sizeof(int)),
-    .finish = calloc((size_t)n_req + 1, sizeof(int)) };
-  if (!req || !res.tokens || !res.logprobs || !res.len || !res.finish) {
+    .finish = calloc((size_t)n_req + 1, sizeof(int)),
+    .mask = re->env.turn ? malloc((size_t)n_req * (size_t)max_new + 1) : NULL };
+  if (!req || !res.tokens || !res.logprobs || !res.len || !res.finish ||
+      (re->env.turn && !res.mask)) {
     rc = rfail(err, errlen, 1, "rollout: out of memory for %d requests", n_req);
     goto done;
   }
@@ -322,6 +338,10 @@ int rollout_generate(struct rollout_engine *re, const struct rollout_prompt *pro
       req[i * group_size + j] = (struct gen_request){
         .prompt_id = (uint32_t)prompts[i].prompt_id, .sample = (uint32_t)j,
         .prompt = prompts[i].tokens, .prompt_len = prompts[i].n_tokens };
+  if (re->env.begin && re->env.begin(re->env.ctx, prompts, n, group_size) != 0) {
+    rc = rfail(err, errlen, 1, "rollout: out of memory for %d episodes", n_req);
+    goto done;
+  }
   rc = gen_run(&re->g, &re->lm, &re->kv, (uint64_t)weight_version, (uint32_t)step, req, n_req, &res,
                stats ? stats : &st_local, err, errlen);
   if (rc) goto done;
@@ -342,6 +362,7 @@ done:
   free(res.logprobs);
   free(res.len);
   free(res.finish);
+  free(res.mask);
   return rc;
 }
 
@@ -365,6 +386,7 @@ static int diff_chunk(struct model *m, const struct sample_batch *b, int i0, int
     /* logprob of response token j sits at the position before it */
     const float *row = lp + cu[i - i0] + s->n_prompt - 1;
     for (int j = 0; j < s->n_resp && s->logprobs; j++) {
+      if (!sample_tok_trained(s, j)) continue;  /* a tool token was never sampled */
       double d = fabs((double)s->logprobs[j] - (double)row[j]);
       if (!(d <= *worst)) *worst = d;  /* NaN propagates */
     }

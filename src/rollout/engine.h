@@ -53,6 +53,18 @@ int rollout_generate(struct rollout_engine *re, const struct rollout_prompt *pro
                      int group_size, long step, int64_t weight_version,
                      struct sample_batch *out, struct gen_stats *stats, char *err, size_t errlen);
 
+/* Multi-turn rollouts (env/episode.h): before each rollout_generate's generation, begin
+ * (may be NULL) gets the call's prompts; turn is gen_config's env_fn, its request r being
+ * prompt r / group_size, sample r % group_size. The samples then carry resp_mask. env NULL
+ * turns it off. Returns 0, or 2 on a device backend (not checked there yet). */
+struct rollout_env {
+  void *ctx;
+  int (*begin)(void *ctx, const struct rollout_prompt *prompts, int n, int group_size);
+  int (*turn)(void *ctx, int r, const int *resp, int n, int *ins, int cap);
+};
+int rollout_set_env(struct rollout_engine *re, const struct rollout_env *env, char *err,
+                    size_t errlen);
+
 /* The model's host params were rewritten with weight_version: the prefix cache of
  * older versions is never reused after this, and the next forward uploads them
  * (weights_host_written, model/weights.h). */

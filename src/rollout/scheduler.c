@@ -150,7 +150,11 @@ static int schedule_decodes(struct scheduler *sc) {
   int preempted = 0;
   for (int i = 0; i < sc->n_running; i++) {
     int r = sc->running[i], victim = -1;
-    while (kv_seq_append(sc->kv, sc->s[r].kv, 1) != 0) {
+    /* the last sampled token, and after an environment turn its tokens too */
+    int have = sc->kv->seqs[sc->s[r].kv].len;
+    int feed = sc->req[r].prompt_len + sc->s[r].n_gen - have;
+    if (sc->n_tokens + feed > sc->g->max_batch_tokens) continue;  /* waits for a later step */
+    while (kv_seq_append(sc->kv, sc->s[r].kv, feed) != 0) {
       if (kv_prefix_evict_lru(sc->kv)) continue;
       victim = sc->running[--sc->n_running];
       preempt(sc, victim);
@@ -158,8 +162,7 @@ static int schedule_decodes(struct scheduler *sc) {
       if (victim == r) break;
     }
     if (victim == r) break;
-    int pos = sc->req[r].prompt_len + sc->s[r].n_gen - 1;
-    batch_add(sc, r, pos, 1, 0);
+    batch_add(sc, r, have, feed, 0);
   }
   sc->n_decode = sc->nb;
   return preempted;
@@ -285,6 +288,24 @@ static void draw_add(struct scheduler *sc, int *n, int r, int src) {
   (*n)++;
 }
 
+/* The environment's turn after r's token: its tokens appended to the response unsampled
+ * (mask 0). The finish it implies (GEN_RUNNING: go on), or -1 on failure. */
+static int env_turn(struct scheduler *sc, int r) {
+  struct gseq *q = &sc->s[r];
+  int max_new = sc->g->max_new_tokens, *resp = q->ctx + sc->req[r].prompt_len;
+  int k = sc->g->env_fn(sc->g->env_ctx, r, resp, q->n_gen, resp + q->n_gen, max_new - q->n_gen);
+  if (k == GEN_ENV_END) return GEN_STOP;
+  if (k < 0 || k > max_new - q->n_gen) return -1;
+  size_t o = (size_t)r * (size_t)max_new + (size_t)q->n_gen;
+  for (int i = 0; i < k; i++) {
+    sc->out->tokens[o + (size_t)i] = resp[q->n_gen + i];
+    sc->out->logprobs[o + (size_t)i] = 0.0f;
+    sc->out->mask[o + (size_t)i] = 0;
+  }
+  q->n_gen += k;
+  return q->n_gen >= max_new ? GEN_LENGTH : GEN_RUNNING;
+}
+
 /* Record r's drawn token; finish (and free) when it ends the response. */
 static int record(struct scheduler *sc, int r, int tok, double lp) {
   struct gseq *q = &sc->s[r];
@@ -295,8 +316,12 @@ static int record(struct scheduler *sc, int r, int tok, double lp) {
   size_t o = (size_t)r * sc->g->max_new_tokens + q->n_gen;
   sc->out->tokens[o] = tok;
   sc->out->logprobs[o] = (float)lp;
+  if (sc->out->mask) sc->out->mask[o] = 1;
   q->ctx[rq->prompt_len + q->n_gen++] = tok;
   int fin = finish_reason(sc, q->ctx + rq->prompt_len, q->n_gen);
+  if (fin == GEN_RUNNING && sc->g->env_fn && (fin = env_turn(sc, r)) < 0)
+    return fail(sc, 1, "rollout: the environment failed after prompt %u sample %u's token %d",
+                rq->prompt_id, rq->sample, q->n_gen);
   if (fin != GEN_RUNNING) {
     sc->out->finish[r] = fin;
     sc->out->len[r] = q->n_gen;
@@ -346,6 +371,8 @@ static int check_requests(struct scheduler *sc) {
   const struct kv_cache *kv = sc->kv;
   if (g->max_new_tokens < 1 || g->max_num_seqs < 1 || g->max_batch_tokens < 1)
     return fail(sc, 2, "rollout: max_new_tokens, max_num_seqs and max_batch_tokens must be >= 1");
+  if (g->env_fn && !sc->out->mask)
+    return fail(sc, 1, "rollout: an environment needs the result's token mask");
   if (kv->max_seqs < sc->max_seqs)
     return fail(sc, 1, "rollout: KV cache has %d sequence slots, the scheduler needs %d",
                 kv->max_seqs, sc->max_seqs);

@@ -102,7 +102,19 @@ struct gen_config {
   const int *stop_len;
   int (*stop_fn)(void *ctx, const int *tokens, int n);
   void *stop_ctx;
+  /* Environment turns (multi-turn rollouts, env/episode.h), optional: called after each
+   * token request r samples that does not end its response, with the response so far
+   * (resp[n]: sampled and appended tokens). It returns k > 0 tokens written to ins[cap]
+   * (cap = what is left of max_new_tokens) that are appended to the response unsampled
+   * (result mask 0, logprob 0) and fed to the model with the sequence's next token on the
+   * KV cache it already has; 0 to go on sampling; GEN_ENV_END to end the response (finish
+   * stop); GEN_ENV_FAIL on an internal failure (gen_run returns 1). */
+  int (*env_fn)(void *ctx, int r, const int *resp, int n, int *ins, int cap);
+  void *env_ctx;
 };
+
+#define GEN_ENV_END (-1)
+#define GEN_ENV_FAIL (-2)
 
 struct gen_request {
   uint32_t prompt_id, sample;
@@ -110,10 +122,12 @@ struct gen_request {
   int prompt_len;
 };
 
-/* Caller-owned output: tokens and logprobs [n_req][max_new_tokens], len and finish [n_req]. */
+/* Caller-owned output: tokens, logprobs and mask [n_req][max_new_tokens], len and finish
+ * [n_req]. mask (1 sampled, 0 appended by env_fn) may be NULL when env_fn is. */
 struct gen_result {
   int *tokens;
   float *logprobs;
+  unsigned char *mask;
   int *len;
   int *finish;             /* enum gen_finish */
 };

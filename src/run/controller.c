@@ -280,6 +280,12 @@ void controller_log_step(struct run *r, const double *q, enum metrics_phase phas
     m.gen_rounds = q[PS_ROUNDS];
     m.groups_trained = q[PS_SELECTED];
     if (r->diff.on) m.prompts_filtered = q[PS_PROMPTS_FILTERED];
+    if (q[PS_EPISODES] > 0) {
+      m.num_turns_mean = q[PS_TURNS] / q[PS_EPISODES];
+      m.tool_calls = q[PS_TOOL_CALLS];
+      m.tool_errors = q[PS_TOOL_ERRORS];
+      m.t_tool = q[PS_TOOL_S];
+    }
   }
   if (metrics_log_step(&r->mlog, &m, stdout) != 0)
     die_local("writing the metrics file %s failed", r->cfg->log.metrics_path);

@@ -29,7 +29,8 @@ void eval_correct(const struct run *r, const struct task_prompt *tps, const stru
     const struct sample *s = &out->s[k];
     size_t len = 0;
     char *text = NULL;
-    int rc = tokenizer_decode_generated(&r->tok, (const int *)s->resp, (size_t)s->n_resp, &text, &len);
+    int rc = tokenizer_decode_generated(&r->tok, (const int *)s->resp + sample_last_turn(s),
+                                        (size_t)(s->n_resp - sample_last_turn(s)), &text, &len);
     if (rc == TOK_ERR_NOMEM) die_local("out of memory decoding an eval response");
     if (rc != TOK_OK) die_local("eval: a response does not decode (token %zu)", len);
     it[k] = (struct reward_item){ .prompt = &tps[s->group], .text = text, .len = len, .n_tokens = s->n_resp,

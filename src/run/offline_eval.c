@@ -37,6 +37,7 @@
 #include "run/eval.h"
 #include "run/partial.h"
 #include "run/run.h"
+#include "run/setup.h"
 #include "util/alloc.h"
 #include "util/clock.h"
 #include "util/error.h"
@@ -143,6 +144,7 @@ static int setup_engine(struct run *r, struct eval_model *em) {
   } else {
     memcpy(r->rmodel->params, em->src.params, sizeof(float) * r->rmodel->table.total);
     rc = rollout_create(&r->engine, r->rmodel, r->cfg, &r->tok, err, sizeof err);
+    if (!rc) rc = run_env_setup(r, err, sizeof err);  /* [env]: episodes with the deck's tools */
     if (!rc) rollout_weights_changed(r->engine, r->weight_version);
   }
   if (rc) fprintf(stderr, "rlpt: eval: rank %d: %s\n", r->comms.world_rank, err);
@@ -202,6 +204,7 @@ static int check_output(const char *path) {
 
 static void teardown(struct run *r, struct eval_model *em) {
   rollout_free(r->engine);
+  run_env_free(r);
   if (r->rmodel) model_free(r->rmodel);
   free(r->rmodel);
   free(r->partial);

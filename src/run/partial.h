@@ -22,6 +22,7 @@ enum partial_slot {
   PS_GEN_TOK, PS_LAG_SUM, PS_TRAINED,
   PS_SC_LABELED, PS_SC_LABEL_OK,       /* self_consistency: groups with a reference, majority right */
   PS_REWARD_ERRORS, PS_EXECS, PS_ERR_SOURCES,  /* PS_ERR_SOURCES: ranks with a sandbox or command */
+  PS_EPISODES, PS_TURNS, PS_TOOL_CALLS, PS_TOOL_ERRORS, PS_TOOL_S,  /* [env] (env/episode.h) */
   /* eval */
   PS_EV_GREEDY_N, PS_EV_GREEDY_OK, PS_EV_BAND_N, PS_EV_BAND_OK, PS_EV_N, PS_EV_PASS1, PS_EV_PASSK,
   PS_MAX_BEGIN,

@@ -27,6 +27,8 @@ struct doctor_watch;
 struct pref_state;
 struct async_state;
 struct progress;
+struct env;
+struct sandbox;
 
 /* Local inbox slots: messages a rank sends to itself (run/route.h). */
 enum run_box { BOX_PROMPTS, BOX_SAMPLES, BOX_REWARDS, BOX_COUNT };
@@ -48,6 +50,8 @@ struct run {
   struct trainer *trainer;          /* train ranks */
   struct model *rmodel;             /* rollout ranks: the weights generation uses */
   struct rollout_engine *engine;
+  struct env *env;                  /* rollout ranks with [env] enabled: the tools (env/episode.h) */
+  struct sandbox *env_sandbox;      /* its python tool's sandbox, or NULL */
   struct reward_model *rm;          /* reward ranks: [reward] rm_path (rl/reward_model.h), or NULL */
   struct weight_sync *wsync;        /* weight_comm members: the sync path, from the first sync */
   struct async_state *async;        /* separate_async: the schedule and the train ranks' buffer

@@ -1,7 +1,7 @@
 /* run/samples_log.c: what the policy writes, for a person to read. Every [log]
  * samples_every RL steps the first train DP rank takes the samples of its first
  * groups (prompt, response, finish reason, reward and its parts, the advantages it
- * was trained with) and appends them to [log] samples_path as JSON lines, and with
+ * was trained with; a multi-turn episode also as its model and tool turns) and appends them to [log] samples_path as JSON lines, and with
  * [log] tensorboard_dir writes them as a text table (prompt, response, reward, finish
  * reason) to an event file of its own — reward hacking shows there before it shows in
  * the curves. */
@@ -32,7 +32,23 @@ static char *decode(const struct tokenizer *tok, const int32_t *ids, int n) {
   return valid;
 }
 
-static cJSON *sample_json(const struct sample *s, const char *prompt, const char *resp, long step) {
+/* A multi-turn episode's response as its turns: runs of model ("assistant") and tool tokens
+ * ("tool": resp_mask 0), each decoded, in order. */
+static void add_turns(cJSON *o, const struct tokenizer *tok, const struct sample *s) {
+  cJSON *turns = cJSON_AddArrayToObject(o, "turns");
+  for (int j = 0, e; j < s->n_resp; j = e) {
+    for (e = j + 1; e < s->n_resp && s->resp_mask[e] == s->resp_mask[j];) e++;
+    char *text = decode(tok, s->resp + j, e - j);
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddStringToObject(t, "role", s->resp_mask[j] ? "assistant" : "tool");
+    cJSON_AddStringToObject(t, "text", text ? text : "");
+    cJSON_AddItemToArray(turns, t);
+    free(text);
+  }
+}
+
+static cJSON *sample_json(const struct tokenizer *tok, const struct sample *s, const char *prompt,
+                          const char *resp, long step) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddNumberToObject(o, "step", (double)step);
   cJSON_AddNumberToObject(o, "weight_version", (double)s->weight_version);
@@ -41,6 +57,7 @@ static cJSON *sample_json(const struct sample *s, const char *prompt, const char
   cJSON_AddNumberToObject(o, "index", s->index);
   cJSON_AddStringToObject(o, "prompt", prompt);
   cJSON_AddStringToObject(o, "response", resp);
+  if (s->resp_mask) add_turns(o, tok, s);
   cJSON_AddStringToObject(o, "finish_reason", finish_reason_name(s->finish));
   cJSON_AddNumberToObject(o, "reward", s->reward);
   cJSON *parts = cJSON_AddObjectToObject(o, "reward_parts");
@@ -61,7 +78,7 @@ static void write_jsonl(const struct run *r, const struct sample_batch *b, int n
     return;
   }
   for (int i = 0; i < n; i++) {
-    cJSON *o = sample_json(&b->s[i], text[2 * i], text[2 * i + 1], step);
+    cJSON *o = sample_json(&r->tok, &b->s[i], text[2 * i], text[2 * i + 1], step);
     char *line = cJSON_PrintUnformatted(o);
     if (line) fprintf(f, "%s\n", line);
     free(line);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "cpu/gemm.h"
+#include "env/episode.h"
 #include "model/device.h"
 #include "model/import.h"
 #include "model/model.h"
@@ -24,6 +25,7 @@
 #include "run/run.h"
 #include "run/samples_log.h"
 #include "run/weight_sync.h"
+#include "sandbox/sandbox.h"
 #include "train/trainer.h"
 #include "util/error.h"
 
@@ -121,6 +123,37 @@ static int setup_trainer(struct run *r, char *err, size_t len) {
   return rc;
 }
 
+int run_env_setup(struct run *r, char *err, size_t len) {
+  const struct config *cfg = r->cfg;
+  if (!cfg->env.enabled) return 0;
+  struct env_tools tools = { .enabled = 0 };
+  if (env_tools_parse(cfg->env.tools, &tools.enabled, err, len) != 0) return 2;
+  if (tools.enabled & ENV_TOOL_BIT(ENV_TOOL_PYTHON)) {
+    struct sandbox_opts o;
+    sandbox_opts_from_config(&o, cfg);
+    char serr[768];
+    if (!(r->env_sandbox = calloc(1, sizeof *r->env_sandbox))) return snprintf(err, len, "out of memory"), 1;
+    if (sandbox_init(r->env_sandbox, &o, serr, sizeof serr) != 0)
+      return snprintf(err, len, "[env] tools = %.200s: the python tool needs the sandbox: %.400s", cfg->env.tools,
+                      serr), 2;
+    tools.sb = r->env_sandbox;
+  }
+  if (!(r->env = calloc(1, sizeof *r->env))) return snprintf(err, len, "out of memory"), 1;
+  enum env_wrap wrap = !r->task.chat ? ENV_WRAP_PLAIN
+                       : r->task.chat_tpl.kind == CHAT_LLAMA3 ? ENV_WRAP_LLAMA3 : ENV_WRAP_CHATML;
+  env_init(r->env, &tools, (int)cfg->env.max_turns, wrap, &r->tok);
+  struct rollout_env hooks = env_rollout_hooks(r->env);
+  return rollout_set_env(r->engine, &hooks, err, len);
+}
+
+void run_env_free(struct run *r) {
+  if (r->env) env_free(r->env);
+  free(r->env);
+  free(r->env_sandbox);
+  r->env = NULL;
+  r->env_sandbox = NULL;
+}
+
 /* Rollout ranks: the rollout model on [run] device, like the trainer's, and its engine.
  * 0, or 2/1 with a message in err. */
 static int setup_rollout(struct run *r, char *err, size_t len) {
@@ -135,7 +168,8 @@ static int setup_rollout(struct run *r, char *err, size_t len) {
              max_tokens);
     return 1;
   }
-  return rollout_create(&r->engine, r->rmodel, r->cfg, &r->tok, err, len);
+  int rc = rollout_create(&r->engine, r->rmodel, r->cfg, &r->tok, err, len);
+  return rc ? rc : run_env_setup(r, err, len);
 }
 
 /* This rank's role state (trainer, rollout model and engine, train dp 0's samples event
@@ -204,6 +238,7 @@ void run_teardown(struct run *r) {
   if (r->trainer && r->trainer->cfg) trainer_free(r->trainer);
   free(r->trainer);
   rollout_free(r->engine);
+  run_env_free(r);
   if (r->rm) reward_model_free(r->rm);
   free(r->rm);
   if (r->rmodel) model_free(r->rmodel);

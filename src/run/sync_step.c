@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "env/episode.h"
 #include "mpi/wait.h"
 #include "mpi/xfer.h"
 #include "rl/dynsamp.h"
@@ -75,6 +76,15 @@ static void generate_share(struct run *r, long step, int round) {
   if (rc) die_local("step %ld: generation failed: %s", step, err);
   partial_time(r, RUN_PHASE_GEN, clock_seconds() - t0);
   r->partial[PS_GEN_TOK] += (double)sample_batch_resp_tokens(&out);
+  if (r->env) {  /* the episodes of this instance's share */
+    struct env_stats es;
+    env_stats_get(r->env, &es);
+    r->partial[PS_EPISODES] += (double)es.episodes;
+    r->partial[PS_TURNS] += (double)es.turns;
+    r->partial[PS_TOOL_CALLS] += (double)es.tool_calls;
+    r->partial[PS_TOOL_ERRORS] += (double)es.tool_errors;
+    r->partial[PS_TOOL_S] += es.tool_s;
+  }
   /* The trainer measures logprob_diff_max on its old-logprob pass; with old_logprobs =
    * rollout it has none, so the rollout rank measures it (a model_forward over the batch).
    * Only meaningful at temperature 1: the recorded logprob is of the tempered distribution.
@@ -118,7 +128,8 @@ static struct reward_item *reward_items(struct run *r, const struct sample_batch
       die_local("task: prompt %lld has no train problem", (long long)s->prompt_id);
     size_t len = 0;
     char *text = NULL;
-    int rc = tokenizer_decode_generated(&r->tok, (const int *)s->resp, (size_t)s->n_resp, &text, &len);
+    int rc = tokenizer_decode_generated(&r->tok, (const int *)s->resp + sample_last_turn(s),
+                                        (size_t)(s->n_resp - sample_last_turn(s)), &text, &len);
     if (rc == TOK_ERR_NOMEM) die_local("out of memory scoring %d samples", b->n);
     if (rc != TOK_OK) die_local("response of prompt %lld does not decode", (long long)s->prompt_id);
     items[k] = (struct reward_item){ .prompt = &tp[k], .text = text, .len = len,

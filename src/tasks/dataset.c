@@ -142,6 +142,9 @@ static char *render_prompt(const struct row_ctx *x, const cJSON *obj, int last_u
 /* The verifier's reference: for math, the final answer of a worked solution. */
 static int row_reference(const struct row_ctx *x, long line, struct data_row *r, char *msg, size_t msglen) {
   const char *a = r->answer;
+  /* [env]: an episode's demonstration; the verifier scores the last model turn */
+  for (const char *t; x->cfg->env.enabled && (t = strstr(a, TASK_TOOL_RESPONSE_CLOSE));)
+    a = t + strlen(TASK_TOOL_RESPONSE_CLOSE);
   size_t off = 0, n = strlen(a);
   if (x->cfg->data.verifier == DATA_VERIFY_MATH && (strstr(a, "####") || strstr(a, "\\boxed"))) {
     if (verify_math_extract(a, n, &off, &n) || n == 0) {

@@ -9,6 +9,11 @@
 #define TASK_TEXT_MAX 1536
 #define TASK_MAX_NUMS 6
 
+/* A multi-turn demonstration's tool turns ([env] enabled, env/demo.h) are these blocks; the
+ * verifier's reference is the text after the last one (the final model turn). */
+#define TASK_TOOL_RESPONSE_OPEN "<tool_response>"
+#define TASK_TOOL_RESPONSE_CLOSE "</tool_response>"
+
 enum task_split { TASK_TRAIN = 0, TASK_EVAL = 1 };
 
 struct task_prompt {

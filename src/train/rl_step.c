@@ -65,7 +65,7 @@ static void rl_pack_one(struct rl_data *d, const struct sample_batch *b, int i) 
   for (int j = 0; j < nr; j++) d->tokens[o + np + j] = s->resp[j];
   float m = (s->flags & SAMPLE_MASKED) ? 0.0f : 1.0f;
   for (int j = 0; j < nr; j++) {
-    d->mask[o + np - 1 + j] = m;
+    d->mask[o + np - 1 + j] = sample_tok_trained(s, j) ? m : 0.0f;  /* tool tokens: no loss */
     if (s->logprobs) d->lp_roll[o + np - 1 + j] = s->logprobs[j];
   }
   d->has_roll[k] = s->logprobs != NULL;
@@ -205,6 +205,7 @@ static double rl_diff_max(const struct trainer *t, const struct rl_data *d,
     if (!d->has_roll[i] || s->weight_version != t->weight_version) continue;
     int o = d->cu[i] + s->n_prompt - 1;
     for (int j = 0; j < s->n_resp; j++) {
+      if (!sample_tok_trained(s, j)) continue;  /* a tool token was never sampled */
       double x = fabs((double)d->lp_roll[o + j] - lp[o + j]);
       mx = x > mx || x != x ? x : mx;
     }

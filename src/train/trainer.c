@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "deck/config.h"
+#include "env/demo.h"
 #include "io/model_h5.h"
 #include "model/device.h"
 #include "model/import.h"
@@ -429,12 +430,15 @@ int trainer_sft_batch_from_task(struct sft_batch *b, const struct config *cfg,
   if (sft_batch_reserve(b, (int)n, 0)) return 1;
   b->cu_seqlens[0] = 0;
   int ids[2 * TASK_TEXT_MAX + 4];
+  unsigned char tool[2 * TASK_TEXT_MAX + 4];  /* [env]: tokens of the demonstration's tool turns */
+  size_t cap = sizeof ids / sizeof ids[0];
   for (long k = k0; k < k0 + n; k++) {
     struct task_prompt p;
     uint64_t idx = trainer_sft_example(cfg, step, k);
     size_t n_prompt, n_total;
     if (task_prompt(task, idx, TASK_TRAIN, &p) ||
-        task_sft_tokens(tok, &p, ids, sizeof ids / sizeof ids[0], &n_prompt, &n_total)) {
+        (cfg->env.enabled ? env_sft_tokens(tok, &p, ids, tool, cap, &n_prompt, &n_total)
+                          : task_sft_tokens(tok, &p, ids, cap, &n_prompt, &n_total))) {
       snprintf(err, errlen, "[task] %s: train example %llu could not be built or tokenized",
                task_name(task->kind), (unsigned long long)idx);
       return 2;
@@ -450,7 +454,10 @@ int trainer_sft_batch_from_task(struct sft_batch *b, const struct config *cfg,
                "max_seq = %d", task_name(task->kind), (unsigned long long)idx, n_total, max_seq);
       return 2;
     }
+    int base = b->n_tok;
     if (sft_batch_append(b, ids, n_prompt, n_total)) return 1;
+    for (size_t i = n_prompt; cfg->env.enabled && i < n_total; i++)
+      if (tool[i]) b->mask[base + (int)i - 1] = 0.0f;  /* the tool wrote it: no loss */
   }
   return 0;
 }
