@@ -71,14 +71,16 @@ static void encode_sample(struct wbuf *w, const struct sample *s) {
   put_u(w, (uint64_t)s->weight_version, 8);
   put_u(w, (uint64_t)s->step, 8);
   put_u(w, (uint8_t)s->finish, 1);
-  put_u(w, s->logprobs != NULL && s->n_resp > 0, 1);
+  int has_lp = s->logprobs != NULL && s->n_resp > 0, has_tv = s->tok_version != NULL && s->n_resp > 0;
+  put_u(w, (uint64_t)(has_lp | has_tv << 1), 1);
   put_u(w, s->flags, 4);
   put_f64(w, s->reward);
   put_u(w, (uint32_t)s->n_prompt, 4);
   put_i32s(w, s->prompt, s->n_prompt);
   put_u(w, (uint32_t)s->n_resp, 4);
   put_i32s(w, s->resp, s->n_resp);
-  if (s->logprobs && s->n_resp > 0) put_f32s(w, s->logprobs, s->n_resp);
+  if (has_lp) put_f32s(w, s->logprobs, s->n_resp);
+  for (int32_t j = 0; has_tv && j < s->n_resp; j++) put_u(w, (uint64_t)s->tok_version[j], 8);
   put_u(w, (uint32_t)s->n_parts, 4);
   for (int i = 0; i < s->n_parts; i++) {
     size_t len = strlen(s->parts[i].name);
@@ -205,9 +207,9 @@ static int decode_sample(struct rbuf *r, struct sample *s, char *err, size_t err
   s->index = (int32_t)get_u(r, 4);
   s->weight_version = (int64_t)get_u(r, 8);
   s->step = (int64_t)get_u(r, 8);
-  uint64_t finish = get_u(r, 1), has_lp = get_u(r, 1);
+  uint64_t finish = get_u(r, 1), arrays = get_u(r, 1), has_lp = arrays & 1, has_tv = arrays >> 1;
   NEED(finish < FINISH_COUNT, "finish reason %llu out of range", (unsigned long long)finish);
-  NEED(has_lp <= 1, "bad logprob flag %llu", (unsigned long long)has_lp);
+  NEED(arrays <= 3, "bad array flags %llu", (unsigned long long)arrays);
   s->finish = (enum finish_reason)finish;
   s->flags = (uint32_t)get_u(r, 4);
   uint64_t u = get_u(r, 8);
@@ -217,11 +219,13 @@ static int decode_sample(struct rbuf *r, struct sample *s, char *err, size_t err
   if (rc) return rc;
   if (!(s->prompt = get_i32s(r, np)) && np) return XFER_ENOMEM;
   s->n_prompt = np;
-  if ((rc = get_count(r, has_lp ? 8 : 4, &nr, "response token", err, errlen))) return rc;
-  NEED(nr > 0 || !has_lp, "logprobs flagged for an empty response");
+  if ((rc = get_count(r, 4 + 4 * has_lp + 8 * has_tv, &nr, "response token", err, errlen))) return rc;
+  NEED(nr > 0 || !arrays, "logprobs or token versions flagged for an empty response");
   if (!(s->resp = get_i32s(r, nr)) && nr) return XFER_ENOMEM;
   s->n_resp = nr;
   if (has_lp && !(s->logprobs = get_f32s(r, nr))) return XFER_ENOMEM;
+  if (has_tv && !(s->tok_version = malloc((size_t)nr * sizeof *s->tok_version))) return XFER_ENOMEM;
+  for (int32_t j = 0; has_tv && j < nr; j++) s->tok_version[j] = (int64_t)get_u(r, 8);
   if ((rc = decode_parts(r, s, err, errlen))) return rc;
   int32_t na;
   if ((rc = get_count(r, 4, &na, "advantage", err, errlen))) return rc;

@@ -209,7 +209,13 @@ static const char *first_changed(const struct config *c, const struct config *d,
  * what `rlpt run` builds of the other async mode is its set-up's verdict, run/setup.c). */
 static int cross_async(const struct cross *x) {
   const struct config *c = x->cfg;
+  if (c->run.mode != MODE_SEPARATE_ASYNC && c->async.in_flight != INFLIGHT_OFF)
+    return cross_fail(x, "async", "in_flight", "run", "mode", "needs mode = separate_async (weights "
+                      "change during generation only when rollout and training overlap)");
   if (c->run.mode != MODE_SEPARATE_ASYNC) return 0;
+  if (c->async.in_flight != INFLIGHT_OFF && c->run.device == DEVICE_CUDA)
+    return cross_fail(x, "async", "in_flight", "run", "device", "in-flight weight updates are built "
+                      "and tested on the CPU backend only; use run.device = cpu or in_flight = off");
   if (c->async.max_lag == 0)
     return cross_fail(x, "async", "max_lag", "run", "mode", "0 in separate_async drops every sample "
                       "generated before the last update, so nothing overlaps; use mode = sync");

@@ -37,12 +37,15 @@ struct sample {
   int64_t prompt_id;       /* dataset / task prompt id */
   int32_t group;           /* prompt slot in the step (0 .. prompts_per_step-1) */
   int32_t index;           /* sample index inside its group (0 .. G-1) */
-  int64_t weight_version;  /* version of the weights that generated it */
+  int64_t weight_version;  /* version of the weights that generated it (the oldest of its
+                            * tokens' when an in-flight update split it: tok_version) */
   int64_t step;            /* train step it was generated for */
   int32_t n_prompt, n_resp;
   int32_t *prompt;         /* [n_prompt] token ids */
   int32_t *resp;           /* [n_resp] token ids */
   float *logprobs;         /* [n_resp] rollout logprobs, or NULL when not recorded */
+  int64_t *tok_version;    /* [n_resp] weight version of each response token, or NULL when
+                            * all are weight_version (an in-flight update changed none) */
   enum finish_reason finish;
   double reward;
   int32_t n_parts;
@@ -64,6 +67,10 @@ void sample_free(struct sample *s);
  * Returns 0, or -1 on allocation failure (s unchanged). */
 int sample_set_prompt(struct sample *s, const int32_t *tok, int32_t n);
 int sample_set_response(struct sample *s, const int32_t *tok, const float *logprobs, int32_t n);
+/* The per-token versions ([n_resp]; NULL clears them). Returns 0 or -1. */
+int sample_set_tok_versions(struct sample *s, const int64_t *v);
+/* Response tokens of s generated under version v (all or none without tok_version). */
+int32_t sample_tokens_of_version(const struct sample *s, int64_t v);
 /* Set (or add) a named reward part. Returns 0 or -1. */
 int sample_set_part(struct sample *s, const char *name, double value);
 /* Value of a named part into *v; 0 when found, -1 when not. */

@@ -102,7 +102,19 @@ struct gen_config {
   const int *stop_len;
   int (*stop_fn)(void *ctx, const int *tokens, int n);
   void *stop_ctx;
+  /* In-flight weight updates, optional: called at every scheduler step boundary with the
+   * steps run so far; returns 1 when new weights are in place (their version in *version),
+   * 0 when not, -1 on failure. The running sequences then continue on their KV cache
+   * (GEN_INFLIGHT_CONTINUE), have it recomputed under the new weights before their next
+   * token (GEN_INFLIGHT_RECOMPUTE: prompt + generated tokens prefilled again, as after a
+   * preemption), or restart from the prompt (GEN_INFLIGHT_ABORT). NULL: the weights never
+   * change inside a gen_run. */
+  int (*update_fn)(void *ctx, long steps, uint64_t *version);
+  void *update_ctx;
+  int in_flight;           /* enum gen_in_flight */
 };
+
+enum gen_in_flight { GEN_INFLIGHT_CONTINUE, GEN_INFLIGHT_RECOMPUTE, GEN_INFLIGHT_ABORT };
 
 struct gen_request {
   uint32_t prompt_id, sample;
@@ -110,10 +122,12 @@ struct gen_request {
   int prompt_len;
 };
 
-/* Caller-owned output: tokens and logprobs [n_req][max_new_tokens], len and finish [n_req]. */
+/* Caller-owned output: tokens and logprobs [n_req][max_new_tokens], len and finish [n_req];
+ * versions (optional, NULL: not recorded) the weight version of each token. */
 struct gen_result {
   int *tokens;
   float *logprobs;
+  uint64_t *versions;
   int *len;
   int *finish;             /* enum gen_finish */
 };
@@ -123,6 +137,8 @@ struct gen_stats {
   long prefill_computed;   /* of those, tokens the model actually computed (the rest was shared) */
   long decode_tokens;
   long preemptions;
+  long updates;            /* in-flight weight updates applied */
+  long requeued;           /* sequences recomputed or restarted by them */
   long steps;              /* scheduler steps (one forward each, unless the prefix cache serves it) */
   long prefix_hits, cow_copies;
   int blocks_used_max, n_blocks;

@@ -27,6 +27,7 @@
 #include "mpi/wait.h"
 #include "mpi/xfer.h"
 #include "rl/dynsamp.h"
+#include "rollout/engine.h"
 #include "run/async_step.h"
 #include "run/mode.h"
 #include "run/partial.h"
@@ -39,8 +40,15 @@
 #include "util/clock.h"
 #include "util/error.h"
 
+/* An update armed for the batch being generated ([async] in_flight, rollout ranks). */
+struct inflight {
+  struct run *r;
+  int armed;                  /* the step's update is still to be taken */
+};
+
 struct async_state {
   long depth;                 /* D: batches in flight */
+  struct inflight fly;
   long next_gen;              /* the next batch to generate (the same on every rank) */
   struct exp_buffer buf;      /* train ranks: scored samples of batches not yet trained */
   struct sample_batch restored; /* train ranks, resuming: the checkpoint's /buffer */
@@ -170,6 +178,43 @@ void async_ckpt_restore(struct run *r, const struct ckpt_state *st) {
   sample_batch_free(&all);
 }
 
+static void generate_batch(struct run *r, struct async_state *a, long b);
+
+/* rollout/scheduler.h update_fn: the step's update at decode step in_flight_step. */
+static int take_update(void *ctx, long steps, uint64_t *version) {
+  struct inflight *f = ctx;
+  if (!f->armed || steps < f->r->cfg->async.in_flight_step) return 0;
+  f->armed = 0;
+  run_sync_weights(f->r);  /* rollout_weights_changed inside: the engine's next step uses them */
+  *version = (uint64_t)f->r->weight_version;
+  return 1;
+}
+
+void async_after_generate(struct run *r) {
+  struct async_state *a = r->async;
+  if (!a || !a->fly.armed) return;
+  a->fly.armed = 0;
+  run_sync_weights(r);  /* generation ended before in_flight_step (or had nothing to do) */
+}
+
+/* Every rank of step `step`: batch b generated while the step's update reaches the rollout
+ * ranks ([async] in_flight): train dp 0 sends it at once after its update (it waits for
+ * nobody), each rollout rank takes it inside generation (take_update) or right after it
+ * (async_after_generate, before it scores or sends anything), so no rank waits for one
+ * that waits for it. */
+static void generate_batch_in_flight(struct run *r, struct async_state *a, long b) {
+  if (r->is_train) run_sync_weights(r);
+  if (r->is_rollout) {
+    a->fly = (struct inflight){ .r = r, .armed = 1 };
+    rollout_set_update(r->engine, take_update, &a->fly, (enum gen_in_flight)(r->cfg->async.in_flight - 1));
+  }
+  generate_batch(r, a, b);
+  if (r->is_rollout) {
+    if (a->fly.armed) die_local("batch %ld: the in-flight update was never taken", b);
+    rollout_set_update(r->engine, NULL, NULL, GEN_INFLIGHT_CONTINUE);
+  }
+}
+
 /* Every rank: batch b generated, scored and (train ranks) buffered. */
 static void generate_batch(struct run *r, struct async_state *a, long b) {
   struct dynsamp ds;
@@ -274,12 +319,15 @@ static void async_step(struct run *r, long step) {
   free(all);
   if (r->is_train) train_batch(r, a, &ds, step);
   double t1 = clock_seconds();  /* the train ranks wait from here for batch step + D */
-  for (; a->next_gen <= r->cfg->run.steps && a->next_gen <= step + a->depth; a->next_gen++)
-    generate_batch(r, a, a->next_gen);
+  int synced = 0;
+  for (; a->next_gen <= r->cfg->run.steps && a->next_gen <= step + a->depth; a->next_gen++) {
+    if (r->cfg->async.in_flight != INFLIGHT_OFF && !synced++) generate_batch_in_flight(r, a, a->next_gen);
+    else generate_batch(r, a, a->next_gen);
+  }
   if (r->is_train) report_buffer(r, a, clock_seconds() - t1, t0);
   int worker = r->is_rollout || r->is_reward || r->is_train;
   if (worker && !r->is_train) partial_report(r);
-  run_sync_weights(r);
+  if (!synced) run_sync_weights(r);
   if (r->is_train) partial_report(r);
   if (r->is_ctl) log_step(r, &ds, step, t0);
   dynsamp_free(&ds);

@@ -32,6 +32,7 @@
 #include "rl/dynsamp.h"
 #include "rl/reward_command.h"
 #include "rollout/engine.h"
+#include "run/async_step.h"
 #include "run/controller.h"
 #include "run/difficulty_sync.h"
 #include "run/mode.h"
@@ -53,7 +54,10 @@
 static void generate_share(struct run *r, long step) {
   long P = r->cfg->algo.prompts_per_step;
   int R = r->comms.counts.rollout_instances, i = r->comms.place.instance;
-  if (route_slice_lo(P, R, i) == route_slice_lo(P, R, i + 1)) return;
+  if (route_slice_lo(P, R, i) == route_slice_lo(P, R, i + 1)) {
+    async_after_generate(r);
+    return;
+  }
   struct sample_batch prompts, out;
   sample_batch_init(&prompts);
   sample_batch_init(&out);
@@ -69,6 +73,7 @@ static void generate_share(struct run *r, long step) {
                             &out, NULL, err, sizeof err);
   if (rc) die_local("step %ld: generation failed: %s", step, err);
   partial_time(r, RUN_PHASE_GEN, clock_seconds() - t0);
+  async_after_generate(r);
   r->partial[PS_GEN_TOK] += (double)sample_batch_resp_tokens(&out);
   /* The trainer measures logprob_diff_max on its old-logprob pass; with old_logprobs =
    * rollout it has none, so the rollout rank measures it (a model_forward over the batch).
@@ -86,7 +91,8 @@ static void generate_share(struct run *r, long step) {
     if (!c || sample_copy(c, &out.s[k]) != 0) die_local("out of memory");
   }
   route_send(r, &out, r->reward_world[route_instance_reward(r, i)], BOX_SAMPLES, XFER_TAG_SAMPLES);
-  if (measure) r->partial[PS_LPDIFF_ROLLOUT] = rollout_logprob_diff_max(r->rmodel, &sent);
+  /* after an in-flight update: the tokens of the weights the rollout rank now holds */
+  if (measure) r->partial[PS_LPDIFF_ROLLOUT] = rollout_logprob_diff_max_of(r->rmodel, &sent, r->weight_version);
   sample_batch_free(&sent);
   free(rp);
   sample_batch_free(&prompts);
