@@ -33,6 +33,8 @@ const struct metric_field metric_fields[] = {
     F(buffer_groups, "async/buffer_groups", "separate_async: scored groups buffered for later steps"),
     F(idle_train, "async/trainer_idle_frac", "separate_async: share of the step the train ranks waited"),
     F(idle_rollout, "async/rollout_idle_frac", "separate_async: share of the step the rollout ranks did not generate"),
+    F(version_mixed_frac, "async/version_mixed_frac",
+      "separate_async: share of trained samples whose tokens span weight versions (in_flight updates)"),
     F(groups_filtered, "training/groups_filtered", "groups filtered out (e.g. equal rewards)"),
     F(gen_rounds, "training/gen_rounds",
       "generation rounds of the step (dynamic sampling resamples)"),

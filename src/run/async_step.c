@@ -49,6 +49,7 @@ struct inflight {
 struct async_state {
   long depth;                 /* D: batches in flight */
   struct inflight fly;
+  long trained, mixed;        /* train ranks: samples popped this step, those spanning versions */
   long next_gen;              /* the next batch to generate (the same on every rank) */
   struct exp_buffer buf;      /* train ranks: scored samples of batches not yet trained */
   struct sample_batch restored; /* train ranks, resuming: the checkpoint's /buffer */
@@ -289,6 +290,9 @@ static void train_batch(struct run *r, struct async_state *a, const struct dynsa
     die_local("step %ld: the async buffer does not hold this DP rank's %ld groups of the step (a "
               "restart with a smaller [async] max_lag than the checkpoint's?)", step, mine);
   async_partial_add_trained(r, &b);
+  a->trained = b.n;
+  a->mixed = 0;
+  for (int k = 0; k < b.n; k++) a->mixed += b.s[k].tok_version != NULL;
   train_share(r, ds, &b);
 }
 
@@ -297,11 +301,13 @@ static void train_batch(struct run *r, struct async_state *a, const struct dynsa
 static void report_buffer(struct run *r, struct async_state *a, double t_wait, double t0) {
   struct exp_stats st;
   exp_buffer_take_stats(&a->buf, &st);
-  double v[3] = {(double)a->buf.n, (double)st.popped, (double)st.dropped}, sum[3];
-  MPI_CHECK(MPI_Allreduce(v, sum, 3, MPI_DOUBLE, MPI_SUM, r->comms.role_comm[ROLE_TRAIN]));
+  double v[5] = {(double)a->buf.n, (double)st.popped, (double)st.dropped, (double)a->trained,
+                 (double)a->mixed}, sum[5];
+  MPI_CHECK(MPI_Allreduce(v, sum, 5, MPI_DOUBLE, MPI_SUM, r->comms.role_comm[ROLE_TRAIN]));
   if (r->comms.place.dp != 0) return;
   partial_set_train(r, "drop_ratio", sum[1] + sum[2] > 0 ? sum[2] / (sum[1] + sum[2]) : 0.0);
   partial_set_train(r, "buffer_groups", sum[0] / (double)r->cfg->algo.group_size);
+  partial_set_train(r, "version_mixed_frac", sum[3] > 0 ? sum[4] / sum[3] : 0.0);
   double dt = clock_seconds() - t0;
   partial_set_train(r, "idle_train", dt > 0 ? t_wait / dt : 0.0);
 }

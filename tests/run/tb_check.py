@@ -48,7 +48,7 @@ TAGS = {
     "lag_mean": "staleness/mean_lag", "lag_max": "staleness/max_lag",
     "drop_ratio": "staleness/drop_ratio", "tis_clipfrac": "rollout_corr/tis_clipfrac",
     "buffer_groups": "async/buffer_groups", "idle_train": "async/trainer_idle_frac",
-    "idle_rollout": "async/rollout_idle_frac",
+    "idle_rollout": "async/rollout_idle_frac", "version_mixed_frac": "async/version_mixed_frac",
     "groups_filtered": "training/groups_filtered", "gen_rounds": "training/gen_rounds",
     "groups_trained": "training/groups_trained",
     "prompts_filtered": "training/prompts_filtered",

@@ -57,6 +57,7 @@ static double num(const cJSON *o, const char *k) {
 
 static long async_depth;  /* E2E_ASYNC_DEPTH, 0: not an async run */
 static int in_flight;     /* E2E_ASYNC_IN_FLIGHT set: [async] in_flight updates */
+static long mixed_steps;  /* async steps whose trained samples include some spanning versions */
 static long rl_steps;
 
 /* A generation field that an async run's last steps leave null (nothing generated). */
@@ -75,6 +76,11 @@ static void check_async_line(const cJSON *o, long step) {
     printf("FAIL: rl step %ld: lag_mean %g lag_max %g, want %g (max_lag %ld)\n", step, lm, lx, want, async_depth);
   CHECK(lm >= lm_lo && lm <= want && lx == want && lx <= (double)async_depth);
   CHECK(num(o, "drop_ratio") == 0 && isfinite(num(o, "buffer_groups")));
+  /* every sample of one version without in-flight updates; with them, the batches generated
+   * during a step (trained from step D + 1 on) hold split samples (counted in main) */
+  double mx = num(o, "version_mixed_frac");
+  CHECK(mx >= 0 && mx <= 1 && (in_flight || mx == 0));
+  mixed_steps += mx > 0;
   CHECK(it >= 0 && it <= 1 && ir >= 0 && ir <= 1);
 }
 
@@ -140,6 +146,8 @@ int main(int argc, char **argv) {
   printf("lines: %ld sft (want %ld), %ld rl (want %ld); eval lines: post-SFT %d, final %d\n", n_sft, want_sft,
          n_rl, want_rl, sft_eval, rl_eval);
   CHECK(n_sft == want_sft && n_rl == want_rl && sft_eval == 1 && rl_eval == 1);
+  if (in_flight) printf("steps with samples spanning two versions: %ld of %ld\n", mixed_steps, n_rl);
+  CHECK(!in_flight || mixed_steps > 0);
   long third = want_rl / 3;
   if (third >= 1 && n_rl == want_rl) {
     double a0 = 0, a1 = 0;
