@@ -181,6 +181,7 @@ struct config {
     long max_lag, capacity;  /* capacity -1 = auto */
     int deterministic;
     int in_flight;           /* enum async_in_flight */
+    int stale;               /* rl/experience.h enum stale_policy: 0 drop, 1 tis */
     long in_flight_step;
   } async;
 };

@@ -33,6 +33,8 @@ const struct metric_field metric_fields[] = {
     F(buffer_groups, "async/buffer_groups", "separate_async: scored groups buffered for later steps"),
     F(idle_train, "async/trainer_idle_frac", "separate_async: share of the step the train ranks waited"),
     F(idle_rollout, "async/rollout_idle_frac", "separate_async: share of the step the rollout ranks did not generate"),
+    F(stale_kept, "staleness/stale_kept_frac",
+      "separate_async stale = tis: share of trained samples past max_lag, weighted by truncated IS"),
     F(version_mixed_frac, "async/version_mixed_frac",
       "separate_async: share of trained samples whose tokens span weight versions (in_flight updates)"),
     F(groups_filtered, "training/groups_filtered", "groups filtered out (e.g. equal rewards)"),

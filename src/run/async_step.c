@@ -237,12 +237,16 @@ static void say_schedule(const struct run *r, const struct async_state *a, long 
   const struct config *c = r->cfg;
   printf("separate_async: %ld step%s in flight (buffer %ld groups, max_lag %ld)", a->depth,
          a->depth == 1 ? "" : "s", capacity_groups(c), c->async.max_lag);
+  if (c->async.stale == STALE_TIS)
+    printf("; stale = tis: samples lagging more than %ld version%s weighted by truncated importance "
+           "sampling", c->async.max_lag, c->async.max_lag == 1 ? "" : "s");
   if (restored > 0) printf("; %ld batch%s restored from the checkpoint's buffer", restored, restored == 1 ? "" : "es");
   printf("\n");
   if (c->algo.tis == TIS_OFF && c->algo.old_logprobs == OLDLP_RECOMPUTE)
     printf("rlpt: WARNING: separate_async trains samples up to %ld weight versions old without an "
            "off-policy correction ([algo] tis = off, old_logprobs = recompute); set [algo] tis (e.g. "
-           "token_truncate) or old_logprobs = rollout\n", a->depth);
+           "token_truncate) or old_logprobs = rollout\n",
+           c->async.stale == STALE_TIS ? c->async.max_lag : a->depth);
   fflush(stdout);
 }
 
@@ -253,11 +257,13 @@ static void async_begin(struct run *r) {
   const struct config *c = r->cfg;
   struct async_state *a = state_of(r);
   long P = c->algo.prompts_per_step, S = c->run.steps;
-  a->depth = capacity_groups(c) / P < c->async.max_lag ? capacity_groups(c) / P : c->async.max_lag;
+  /* stale = drop: no sample lags past max_lag; tis: as deep as the buffer, the stale ones weighted */
+  a->depth = capacity_groups(c) / P;
+  if (c->async.stale == STALE_DROP && a->depth > c->async.max_lag) a->depth = c->async.max_lag;
   long at[2] = {0, 1};  /* RL steps done, the next batch to generate */
   if (r->is_train) {
     int cap = (int)(capacity_groups(c) * c->algo.group_size);
-    if (exp_buffer_init(&a->buf, cap, c->async.max_lag, STALE_DROP) != 0)
+    if (exp_buffer_init(&a->buf, cap, c->async.max_lag, (enum stale_policy)c->async.stale) != 0)
       die_local("out of memory for the async buffer (%d samples)", cap);
     at[0] = r->trainer->step;
     at[1] = at[0] + 1;
@@ -301,13 +307,14 @@ static void train_batch(struct run *r, struct async_state *a, const struct dynsa
 static void report_buffer(struct run *r, struct async_state *a, double t_wait, double t0) {
   struct exp_stats st;
   exp_buffer_take_stats(&a->buf, &st);
-  double v[5] = {(double)a->buf.n, (double)st.popped, (double)st.dropped, (double)a->trained,
-                 (double)a->mixed}, sum[5];
-  MPI_CHECK(MPI_Allreduce(v, sum, 5, MPI_DOUBLE, MPI_SUM, r->comms.role_comm[ROLE_TRAIN]));
+  double v[6] = {(double)a->buf.n, (double)st.popped, (double)st.dropped, (double)a->trained,
+                 (double)a->mixed, (double)st.stale_kept}, sum[6];
+  MPI_CHECK(MPI_Allreduce(v, sum, 6, MPI_DOUBLE, MPI_SUM, r->comms.role_comm[ROLE_TRAIN]));
   if (r->comms.place.dp != 0) return;
   partial_set_train(r, "drop_ratio", sum[1] + sum[2] > 0 ? sum[2] / (sum[1] + sum[2]) : 0.0);
   partial_set_train(r, "buffer_groups", sum[0] / (double)r->cfg->algo.group_size);
   partial_set_train(r, "version_mixed_frac", sum[3] > 0 ? sum[4] / sum[3] : 0.0);
+  partial_set_train(r, "stale_kept", sum[1] > 0 ? sum[5] / sum[1] : 0.0);
   double dt = clock_seconds() - t0;
   partial_set_train(r, "idle_train", dt > 0 ? t_wait / dt : 0.0);
 }

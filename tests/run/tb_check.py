@@ -49,6 +49,7 @@ TAGS = {
     "drop_ratio": "staleness/drop_ratio", "tis_clipfrac": "rollout_corr/tis_clipfrac",
     "buffer_groups": "async/buffer_groups", "idle_train": "async/trainer_idle_frac",
     "idle_rollout": "async/rollout_idle_frac", "version_mixed_frac": "async/version_mixed_frac",
+    "stale_kept": "staleness/stale_kept_frac",
     "groups_filtered": "training/groups_filtered", "gen_rounds": "training/gen_rounds",
     "groups_trained": "training/groups_trained",
     "prompts_filtered": "training/prompts_filtered",

@@ -27,7 +27,10 @@
  * With E2E_ASYNC_IN_FLIGHT also set ([async] in_flight: each update lands inside the next
  * batch's generation), lag_max is still min(D, k - 1) but a sample begun after the update
  * lags one less: lag_mean lies in [lag_max - 1, lag_max]; logprob_diff_max is then over the
- * tokens of the rollout's current version. */
+ * tokens of the rollout's current version. With E2E_ASYNC_STALE_LAG = L ([async] stale = tis,
+ * max_lag L < D, [algo] tis off): stale_kept is 1 and tis_clipfrac a number exactly on the
+ * steps whose lag exceeds L (the stale samples' truncated importance weights), else 0 and
+ * null (every weight 1); without it stale_kept is 0. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -57,6 +60,7 @@ static double num(const cJSON *o, const char *k) {
 
 static long async_depth;  /* E2E_ASYNC_DEPTH, 0: not an async run */
 static int in_flight;     /* E2E_ASYNC_IN_FLIGHT set: [async] in_flight updates */
+static long stale_lag = -1; /* E2E_ASYNC_STALE_LAG = [async] max_lag of a stale = tis run, else -1 */
 static long mixed_steps;  /* async steps whose trained samples include some spanning versions */
 static long rl_steps;
 
@@ -81,6 +85,17 @@ static void check_async_line(const cJSON *o, long step) {
   double mx = num(o, "version_mixed_frac");
   CHECK(mx >= 0 && mx <= 1 && (in_flight || mx == 0));
   mixed_steps += mx > 0;
+  /* stale = tis (tis off): every sample of the step is of one lag; all are kept and weighted
+   * (tis_clipfrac a number) exactly when that lag exceeds max_lag, none otherwise (null) */
+  if (stale_lag >= 0) {
+    int stale = want > (double)stale_lag;
+    double sk = num(o, "stale_kept"), tc = num(o, "tis_clipfrac");
+    if (sk != (double)stale || isfinite(tc) != stale)
+      printf("FAIL: rl step %ld: stale_kept %g, tis_clipfrac %g at lag %g, max_lag %ld\n", step, sk, tc, want, stale_lag);
+    CHECK(sk == (double)stale && isfinite(tc) == stale);
+  } else {
+    CHECK(num(o, "stale_kept") == 0);  /* stale = drop: nothing lags past max_lag */
+  }
   CHECK(it >= 0 && it <= 1 && ir >= 0 && ir <= 1);
 }
 
@@ -112,6 +127,8 @@ int main(int argc, char **argv) {
   const char *depth = getenv("E2E_ASYNC_DEPTH");
   async_depth = depth ? atol(depth) : 0;
   in_flight = getenv("E2E_ASYNC_IN_FLIGHT") != NULL;
+  const char *sl = getenv("E2E_ASYNC_STALE_LAG");
+  stale_lag = sl ? atol(sl) : -1;
   rl_steps = want_rl;
   double min_rise = atof(argv[4]), min_gain = atof(argv[5]), pass_sft = NAN, pass_rl = NAN, samp_sft = NAN, samp_rl = NAN, *acc = calloc((size_t)want_rl + 1, sizeof(double));
   int sft_eval = 0, rl_eval = 0;
