@@ -5,9 +5,10 @@
  * The references are independent of the scheduler: a run on A alone, a run on B alone
  * (sampling is keyed by position, not by weights), and model_forward over each whole
  * sequence (rollout_logprob_diff_max_of):
- *   every policy   samples finished before step N equal the A run's, bit for bit; the
- *                  others record both versions (tok_version: 42 for tokens < N, 43 after),
- *                  weight_version the oldest (42), and a tokens of version 42 equal A's
+ *   every policy   samples finished before step N (the stop string ends 2 of 16) equal
+ *                  the A run's, bit for bit, and carry version 42 only
+ *   continue,      the others record both versions (tok_version: 42 for tokens < N, 43
+ *   recompute      after), weight_version the oldest (42), their first N tokens equal A's
  *   continue       the version-43 tokens keep the KV cache of A's prefix: their logprobs
  *                  are NOT those of a B forward over the whole sequence (> 1e-3: the cache
  *                  really was kept), and the engine requeued nothing
@@ -44,12 +45,13 @@ static void tiny_model(struct model *m, uint64_t seed) {
 }
 
 /* The deck's defaults (T = 1, no top-p / top-k, prefix sharing, 16-token blocks) but a
- * small pool and short responses. */
+ * small pool, short responses, and a stop string so that some end before the switch. */
 static void deck(struct config *cfg) {
   config_defaults(cfg);
   cfg->run.seed = 77;
   cfg->rollout.max_new_tokens = 24;
   cfg->rollout.kv_cache_mb = 16;
+  snprintf(cfg->rollout.stop, sizeof cfg->rollout.stop, " ");  /* ends 2 of the 16 before step 6 */
 }
 
 /* The hook: B's params into the engine's model at step SWITCH_AT. */
@@ -69,7 +71,7 @@ static int swap_at(void *ctx, long steps, uint64_t *version) {
 }
 
 /* Generate on m (version v) with the swap hook when b != NULL. */
-static const struct tokenizer *TOK;  /* the char tokenizer: EOS ends some responses early */
+static const struct tokenizer *TOK;  /* the char tokenizer (EOS and the stop string) */
 
 static void generate(struct model *m, const struct model *b, int64_t v, int policy,
                      const struct rollout_prompt *p, struct sample_batch *out, struct gen_stats *st) {
@@ -124,7 +126,7 @@ static int check_policy(int policy, struct model *m, const float *a_params, cons
   printf("%-9s: %d samples, %d finished before step %d, %d span versions 42 and 43, %ld "
          "requeued; |rollout - forward| logprob: version 42 tokens vs A %.2e, version 43 "
          "tokens vs B %.2e\n", names[policy], out.n, early, SWITCH_AT, split, st.requeued, d42, d43);
-  CHECK(d42 <= LP_TOL);
+  CHECK(d42 <= LP_TOL && early > 0);
   if (policy == GEN_INFLIGHT_CONTINUE) CHECK(d43 > 1e-3 && st.requeued == 0);
   else CHECK(d43 <= LP_TOL);
   if (policy == GEN_INFLIGHT_RECOMPUTE) CHECK(st.requeued == split);
