@@ -212,6 +212,9 @@ static int cross_async(const struct cross *x) {
   if (c->run.mode != MODE_SEPARATE_ASYNC && c->async.in_flight != INFLIGHT_OFF)
     return cross_fail(x, "async", "in_flight", "run", "mode", "needs mode = separate_async (weights "
                       "change during generation only when rollout and training overlap)");
+  if (c->async.in_flight == INFLIGHT_OFF && c->async.in_flight_step != 1)
+    return cross_fail(x, "async", "in_flight_step", "async", "in_flight", "is read only with in-flight "
+                      "updates; set in_flight = continue | recompute | abort, or leave it out");
   if (c->run.mode != MODE_SEPARATE_ASYNC && c->async.stale != 0)
     return cross_fail(x, "async", "stale", "run", "mode", "tis needs mode = separate_async (only its "
                       "samples lag the trainer)");

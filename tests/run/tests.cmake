@@ -132,6 +132,9 @@ run_fail_test(async_in_flight_sync 4 2
 run_fail_test(async_in_flight_cuda 4 2
   "\\[async\\] in_flight: in-flight weight updates are built and tested on the CPU backend only.*RLPT_MESSAGES=1"
   ${RLPT_E2E_DECK} run.mode=separate_async async.in_flight=recompute run.device=cuda log.metrics_path=async_bad.jsonl)
+run_fail_test(async_in_flight_step_alone 4 2
+  "\\[async\\] in_flight_step: is read only with in-flight updates.*RLPT_MESSAGES=1"
+  ${RLPT_E2E_DECK} run.mode=separate_async async.in_flight_step=3 log.metrics_path=async_bad.jsonl)
 run_fail_test(async_stale_shallow 4 2
   "\\[async\\] stale: tis keeps samples past max_lag, but capacity 16 groups / prompts_per_step 16 = 1 steps in flight never lag one past max_lag 1.*RLPT_MESSAGES=1"
   ${RLPT_E2E_DECK} run.mode=separate_async async.stale=tis log.metrics_path=async_bad.jsonl)
