@@ -44,6 +44,7 @@
 struct inflight {
   struct run *r;
   int armed;                  /* the step's update is still to be taken */
+  double t_taken;             /* seconds generation spent taking it (waiting included) */
 };
 
 struct async_state {
@@ -186,16 +187,23 @@ static int take_update(void *ctx, long steps, uint64_t *version) {
   struct inflight *f = ctx;
   if (!f->armed || steps < f->r->cfg->async.in_flight_step) return 0;
   f->armed = 0;
+  double t0 = clock_seconds();
   run_sync_weights(f->r);  /* rollout_weights_changed inside: the engine's next step uses them */
+  f->t_taken = clock_seconds() - t0;
   *version = (uint64_t)f->r->weight_version;
   return 1;
 }
 
-void async_after_generate(struct run *r) {
+double async_after_generate(struct run *r) {
   struct async_state *a = r->async;
-  if (!a || !a->fly.armed) return;
-  a->fly.armed = 0;
-  run_sync_weights(r);  /* generation ended before in_flight_step (or had nothing to do) */
+  if (!a) return 0.0;
+  double taken = a->fly.t_taken;
+  a->fly.t_taken = 0.0;
+  if (a->fly.armed) {
+    a->fly.armed = 0;
+    run_sync_weights(r);  /* generation ended before in_flight_step (or had nothing to do) */
+  }
+  return taken;
 }
 
 /* Every rank of step `step`: batch b generated while the step's update reaches the rollout

@@ -55,7 +55,7 @@ static void generate_share(struct run *r, long step) {
   long P = r->cfg->algo.prompts_per_step;
   int R = r->comms.counts.rollout_instances, i = r->comms.place.instance;
   if (route_slice_lo(P, R, i) == route_slice_lo(P, R, i + 1)) {
-    async_after_generate(r);
+    (void)async_after_generate(r);
     return;
   }
   struct sample_batch prompts, out;
@@ -72,8 +72,8 @@ static void generate_share(struct run *r, long step) {
   int rc = rollout_generate(r->engine, rp, prompts.n, (int)r->cfg->algo.group_size, step, r->weight_version,
                             &out, NULL, err, sizeof err);
   if (rc) die_local("step %ld: generation failed: %s", step, err);
-  partial_time(r, RUN_PHASE_GEN, clock_seconds() - t0);
-  async_after_generate(r);
+  double t_gen = clock_seconds() - t0;
+  partial_time(r, RUN_PHASE_GEN, t_gen - async_after_generate(r));
   r->partial[PS_GEN_TOK] += (double)sample_batch_resp_tokens(&out);
   /* The trainer measures logprob_diff_max on its old-logprob pass; with old_logprobs =
    * rollout it has none, so the rollout rank measures it (a model_forward over the batch).
