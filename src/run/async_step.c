@@ -13,12 +13,18 @@
  *            then the weight sync of version k and the metrics line, as in sync mode.
  * Batch b is generated during step b - D under weight version b - D - 1 (version 0 for
  * the first D) and trained at version b - 1: its lag is min(D, b - 1) <= max_lag, so no
- * group is ever stale and the buffer's drop count (drop_ratio) stays 0. Every message of
+ * group is ever stale (stale = drop: D <= max_lag) and the buffer's drop count
+ * (drop_ratio) stays 0. Every message of
  * a step has a fixed sender, receiver and content whatever the timing, so a run is
  * reproducible to the bit, and a checkpoint after step k holds batches k+1..k+D (the
  * buffer), so a restart regenerates nothing finished and skips no prompt. Rollout and
- * train overlap; the rollout ranks still wait at each step's weight sync (weights change
- * between batches, never inside one: every sample is of one version). */
+ * train overlap; the rollout ranks still wait at each step's weight sync (with [async]
+ * in_flight = off weights change between batches, never inside one: every sample is of one
+ * version). With in_flight the update of step k reaches the rollout ranks inside batch
+ * k + D's generation, at a fixed decode step (generate_batch_in_flight): still a fixed
+ * interleaving, so still bit-exact across a restart. With [async] stale = tis, D =
+ * capacity / prompts_per_step may exceed max_lag: the samples lagging past it are kept
+ * flagged SAMPLE_STALE (the trainer weights them by truncated importance sampling). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
