@@ -72,7 +72,8 @@ static void encode_sample(struct wbuf *w, const struct sample *s) {
   put_u(w, (uint64_t)s->step, 8);
   put_u(w, (uint8_t)s->finish, 1);
   int has_lp = s->logprobs && s->n_resp > 0, has_mask = s->resp_mask && s->n_resp > 0;
-  put_u(w, (uint64_t)(has_lp | has_mask << 1), 1);
+  int has_tv = s->tok_version && s->n_resp > 0;
+  put_u(w, (uint64_t)(has_lp | has_mask << 1 | has_tv << 2), 1);
   put_u(w, s->flags, 4);
   put_f64(w, s->reward);
   put_u(w, (uint32_t)s->n_prompt, 4);
@@ -84,6 +85,7 @@ static void encode_sample(struct wbuf *w, const struct sample *s) {
     if (w->p) memcpy(w->p + w->n, s->resp_mask, (size_t)s->n_resp);
     w->n += (size_t)s->n_resp;
   }
+  for (int32_t j = 0; has_tv && j < s->n_resp; j++) put_u(w, (uint64_t)s->tok_version[j], 8);
   put_u(w, (uint32_t)s->n_parts, 4);
   for (int i = 0; i < s->n_parts; i++) {
     size_t len = strlen(s->parts[i].name);
@@ -210,9 +212,10 @@ static int decode_sample(struct rbuf *r, struct sample *s, char *err, size_t err
   s->index = (int32_t)get_u(r, 4);
   s->weight_version = (int64_t)get_u(r, 8);
   s->step = (int64_t)get_u(r, 8);
-  uint64_t finish = get_u(r, 1), arrays = get_u(r, 1), has_lp = arrays & 1, has_mask = arrays >> 1;
+  uint64_t finish = get_u(r, 1), arrays = get_u(r, 1), has_lp = arrays & 1, has_mask = (arrays >> 1) & 1;
+  uint64_t has_tv = (arrays >> 2) & 1;
   NEED(finish < FINISH_COUNT, "finish reason %llu out of range", (unsigned long long)finish);
-  NEED(arrays <= 3, "bad response-arrays flag %llu", (unsigned long long)arrays);
+  NEED(arrays <= 7, "bad response-arrays flag %llu", (unsigned long long)arrays);
   s->finish = (enum finish_reason)finish;
   s->flags = (uint32_t)get_u(r, 4);
   uint64_t u = get_u(r, 8);
@@ -222,8 +225,8 @@ static int decode_sample(struct rbuf *r, struct sample *s, char *err, size_t err
   if (rc) return rc;
   if (!(s->prompt = get_i32s(r, np)) && np) return XFER_ENOMEM;
   s->n_prompt = np;
-  if ((rc = get_count(r, 4 + 4 * has_lp + has_mask, &nr, "response token", err, errlen))) return rc;
-  NEED(nr > 0 || !arrays, "logprobs or a mask flagged for an empty response");
+  if ((rc = get_count(r, 4 + 4 * has_lp + has_mask + 8 * has_tv, &nr, "response token", err, errlen))) return rc;
+  NEED(nr > 0 || !arrays, "logprobs, a mask or token versions flagged for an empty response");
   if (!(s->resp = get_i32s(r, nr)) && nr) return XFER_ENOMEM;
   s->n_resp = nr;
   if (has_lp && !(s->logprobs = get_f32s(r, nr))) return XFER_ENOMEM;
@@ -233,6 +236,8 @@ static int decode_sample(struct rbuf *r, struct sample *s, char *err, size_t err
     r->pos += (size_t)nr;
     for (int32_t j = 0; j < nr; j++) NEED(s->resp_mask[j] <= 1, "mask byte %u", s->resp_mask[j]);
   }
+  if (has_tv && !(s->tok_version = malloc((size_t)nr * sizeof *s->tok_version))) return XFER_ENOMEM;
+  for (int32_t j = 0; has_tv && j < nr; j++) s->tok_version[j] = (int64_t)get_u(r, 8);
   if ((rc = decode_parts(r, s, err, errlen))) return rc;
   int32_t na;
   if ((rc = get_count(r, 4, &na, "advantage", err, errlen))) return rc;

@@ -21,9 +21,10 @@
  *   u32 magic "RLPS", u32 version, u64 n_samples, u64 body_bytes,
  *   body: n_samples records, each
  *     i64 prompt_id, i32 group, i32 index, i64 weight_version, i64 step,
- *     u8 finish, u8 arrays (bit 0: logprobs, bit 1: resp_mask), u32 flags, f64 reward,
- *     u32 n_prompt, i32 prompt[n_prompt], u32 n_resp, i32 resp[n_resp],
+ *     u8 finish, u8 arrays (bit 0: logprobs, bit 1: resp_mask, bit 2: token versions), u32 flags,
+ *     f64 reward, u32 n_prompt, i32 prompt[n_prompt], u32 n_resp, i32 resp[n_resp],
  *     f32 logprobs[n_resp] (only with bit 0), u8 resp_mask[n_resp] (only with bit 1),
+ *     i64 tok_version[n_resp] (only with bit 2),
  *     u32 n_parts, n_parts x {u32 name_len, name bytes (no NUL), f64 value},
  *     u32 n_adv (0, 1 or n_resp), f32 adv[n_adv]
  *   u64 checksum of everything before it. */

@@ -41,6 +41,8 @@ struct cfg_list { int n; double v[CFG_LIST_MAX]; };
 /* Enum values: the order must match the `choices` string of the row. */
 enum run_mode { MODE_SYNC, MODE_COLOCATE_ASYNC, MODE_SEPARATE_ASYNC };
 enum run_device { DEVICE_AUTO, DEVICE_CPU, DEVICE_CUDA };
+/* [async] in_flight: off, or the rollout/scheduler.h gen_in_flight policy + 1 */
+enum async_in_flight { INFLIGHT_OFF, INFLIGHT_CONTINUE, INFLIGHT_RECOMPUTE, INFLIGHT_ABORT };
 enum run_weight_sync { WSYNC_AUTO, WSYNC_MPI };
 enum ranks_layout { LAYOUT_SEPARATE, LAYOUT_COLOCATED };
 enum model_dtype { DTYPE_FP32, DTYPE_BF16 };
@@ -185,6 +187,9 @@ struct config {
   struct {
     long max_lag, capacity;  /* capacity -1 = auto */
     int deterministic;
+    int in_flight;           /* enum async_in_flight */
+    int stale;               /* rl/experience.h enum stale_policy: 0 drop, 1 tis */
+    long in_flight_step;
   } async;
 };
 

@@ -228,7 +228,25 @@ static const char *first_changed(const struct config *c, const struct config *d,
  * what `rlpt run` builds of the other async mode is its set-up's verdict, run/setup.c). */
 static int cross_async(const struct cross *x) {
   const struct config *c = x->cfg;
+  if (c->run.mode != MODE_SEPARATE_ASYNC && c->async.in_flight != INFLIGHT_OFF)
+    return cross_fail(x, "async", "in_flight", "run", "mode", "needs mode = separate_async (weights "
+                      "change during generation only when rollout and training overlap)");
+  if (c->async.in_flight == INFLIGHT_OFF && c->async.in_flight_step != 1)
+    return cross_fail(x, "async", "in_flight_step", "async", "in_flight", "is read only with in-flight "
+                      "updates; set in_flight = continue | recompute | abort, or leave it out");
+  if (c->run.mode != MODE_SEPARATE_ASYNC && c->async.stale != 0)
+    return cross_fail(x, "async", "stale", "run", "mode", "tis needs mode = separate_async (only its "
+                      "samples lag the trainer)");
   if (c->run.mode != MODE_SEPARATE_ASYNC) return 0;
+  long cap = c->async.capacity >= 0 ? c->async.capacity : c->algo.prompts_per_step * c->async.max_lag;
+  if (c->async.stale != 0 && cap / c->algo.prompts_per_step <= c->async.max_lag)
+    return cross_fail(x, "async", "stale", "async", "capacity", "tis keeps samples past max_lag, but "
+                      "capacity %ld groups / prompts_per_step %ld = %ld steps in flight never lag one "
+                      "past max_lag %ld; raise capacity above prompts_per_step x max_lag", cap,
+                      c->algo.prompts_per_step, cap / c->algo.prompts_per_step, c->async.max_lag);
+  if (c->async.in_flight != INFLIGHT_OFF && c->run.device == DEVICE_CUDA)
+    return cross_fail(x, "async", "in_flight", "run", "device", "in-flight weight updates are built "
+                      "and tested on the CPU backend only; use run.device = cpu or in_flight = off");
   if (c->async.max_lag == 0)
     return cross_fail(x, "async", "max_lag", "run", "mode", "0 in separate_async drops every sample "
                       "generated before the last update, so nothing overlaps; use mode = sync");

@@ -233,6 +233,9 @@ const struct cfg_key cfg_schema[] = {
   INT("async", "max_lag", "1", 0, 1e6, "versions", "separate_async: the most weight versions a trained sample may lag the trainer; the schedule keeps min(max_lag, capacity / prompts_per_step) steps of groups in flight", async.max_lag),
   AUTOINT("async", "capacity", "auto", 1, 1e9, "groups", "separate_async: the buffer of scored groups between rollout and train (auto = prompts_per_step x max_lag); at least one step's groups", async.capacity),
   BOOL("async", "deterministic", "true", "separate_async: the fixed interleaving (step k trains on the groups generated during step k - D under version k - 1 - D, D = the steps in flight), bit-exact across a restart; false (a free-running schedule) is not built", async.deterministic),
+  ENUM("async", "stale", "drop", "drop|tis", "separate_async: samples whose lag exceeds max_lag are dropped (drop: the schedule keeps min(max_lag, capacity / prompts_per_step) steps in flight, so none is) or kept and weighted by truncated importance sampling against the rollout's logprobs (tis: capacity / prompts_per_step steps in flight, which must exceed max_lag)", async.stale),
+  ENUM("async", "in_flight", "off", "off|continue|recompute|abort", "separate_async: off changes the rollout weights only between batches; otherwise each update reaches the rollout ranks while they generate the next batch, at its decode step in_flight_step, and the sequences in flight keep their KV cache (continue), have it recomputed under the new weights (recompute) or restart (abort); every token records its weight version", async.in_flight),
+  INT("async", "in_flight_step", "1", 1, 1e6, "steps", "separate_async with in_flight: the decode step of the batch being generated at which the deterministic schedule applies the step's update (generation that ends sooner takes it at its end)", async.in_flight_step),
 };
 
 const int cfg_schema_len = (int)(sizeof cfg_schema / sizeof cfg_schema[0]);

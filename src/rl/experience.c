@@ -24,6 +24,7 @@ void sample_free(struct sample *s) {
   free(s->resp);
   free(s->logprobs);
   free(s->resp_mask);
+  free(s->tok_version);
   for (int i = 0; i < s->n_parts; i++) free(s->parts[i].name);
   free(s->parts);
   free(s->adv);
@@ -60,12 +61,29 @@ int sample_set_response(struct sample *s, const int32_t *tok, const float *logpr
   free(s->logprobs);
   free(s->resp_mask);
   s->resp_mask = NULL;
+  free(s->tok_version);  /* of the old response */
+  s->tok_version = NULL;
   s->resp = t;
   s->logprobs = lp;
   s->n_resp = t ? n : 0;
   /* a per-token advantage no longer matches the new response */
   if (s->n_adv > 1 && s->n_adv != s->n_resp) sample_set_adv(s, NULL, 0);
   return 0;
+}
+
+int sample_set_tok_versions(struct sample *s, const int64_t *v) {
+  void *p;
+  if (dup_array(&p, v, (size_t)s->n_resp, sizeof *v)) return -1;
+  free(s->tok_version);
+  s->tok_version = p;
+  return 0;
+}
+
+int32_t sample_tokens_of_version(const struct sample *s, int64_t v) {
+  if (!s->tok_version) return s->weight_version == v ? s->n_resp : 0;
+  int32_t n = 0;
+  for (int32_t j = 0; j < s->n_resp; j++) n += s->tok_version[j] == v;
+  return n;
 }
 
 int sample_set_part(struct sample *s, const char *name, double value) {
@@ -126,10 +144,12 @@ int sample_copy(struct sample *dst, const struct sample *src) {
   struct sample t = *src;
   t.prompt = NULL, t.resp = NULL, t.logprobs = NULL, t.parts = NULL, t.adv = NULL;
   t.resp_mask = NULL;
+  t.tok_version = NULL;
   t.n_prompt = t.n_resp = t.n_parts = t.n_adv = 0;
   int bad = sample_set_prompt(&t, src->prompt, src->n_prompt) ||
             sample_set_response(&t, src->resp, src->logprobs, src->n_resp) ||
             sample_set_resp_mask(&t, src->resp_mask) ||
+            sample_set_tok_versions(&t, src->tok_version) ||
             sample_set_adv(&t, src->adv, src->n_adv);
   for (int i = 0; !bad && i < src->n_parts; i++)
     bad = sample_set_part(&t, src->parts[i].name, src->parts[i].value);
@@ -152,12 +172,14 @@ int sample_equal(const struct sample *a, const struct sample *b) {
       memcmp(&a->reward, &b->reward, sizeof a->reward) != 0 || a->n_parts != b->n_parts ||
       a->n_adv != b->n_adv || a->flags != b->flags ||
       (a->n_resp > 0 && (!a->logprobs) != (!b->logprobs)) ||
-      (a->n_resp > 0 && (!a->resp_mask) != (!b->resp_mask)))
+      (a->n_resp > 0 && (!a->resp_mask) != (!b->resp_mask)) ||
+      (a->n_resp > 0 && (!a->tok_version) != (!b->tok_version)))
     return 0;
   if (!same_bytes(a->prompt, b->prompt, (size_t)a->n_prompt * sizeof *a->prompt) ||
       !same_bytes(a->resp, b->resp, (size_t)a->n_resp * sizeof *a->resp) ||
       (a->logprobs && !same_bytes(a->logprobs, b->logprobs, (size_t)a->n_resp * sizeof(float))) ||
       (a->resp_mask && !same_bytes(a->resp_mask, b->resp_mask, (size_t)a->n_resp)) ||
+      (a->tok_version && !same_bytes(a->tok_version, b->tok_version, (size_t)a->n_resp * sizeof(int64_t))) ||
       !same_bytes(a->adv, b->adv, (size_t)a->n_adv * sizeof *a->adv))
     return 0;
   for (int i = 0; i < a->n_parts; i++)

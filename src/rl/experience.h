@@ -37,7 +37,8 @@ struct sample {
   int64_t prompt_id;       /* dataset / task prompt id */
   int32_t group;           /* prompt slot in the step (0 .. prompts_per_step-1) */
   int32_t index;           /* sample index inside its group (0 .. G-1) */
-  int64_t weight_version;  /* version of the weights that generated it */
+  int64_t weight_version;  /* version of the weights that generated it (the oldest of its
+                            * tokens' when an in-flight update split it: tok_version) */
   int64_t step;            /* train step it was generated for */
   int32_t n_prompt, n_resp;
   int32_t *prompt;         /* [n_prompt] token ids */
@@ -45,6 +46,8 @@ struct sample {
   float *logprobs;         /* [n_resp] rollout logprobs, or NULL when not recorded */
   uint8_t *resp_mask;      /* [n_resp] 1: the policy sampled it (trained), 0: an environment
                             * (tool) turn's token (no loss, logprob 0); NULL: all sampled */
+  int64_t *tok_version;    /* [n_resp] weight version of each response token, or NULL when
+                            * all are weight_version (an in-flight update changed none) */
   enum finish_reason finish;
   double reward;
   int32_t n_parts;
@@ -76,6 +79,10 @@ static inline int sample_tok_trained(const struct sample *s, int j) {
 /* Index of the first token of the response's last model turn: after its last tool
  * (masked) token; 0 without a mask. What the verifier scores of a multi-turn episode. */
 int32_t sample_last_turn(const struct sample *s);
+/* The per-token versions ([n_resp]; NULL clears them). Returns 0 or -1. */
+int sample_set_tok_versions(struct sample *s, const int64_t *v);
+/* Response tokens of s generated under version v (all or none without tok_version). */
+int32_t sample_tokens_of_version(const struct sample *s, int64_t v);
 /* Set (or add) a named reward part. Returns 0 or -1. */
 int sample_set_part(struct sample *s, const char *name, double value);
 /* Value of a named part into *v; 0 when found, -1 when not. */

@@ -242,6 +242,13 @@ void rollout_set_sampling(struct rollout_engine *re, double temperature, double 
   re->g.sp.top_k = top_k >= 0 ? top_k : re->deck_sp.top_k;
 }
 
+void rollout_set_update(struct rollout_engine *re, int (*fn)(void *ctx, long steps, uint64_t *version),
+                        void *ctx, enum gen_in_flight in_flight) {
+  re->g.update_fn = fn;
+  re->g.update_ctx = ctx;
+  re->g.in_flight = in_flight;
+}
+
 void rollout_weights_changed(struct rollout_engine *re, int64_t weight_version) {
   kv_set_version(&re->kv, (uint64_t)weight_version);
   weights_host_written(&re->m->weights); /* the next forward uploads them */
@@ -267,6 +274,23 @@ static enum finish_reason finish_of(int gen_finish) {
   return gen_finish == GEN_EOS ? FINISH_EOS : gen_finish == GEN_STOP ? FINISH_STOP : FINISH_LENGTH;
 }
 
+/* The tokens' versions v[n_resp] from an in-flight update: weight_version the oldest, and
+ * tok_version kept only when they differ. 0 or -1. */
+static int set_versions(struct sample *s, const uint64_t *v) {
+  int mixed = 0;
+  for (int j = 0; j < s->n_resp; j++) {
+    mixed |= v[j] != v[0];
+    if (j == 0 || (int64_t)v[j] < s->weight_version) s->weight_version = (int64_t)v[j];
+  }
+  if (!mixed) return 0;
+  int64_t *tv = malloc(sizeof *tv * (size_t)s->n_resp);
+  if (!tv) return -1;
+  for (int j = 0; j < s->n_resp; j++) tv[j] = (int64_t)v[j];
+  int rc = sample_set_tok_versions(s, tv);
+  free(tv);
+  return rc;
+}
+
 /* Append request r's result as a sample. 0 or -1 (out of memory). */
 static int push_sample(struct sample_batch *out, const struct rollout_prompt *p, int index,
                        const struct gen_result *res, int r, int max_new, long step,
@@ -280,10 +304,11 @@ static int push_sample(struct sample_batch *out, const struct rollout_prompt *p,
   s->step = step;
   s->finish = finish_of(res->finish[r]);
   size_t o = (size_t)r * (size_t)max_new;
-  if (sample_set_prompt(s, (const int32_t *)p->tokens, p->n_tokens) != 0) return -1;
-  if (sample_set_response(s, (const int32_t *)res->tokens + o, res->logprobs + o, res->len[r]))
+  if (sample_set_prompt(s, (const int32_t *)p->tokens, p->n_tokens) != 0 ||
+      sample_set_response(s, (const int32_t *)res->tokens + o, res->logprobs + o, res->len[r]) != 0)
     return -1;
-  return res->mask ? sample_set_resp_mask(s, res->mask + o) : 0;
+  if (res->mask && sample_set_resp_mask(s, res->mask + o) != 0) return -1;
+  return res->versions ? set_versions(s, res->versions + o) : 0;
 }
 
 static int check_prompts(const struct rollout_engine *re, const struct rollout_prompt *prompts,
@@ -325,11 +350,12 @@ int rollout_generate(struct rollout_engine *re, const struct rollout_prompt *pro
   struct gen_result res = {
     .tokens = malloc(sizeof(int) * (size_t)n_req * (size_t)max_new + 1),
     .logprobs = malloc(sizeof(float) * (size_t)n_req * (size_t)max_new + 1),
+    .versions = re->g.update_fn ? malloc(sizeof(uint64_t) * (size_t)n_req * (size_t)max_new + 1) : NULL,
     .len = calloc((size_t)n_req + 1, sizeof(int)),
     .finish = calloc((size_t)n_req + 1, sizeof(int)),
     .mask = re->env.turn ? malloc((size_t)n_req * (size_t)max_new + 1) : NULL };
   if (!req || !res.tokens || !res.logprobs || !res.len || !res.finish ||
-      (re->env.turn && !res.mask)) {
+      (re->env.turn && !res.mask) || (re->g.update_fn && !res.versions)) {
     rc = rfail(err, errlen, 1, "rollout: out of memory for %d requests", n_req);
     goto done;
   }
@@ -360,6 +386,7 @@ done:
   free(req);
   free(res.tokens);
   free(res.logprobs);
+  free(res.versions);
   free(res.len);
   free(res.finish);
   free(res.mask);
@@ -371,7 +398,7 @@ done:
 /* Recompute with model_forward over packed prompt+response runs of samples [i0, i1) and
  * fold |recorded - recomputed| into *worst. 0 or -1. */
 static int diff_chunk(struct model *m, const struct sample_batch *b, int i0, int i1, int *tok,
-                      int *cu, float *lp, double *worst) {
+                      int *cu, float *lp, int64_t only, double *worst) {
   cu[0] = 0;
   for (int i = i0; i < i1; i++) {
     const struct sample *s = &b->s[i];
@@ -387,6 +414,8 @@ static int diff_chunk(struct model *m, const struct sample_batch *b, int i0, int
     const float *row = lp + cu[i - i0] + s->n_prompt - 1;
     for (int j = 0; j < s->n_resp && s->logprobs; j++) {
       if (!sample_tok_trained(s, j)) continue;  /* a tool token was never sampled */
+      int64_t v = s->tok_version ? s->tok_version[j] : s->weight_version;
+      if (only >= 0 && v != only) continue;
       double d = fabs((double)s->logprobs[j] - (double)row[j]);
       if (!(d <= *worst)) *worst = d;  /* NaN propagates */
     }
@@ -395,6 +424,10 @@ static int diff_chunk(struct model *m, const struct sample_batch *b, int i0, int
 }
 
 double rollout_logprob_diff_max(struct model *m, const struct sample_batch *b) {
+  return rollout_logprob_diff_max_of(m, b, -1);
+}
+
+double rollout_logprob_diff_max_of(struct model *m, const struct sample_batch *b, int64_t version) {
   int budget = m->max_tokens;
   int *tok = malloc(sizeof(int) * (size_t)budget);
   int *cu = malloc(sizeof(int) * ((size_t)budget + 1));
@@ -407,7 +440,7 @@ double rollout_logprob_diff_max(struct model *m, const struct sample_batch *b) {
       used += b->s[i1].n_prompt + b->s[i1].n_resp;
       i1++;
     }
-    if (i1 == i0 || diff_chunk(m, b, i0, i1, tok, cu, lp, &worst) != 0) worst = INFINITY;
+    if (i1 == i0 || diff_chunk(m, b, i0, i1, tok, cu, lp, version, &worst) != 0) worst = INFINITY;
     i0 = i1;
   }
   free(tok);

@@ -64,6 +64,13 @@ struct rollout_env {
 };
 int rollout_set_env(struct rollout_engine *re, const struct rollout_env *env, char *err,
                     size_t errlen);
+/* In-flight weight updates for the next rollout_generate calls (rollout/scheduler.h's
+ * update_fn, called at every decode-step boundary; fn NULL: none). When one lands inside a
+ * call, each sample whose tokens span versions records them (struct sample tok_version)
+ * and its weight_version is the oldest; the hook itself installs the weights (e.g. by
+ * rollout_weights_changed). */
+void rollout_set_update(struct rollout_engine *re, int (*fn)(void *ctx, long steps, uint64_t *version),
+                        void *ctx, enum gen_in_flight in_flight);
 
 /* The model's host params were rewritten with weight_version: the prefix cache of
  * older versions is never reused after this, and the next forward uploads them
@@ -79,5 +86,9 @@ void rollout_weights_on_device(struct rollout_engine *re, int64_t weight_version
  * into forwards of at most m->max_tokens tokens). INFINITY when a sample does not
  * fit m->max_tokens or the forward fails; NaN when a logprob is NaN. */
 double rollout_logprob_diff_max(struct model *m, const struct sample_batch *b);
+/* The same over the response tokens of weight version `version` only (struct sample
+ * tok_version; all tokens when version < 0): after an in-flight update, the tokens the
+ * model's current weights generated. */
+double rollout_logprob_diff_max_of(struct model *m, const struct sample_batch *b, int64_t version);
 
 #endif

@@ -28,6 +28,7 @@ struct scheduler {
   const struct gen_request *req;
   int n_req, n_done, max_seqs;
   uint32_t step;
+  uint64_t version;           /* of the weights in use (changes with in-flight updates) */
   struct gen_result *out;
   struct gen_stats *st;
   char *err;
@@ -125,11 +126,37 @@ static int queue_init(struct scheduler *sc) {
 }
 
 /* Free r's blocks and put it back at the front of the queue; its tokens are kept. */
-static void preempt(struct scheduler *sc, int r) {
+static void requeue(struct scheduler *sc, int r) {
   kv_seq_free(sc->kv, sc->s[r].kv);
   sc->s[r].kv = -1;
   q_push_front(sc, r);
+}
+
+static void preempt(struct scheduler *sc, int r) {
+  requeue(sc, r);
   sc->st->preemptions++;
+}
+
+/* At a step boundary: new weights from g->update_fn, and what happens to the sequences in
+ * flight (scheduler.h, enum gen_in_flight). Newest first back to the queue's front keeps
+ * their admission order. */
+static int apply_update(struct scheduler *sc) {
+  const struct gen_config *g = sc->g;
+  uint64_t v = sc->version;
+  int got = g->update_fn(g->update_ctx, sc->st->steps, &v);
+  if (got < 0) return fail(sc, 1, "rollout: the in-flight weight update failed");
+  if (got == 0 || v == sc->version) return 0;
+  sc->version = v;
+  sc->st->updates++;
+  kv_set_version(sc->kv, v);  /* the prefix cache of the old weights is never reused */
+  if (g->in_flight == GEN_INFLIGHT_CONTINUE) return 0;
+  while (sc->n_running > 0) {
+    requeue(sc, sc->running[--sc->n_running]);
+    sc->st->requeued++;
+  }
+  for (int r = 0; g->in_flight == GEN_INFLIGHT_ABORT && r < sc->n_req; r++)
+    if (!sc->s[r].done) sc->s[r].n_gen = 0;  /* waiting ones too: no token of the old weights */
+  return 0;
 }
 
 static void batch_add(struct scheduler *sc, int r, int cached, int feed, int leader) {
@@ -301,6 +328,7 @@ static int env_turn(struct scheduler *sc, int r) {
     sc->out->tokens[o + (size_t)i] = resp[q->n_gen + i];
     sc->out->logprobs[o + (size_t)i] = 0.0f;
     sc->out->mask[o + (size_t)i] = 0;
+    if (sc->out->versions) sc->out->versions[o + (size_t)i] = sc->version;  /* unused: masked */
   }
   q->n_gen += k;
   return q->n_gen >= max_new ? GEN_LENGTH : GEN_RUNNING;
@@ -317,6 +345,7 @@ static int record(struct scheduler *sc, int r, int tok, double lp) {
   sc->out->tokens[o] = tok;
   sc->out->logprobs[o] = (float)lp;
   if (sc->out->mask) sc->out->mask[o] = 1;
+  if (sc->out->versions) sc->out->versions[o] = sc->version;
   q->ctx[rq->prompt_len + q->n_gen++] = tok;
   int fin = finish_reason(sc, q->ctx + rq->prompt_len, q->n_gen);
   if (fin == GEN_RUNNING && sc->g->env_fn && (fin = env_turn(sc, r)) < 0)
@@ -457,6 +486,8 @@ static int scheduler_alloc(struct scheduler *sc) {
 
 static int scheduler_loop(struct scheduler *sc) {
   while (sc->n_done < sc->n_req) {
+    int rc = sc->g->update_fn ? apply_update(sc) : 0;
+    if (rc) return rc;
     sc->nb = sc->n_tokens = sc->n_fol = sc->n_hit = 0;
     int preempted = schedule_decodes(sc);
     if (!preempted) admit(sc);
@@ -464,7 +495,7 @@ static int scheduler_loop(struct scheduler *sc) {
       return fail(sc, 1,
                   "rollout: no request could be scheduled (%d waiting, %d running, %d free blocks)",
                   sc->q_len, sc->n_running, kv_blocks_free(sc->kv));
-    int rc = sc->nb > 0 ? run_forward(sc) : 0;
+    rc = sc->nb > 0 ? run_forward(sc) : 0;
     if (rc) return rc;
     sc->st->steps++;
     sc->st->decode_tokens += sc->n_decode;
@@ -477,7 +508,7 @@ int gen_run(const struct gen_config *g, const struct lm_ops *lm, struct kv_cache
             uint64_t weight_version, uint32_t step, const struct gen_request *req, int n_req,
             struct gen_result *out, struct gen_stats *st, char *err, size_t errlen) {
   struct scheduler sc = { .g = g, .lm = lm, .kv = kv, .req = req, .n_req = n_req, .step = step,
-                      .out = out, .st = st, .err = err, .errlen = errlen };
+                      .version = weight_version, .out = out, .st = st, .err = err, .errlen = errlen };
   sc.max_seqs = g->max_num_seqs < g->max_batch_tokens ? g->max_num_seqs : g->max_batch_tokens;
   memset(st, 0, sizeof *st);
   if (n_req == 0) return 0;

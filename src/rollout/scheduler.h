@@ -111,10 +111,22 @@ struct gen_config {
    * stop); GEN_ENV_FAIL on an internal failure (gen_run returns 1). */
   int (*env_fn)(void *ctx, int r, const int *resp, int n, int *ins, int cap);
   void *env_ctx;
+  /* In-flight weight updates, optional: called at every scheduler step boundary with the
+   * steps run so far; returns 1 when new weights are in place (their version in *version),
+   * 0 when not, -1 on failure. The running sequences then continue on their KV cache
+   * (GEN_INFLIGHT_CONTINUE), have it recomputed under the new weights before their next
+   * token (GEN_INFLIGHT_RECOMPUTE: prompt + generated tokens prefilled again, as after a
+   * preemption), or restart from the prompt (GEN_INFLIGHT_ABORT). NULL: the weights never
+   * change inside a gen_run. */
+  int (*update_fn)(void *ctx, long steps, uint64_t *version);
+  void *update_ctx;
+  int in_flight;           /* enum gen_in_flight */
 };
 
 #define GEN_ENV_END (-1)
 #define GEN_ENV_FAIL (-2)
+
+enum gen_in_flight { GEN_INFLIGHT_CONTINUE, GEN_INFLIGHT_RECOMPUTE, GEN_INFLIGHT_ABORT };
 
 struct gen_request {
   uint32_t prompt_id, sample;
@@ -123,11 +135,13 @@ struct gen_request {
 };
 
 /* Caller-owned output: tokens, logprobs and mask [n_req][max_new_tokens], len and finish
- * [n_req]. mask (1 sampled, 0 appended by env_fn) may be NULL when env_fn is. */
+ * [n_req]. mask (1 sampled, 0 appended by env_fn) may be NULL when env_fn is; versions
+ * (optional, NULL: not recorded) the weight version of each token. */
 struct gen_result {
   int *tokens;
   float *logprobs;
   unsigned char *mask;
+  uint64_t *versions;
   int *len;
   int *finish;             /* enum gen_finish */
 };
@@ -137,6 +151,8 @@ struct gen_stats {
   long prefill_computed;   /* of those, tokens the model actually computed (the rest was shared) */
   long decode_tokens;
   long preemptions;
+  long updates;            /* in-flight weight updates applied */
+  long requeued;           /* sequences recomputed or restarted by them */
   long steps;              /* scheduler steps (one forward each, unless the prefix cache serves it) */
   long prefix_hits, cow_copies;
   int blocks_used_max, n_blocks;

@@ -13,12 +13,18 @@
  *            then the weight sync of version k and the metrics line, as in sync mode.
  * Batch b is generated during step b - D under weight version b - D - 1 (version 0 for
  * the first D) and trained at version b - 1: its lag is min(D, b - 1) <= max_lag, so no
- * group is ever stale and the buffer's drop count (drop_ratio) stays 0. Every message of
+ * group is ever stale (stale = drop: D <= max_lag) and the buffer's drop count
+ * (drop_ratio) stays 0. Every message of
  * a step has a fixed sender, receiver and content whatever the timing, so a run is
  * reproducible to the bit, and a checkpoint after step k holds batches k+1..k+D (the
  * buffer), so a restart regenerates nothing finished and skips no prompt. Rollout and
- * train overlap; the rollout ranks still wait at each step's weight sync (weights change
- * between batches, never inside one: every sample is of one version). */
+ * train overlap; the rollout ranks still wait at each step's weight sync (with [async]
+ * in_flight = off weights change between batches, never inside one: every sample is of one
+ * version). With in_flight the update of step k reaches the rollout ranks inside batch
+ * k + D's generation, at a fixed decode step (generate_batch_in_flight): still a fixed
+ * interleaving, so still bit-exact across a restart. With [async] stale = tis, D =
+ * capacity / prompts_per_step may exceed max_lag: the samples lagging past it are kept
+ * flagged SAMPLE_STALE (the trainer weights them by truncated importance sampling). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +33,7 @@
 #include "mpi/wait.h"
 #include "mpi/xfer.h"
 #include "rl/dynsamp.h"
+#include "rollout/engine.h"
 #include "run/async_step.h"
 #include "run/mode.h"
 #include "run/partial.h"
@@ -39,8 +46,17 @@
 #include "util/clock.h"
 #include "util/error.h"
 
+/* An update armed for the batch being generated ([async] in_flight, rollout ranks). */
+struct inflight {
+  struct run *r;
+  int armed;                  /* the step's update is still to be taken */
+  double t_taken;             /* seconds generation spent taking it (waiting included) */
+};
+
 struct async_state {
   long depth;                 /* D: batches in flight */
+  struct inflight fly;
+  long trained, mixed;        /* train ranks: samples popped this step, those spanning versions */
   long next_gen;              /* the next batch to generate (the same on every rank) */
   struct exp_buffer buf;      /* train ranks: scored samples of batches not yet trained */
   struct sample_batch restored; /* train ranks, resuming: the checkpoint's /buffer */
@@ -170,6 +186,50 @@ void async_ckpt_restore(struct run *r, const struct ckpt_state *st) {
   sample_batch_free(&all);
 }
 
+static void generate_batch(struct run *r, struct async_state *a, long b);
+
+/* rollout/scheduler.h update_fn: the step's update at decode step in_flight_step. */
+static int take_update(void *ctx, long steps, uint64_t *version) {
+  struct inflight *f = ctx;
+  if (!f->armed || steps < f->r->cfg->async.in_flight_step) return 0;
+  f->armed = 0;
+  double t0 = clock_seconds();
+  run_sync_weights(f->r);  /* rollout_weights_changed inside: the engine's next step uses them */
+  f->t_taken = clock_seconds() - t0;
+  *version = (uint64_t)f->r->weight_version;
+  return 1;
+}
+
+double async_after_generate(struct run *r) {
+  struct async_state *a = r->async;
+  if (!a) return 0.0;
+  double taken = a->fly.t_taken;
+  a->fly.t_taken = 0.0;
+  if (a->fly.armed) {
+    a->fly.armed = 0;
+    run_sync_weights(r);  /* generation ended before in_flight_step (or had nothing to do) */
+  }
+  return taken;
+}
+
+/* Every rank of step `step`: batch b generated while the step's update reaches the rollout
+ * ranks ([async] in_flight): train dp 0 sends it at once after its update (it waits for
+ * nobody), each rollout rank takes it inside generation (take_update) or right after it
+ * (async_after_generate, before it scores or sends anything), so no rank waits for one
+ * that waits for it. */
+static void generate_batch_in_flight(struct run *r, struct async_state *a, long b) {
+  if (r->is_train) run_sync_weights(r);
+  if (r->is_rollout) {
+    a->fly = (struct inflight){ .r = r, .armed = 1 };
+    rollout_set_update(r->engine, take_update, &a->fly, (enum gen_in_flight)(r->cfg->async.in_flight - 1));
+  }
+  generate_batch(r, a, b);
+  if (r->is_rollout) {
+    if (a->fly.armed) die_local("batch %ld: the in-flight update was never taken", b);
+    rollout_set_update(r->engine, NULL, NULL, GEN_INFLIGHT_CONTINUE);
+  }
+}
+
 /* Every rank: batch b generated, scored and (train ranks) buffered. */
 static void generate_batch(struct run *r, struct async_state *a, long b) {
   struct dynsamp ds;
@@ -191,12 +251,16 @@ static void say_schedule(const struct run *r, const struct async_state *a, long 
   const struct config *c = r->cfg;
   printf("separate_async: %ld step%s in flight (buffer %ld groups, max_lag %ld)", a->depth,
          a->depth == 1 ? "" : "s", capacity_groups(c), c->async.max_lag);
+  if (c->async.stale == STALE_TIS)
+    printf("; stale = tis: samples lagging more than %ld version%s weighted by truncated importance "
+           "sampling", c->async.max_lag, c->async.max_lag == 1 ? "" : "s");
   if (restored > 0) printf("; %ld batch%s restored from the checkpoint's buffer", restored, restored == 1 ? "" : "es");
   printf("\n");
   if (c->algo.tis == TIS_OFF && c->algo.old_logprobs == OLDLP_RECOMPUTE)
     printf("rlpt: WARNING: separate_async trains samples up to %ld weight versions old without an "
            "off-policy correction ([algo] tis = off, old_logprobs = recompute); set [algo] tis (e.g. "
-           "token_truncate) or old_logprobs = rollout\n", a->depth);
+           "token_truncate) or old_logprobs = rollout\n",
+           c->async.stale == STALE_TIS ? c->async.max_lag : a->depth);
   fflush(stdout);
 }
 
@@ -207,11 +271,13 @@ static void async_begin(struct run *r) {
   const struct config *c = r->cfg;
   struct async_state *a = state_of(r);
   long P = c->algo.prompts_per_step, S = c->run.steps;
-  a->depth = capacity_groups(c) / P < c->async.max_lag ? capacity_groups(c) / P : c->async.max_lag;
+  /* stale = drop: no sample lags past max_lag; tis: as deep as the buffer, the stale ones weighted */
+  a->depth = capacity_groups(c) / P;
+  if (c->async.stale == STALE_DROP && a->depth > c->async.max_lag) a->depth = c->async.max_lag;
   long at[2] = {0, 1};  /* RL steps done, the next batch to generate */
   if (r->is_train) {
     int cap = (int)(capacity_groups(c) * c->algo.group_size);
-    if (exp_buffer_init(&a->buf, cap, c->async.max_lag, STALE_DROP) != 0)
+    if (exp_buffer_init(&a->buf, cap, c->async.max_lag, (enum stale_policy)c->async.stale) != 0)
       die_local("out of memory for the async buffer (%d samples)", cap);
     at[0] = r->trainer->step;
     at[1] = at[0] + 1;
@@ -244,6 +310,9 @@ static void train_batch(struct run *r, struct async_state *a, const struct dynsa
     die_local("step %ld: the async buffer does not hold this DP rank's %ld groups of the step (a "
               "restart with a smaller [async] max_lag than the checkpoint's?)", step, mine);
   async_partial_add_trained(r, &b);
+  a->trained = b.n;
+  a->mixed = 0;
+  for (int k = 0; k < b.n; k++) a->mixed += b.s[k].tok_version != NULL;
   train_share(r, ds, &b);
 }
 
@@ -252,11 +321,14 @@ static void train_batch(struct run *r, struct async_state *a, const struct dynsa
 static void report_buffer(struct run *r, struct async_state *a, double t_wait, double t0) {
   struct exp_stats st;
   exp_buffer_take_stats(&a->buf, &st);
-  double v[3] = {(double)a->buf.n, (double)st.popped, (double)st.dropped}, sum[3];
-  MPI_CHECK(MPI_Allreduce(v, sum, 3, MPI_DOUBLE, MPI_SUM, r->comms.role_comm[ROLE_TRAIN]));
+  double v[6] = {(double)a->buf.n, (double)st.popped, (double)st.dropped, (double)a->trained,
+                 (double)a->mixed, (double)st.stale_kept}, sum[6];
+  MPI_CHECK(MPI_Allreduce(v, sum, 6, MPI_DOUBLE, MPI_SUM, r->comms.role_comm[ROLE_TRAIN]));
   if (r->comms.place.dp != 0) return;
   partial_set_train(r, "drop_ratio", sum[1] + sum[2] > 0 ? sum[2] / (sum[1] + sum[2]) : 0.0);
   partial_set_train(r, "buffer_groups", sum[0] / (double)r->cfg->algo.group_size);
+  partial_set_train(r, "version_mixed_frac", sum[3] > 0 ? sum[4] / sum[3] : 0.0);
+  partial_set_train(r, "stale_kept", sum[1] > 0 ? sum[5] / sum[1] : 0.0);
   double dt = clock_seconds() - t0;
   partial_set_train(r, "idle_train", dt > 0 ? t_wait / dt : 0.0);
 }
@@ -274,12 +346,15 @@ static void async_step(struct run *r, long step) {
   free(all);
   if (r->is_train) train_batch(r, a, &ds, step);
   double t1 = clock_seconds();  /* the train ranks wait from here for batch step + D */
-  for (; a->next_gen <= r->cfg->run.steps && a->next_gen <= step + a->depth; a->next_gen++)
-    generate_batch(r, a, a->next_gen);
+  int synced = 0;
+  for (; a->next_gen <= r->cfg->run.steps && a->next_gen <= step + a->depth; a->next_gen++) {
+    if (r->cfg->async.in_flight != INFLIGHT_OFF && !synced++) generate_batch_in_flight(r, a, a->next_gen);
+    else generate_batch(r, a, a->next_gen);
+  }
   if (r->is_train) report_buffer(r, a, clock_seconds() - t1, t0);
   int worker = r->is_rollout || r->is_reward || r->is_train;
   if (worker && !r->is_train) partial_report(r);
-  run_sync_weights(r);
+  if (!synced) run_sync_weights(r);
   if (r->is_train) partial_report(r);
   if (r->is_ctl) log_step(r, &ds, step, t0);
   dynsamp_free(&ds);

@@ -24,6 +24,11 @@ void async_ckpt_restore(struct run *r, const struct ckpt_state *st);
  * (run/async_stats.c): in separate_async a step's line describes what it trained, which
  * was scored steps earlier. */
 void async_partial_add_trained(struct run *r, const struct sample_batch *b);
+/* Rollout ranks, after this rank's generation of a batch (or in place of it: nothing to
+ * generate): the step's weight update when [async] in_flight armed it and generation ended
+ * before taking it (run/async_step.c); returns the seconds the generation itself spent
+ * taking it (waiting for train dp 0 included: not generation time), else 0. */
+double async_after_generate(struct run *r);
 /* Frees r->async (a no-op when NULL). */
 void async_free(struct run *r);
 

@@ -52,6 +52,10 @@ static cJSON *sample_json(const struct tokenizer *tok, const struct sample *s, c
   cJSON *o = cJSON_CreateObject();
   cJSON_AddNumberToObject(o, "step", (double)step);
   cJSON_AddNumberToObject(o, "weight_version", (double)s->weight_version);
+  if (s->tok_version) {  /* an in-flight update split it: each response token's version */
+    cJSON *tv = cJSON_AddArrayToObject(o, "token_versions");
+    for (int k = 0; k < s->n_resp; k++) cJSON_AddItemToArray(tv, cJSON_CreateNumber((double)s->tok_version[k]));
+  }
   cJSON_AddNumberToObject(o, "prompt_id", (double)s->prompt_id);
   cJSON_AddNumberToObject(o, "group", s->group);
   cJSON_AddNumberToObject(o, "index", s->index);

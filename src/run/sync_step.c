@@ -34,6 +34,7 @@
 #include "rl/dynsamp.h"
 #include "rl/reward_command.h"
 #include "rollout/engine.h"
+#include "run/async_step.h"
 #include "run/controller.h"
 #include "run/difficulty_sync.h"
 #include "run/mode.h"
@@ -57,7 +58,10 @@
 static void generate_share(struct run *r, long step, int round) {
   long P = r->cfg->algo.prompts_per_step;
   int R = r->comms.counts.rollout_instances, i = r->comms.place.instance;
-  if (route_slice_lo(P, R, i) == route_slice_lo(P, R, i + 1)) return;
+  if (route_slice_lo(P, R, i) == route_slice_lo(P, R, i + 1)) {
+    (void)async_after_generate(r);
+    return;
+  }
   progress_stall_point(r, "rollout:prompts", step);
   struct sample_batch prompts, out;
   sample_batch_init(&prompts);
@@ -74,7 +78,8 @@ static void generate_share(struct run *r, long step, int round) {
   int rc = rollout_generate(r->engine, rp, prompts.n, (int)r->cfg->algo.group_size, step, r->weight_version,
                             &out, NULL, err, sizeof err);
   if (rc) die_local("step %ld: generation failed: %s", step, err);
-  partial_time(r, RUN_PHASE_GEN, clock_seconds() - t0);
+  double t_gen = clock_seconds() - t0;
+  partial_time(r, RUN_PHASE_GEN, t_gen - async_after_generate(r));
   r->partial[PS_GEN_TOK] += (double)sample_batch_resp_tokens(&out);
   if (r->env) {  /* the episodes of this instance's share */
     struct env_stats es;
@@ -102,7 +107,8 @@ static void generate_share(struct run *r, long step, int round) {
   }
   progress_mark(r, PROG_GEN, step, round);
   route_send(r, &out, r->reward_world[route_instance_reward(r, i)], BOX_SAMPLES, XFER_TAG_SAMPLES);
-  if (measure) r->partial[PS_LPDIFF_ROLLOUT] = rollout_logprob_diff_max(r->rmodel, &sent);
+  /* after an in-flight update: the tokens of the weights the rollout rank now holds */
+  if (measure) r->partial[PS_LPDIFF_ROLLOUT] = rollout_logprob_diff_max_of(r->rmodel, &sent, r->weight_version);
   sample_batch_free(&sent);
   free(rp);
   sample_batch_free(&prompts);

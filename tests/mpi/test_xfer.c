@@ -40,6 +40,12 @@ static void random_sample(struct sample *x, uint64_t *s) {
   for (int i = 0; i < nr; i++) lp[i] = rint_(s, 500) == 0 ? -INFINITY : -10 * rfloat(s);
   CHECK(sample_set_prompt(x, tok, np) == 0);
   CHECK(sample_set_response(x, tok + np, rint_(s, 5) ? lp : NULL, nr) == 0);
+  if (nr > 0 && rint_(s, 3) == 0) {  /* an in-flight update split it: per-token versions */
+    int64_t *tv = malloc((size_t)nr * sizeof *tv);
+    for (int i = 0; i < nr; i++) tv[i] = x->weight_version + (i >= nr / 2);
+    CHECK(sample_set_tok_versions(x, tv) == 0);
+    free(tv);
+  }
   int mode = rint_(s, 3); /* none, scalar, per token */
   if (mode == 1) CHECK(sample_set_adv(x, lp, 1) == 0);
   if (mode == 2 && nr > 0) CHECK(sample_set_adv(x, lp, nr) == 0);
@@ -132,7 +138,7 @@ static void test_structure(void) {
       {0, 0x12345678, 4, "magic"},          {4, 2, 4, "version"},
       {8, 2, 8, "sample count"},            {8, 1ull << 40, 8, "huge sample count"},
       {16, 5, 8, "body length"},            {56, 3, 1, "finish reason"},
-      {57, 2, 1, "logprob flag"},           {70, 0x7fffffff, 4, "prompt count"},
+      {57, 4, 1, "array flags"},           {70, 0x7fffffff, 4, "prompt count"},
       {86, 0xffffffff, 4, "response count"}, {len - 8 - 24, 2, 4, "advantage count"},
       {len - 8 - 28, 1000, 4, "part count"},
   };

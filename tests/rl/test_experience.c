@@ -40,9 +40,22 @@ static void test_sample(void) {
   CHECK(b.resp != a.resp && b.parts[0].name != a.parts[0].name); /* deep copy */
   b.logprobs[4] = 1.0f;
   CHECK(!sample_equal(&a, &b));
+  /* per-token versions (an in-flight update): copied deep, compared, counted per version */
+  int64_t tv[5] = {3, 3, 4, 4, 4};
+  a.weight_version = 3;
+  CHECK(sample_tokens_of_version(&a, 3) == 5 && sample_tokens_of_version(&a, 4) == 0);
+  CHECK(sample_set_tok_versions(&a, tv) == 0 && a.tok_version[4] == 4);
+  CHECK(sample_tokens_of_version(&a, 3) == 2 && sample_tokens_of_version(&a, 4) == 3);
+  struct sample c;
+  CHECK(sample_copy(&c, &a) == 0 && sample_equal(&a, &c) && c.tok_version != a.tok_version);
+  c.tok_version[0] = 4;
+  CHECK(!sample_equal(&a, &c));
+  CHECK(sample_set_tok_versions(&c, NULL) == 0 && c.tok_version == NULL && !sample_equal(&a, &c));
+  sample_free(&c);
   /* a new response of another length drops the per-token advantage */
   int32_t t2[2] = {9, 9};
   CHECK(sample_set_response(&b, t2, NULL, 2) == 0 && b.n_adv == 0 && b.logprobs == NULL);
+  CHECK(sample_set_response(&a, t2, NULL, 2) == 0 && a.tok_version == NULL); /* of the old response */
   CHECK(strcmp(finish_reason_name(FINISH_STOP), "stop") == 0);
   CHECK(finish_reason_parse("length") == FINISH_LENGTH && finish_reason_parse("x") == -1);
   CHECK(strcmp(finish_reason_name(17), "?") == 0);

@@ -7,6 +7,9 @@ add_unit_test(test_generate SOURCES rollout/test_generate.c)
 # Rollout engine on the real transformer (rollout/engine.c): greedy vs from-scratch argmax,
 # logprobs vs model_forward, batch-composition invariance with preemption.
 add_unit_test(test_rollout SOURCES rollout/test_rollout.c)
+# In-flight weight updates (continue / recompute / abort) against runs on each weight set alone
+# and model_forward over each whole sequence (rollout/test_inflight.c).
+add_unit_test(test_inflight SOURCES rollout/test_inflight.c)
 
 # The rollout engine's KV pool in device memory: store/gather/copy-on-write kernels
 # against the host pool (exact), and generation on cuda against cpu.

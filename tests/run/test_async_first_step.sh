@@ -2,7 +2,8 @@
 # run/test_async_first_step.sh: separate_async's first RL step against sync's, on the same
 # deck: both train batch 1 at weight version 0 (separate_async's begin generates it with the
 # weights sync's step 1 uses), so the two JSONL files must agree on every field to the bit
-# but the wall times and the fields only separate_async has (buffer_groups, idle_*). That
+# but the wall times and the fields only separate_async has (buffer_groups, idle_*,
+# version_mixed_frac, stale_kept). That
 # checks the train rank's reward statistics of a batch (run/async_stats.c) against the reward
 # rank's (run/sync_step.c), and the async path's lag-0 update against the sync one.
 #   run/test_async_first_step.sh RLPT DECK [section.key=value ...]
@@ -21,7 +22,7 @@ done
 import json, sys
 def skip(k):
     return (k.startswith("t_") or k.startswith("idle_") or k.endswith("_per_s")
-            or k in ("time_s", "sync_gbps", "mfu", "buffer_groups"))
+            or k in ("time_s", "sync_gbps", "mfu", "buffer_groups", "version_mixed_frac", "stale_kept"))
 a = [json.loads(l) for l in open(sys.argv[1])]
 b = [json.loads(l) for l in open(sys.argv[2])]
 bad = 0 if len(a) == len(b) else 1

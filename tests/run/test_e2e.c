@@ -23,7 +23,14 @@
  * above max_lag), drop_ratio = 0, buffer_groups, idle_train and idle_rollout are numbers
  * (the fractions in [0, 1]); the last D steps generate nothing, so their generation fields
  * (t_gen, t_reward, gen_tok_per_s) and logprob_diff_max (the rollout ranks measure it on
- * the batch they generate; the trainer only on groups of its own version) may be null. */
+ * the batch they generate; the trainer only on groups of its own version) may be null.
+ * With E2E_ASYNC_IN_FLIGHT also set ([async] in_flight: each update lands inside the next
+ * batch's generation), lag_max is still min(D, k - 1) but a sample begun after the update
+ * lags one less: lag_mean lies in [lag_max - 1, lag_max]; logprob_diff_max is then over the
+ * tokens of the rollout's current version. With E2E_ASYNC_STALE_LAG = L ([async] stale = tis,
+ * max_lag L < D, [algo] tis off): stale_kept is 1 and tis_clipfrac a number exactly on the
+ * steps whose lag exceeds L (the stale samples' truncated importance weights), else 0 and
+ * null (every weight 1); without it stale_kept is 0. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -53,6 +60,9 @@ static double num(const cJSON *o, const char *k) {
 }
 
 static long async_depth;  /* E2E_ASYNC_DEPTH, 0: not an async run */
+static int in_flight;     /* E2E_ASYNC_IN_FLIGHT set: [async] in_flight updates */
+static long stale_lag = -1; /* E2E_ASYNC_STALE_LAG = [async] max_lag of a stale = tis run, else -1 */
+static long mixed_steps;  /* async steps whose trained samples include some spanning versions */
 static long rl_steps;
 
 /* A generation field that an async run's last steps leave null (nothing generated). */
@@ -65,10 +75,28 @@ static int gen_field(const char *k) {
 static void check_async_line(const cJSON *o, long step) {
   double want = step - 1 < async_depth ? (double)(step - 1) : (double)async_depth;
   double lm = num(o, "lag_mean"), lx = num(o, "lag_max"), it = num(o, "idle_train"), ir = num(o, "idle_rollout");
-  if (lm != want || lx != want)
+  /* in-flight updates: a sample whose first token came after the update is one version newer */
+  double lm_lo = in_flight && want > 0 ? want - 1 : want;
+  if (!(lm >= lm_lo && lm <= want) || lx != want)
     printf("FAIL: rl step %ld: lag_mean %g lag_max %g, want %g (max_lag %ld)\n", step, lm, lx, want, async_depth);
-  CHECK(lm == want && lx == want && lx <= (double)async_depth);
+  CHECK(lm >= lm_lo && lm <= want && lx == want && lx <= (double)async_depth);
   CHECK(num(o, "drop_ratio") == 0 && isfinite(num(o, "buffer_groups")));
+  /* every sample of one version without in-flight updates; with them, the batches generated
+   * during a step (trained from step D + 1 on) hold split samples (counted in main) */
+  double mx = num(o, "version_mixed_frac");
+  CHECK(mx >= 0 && mx <= 1 && (in_flight || mx == 0));
+  mixed_steps += mx > 0;
+  /* stale = tis (tis off): every sample of the step is of one lag; all are kept and weighted
+   * (tis_clipfrac a number) exactly when that lag exceeds max_lag, none otherwise (null) */
+  if (stale_lag >= 0) {
+    int stale = want > (double)stale_lag;
+    double sk = num(o, "stale_kept"), tc = num(o, "tis_clipfrac");
+    if (sk != (double)stale || isfinite(tc) != stale)
+      printf("FAIL: rl step %ld: stale_kept %g, tis_clipfrac %g at lag %g, max_lag %ld\n", step, sk, tc, want, stale_lag);
+    CHECK(sk == (double)stale && isfinite(tc) == stale);
+  } else {
+    CHECK(num(o, "stale_kept") == 0);  /* stale = drop: nothing lags past max_lag */
+  }
   CHECK(it >= 0 && it <= 1 && ir >= 0 && ir <= 1);
 }
 
@@ -99,6 +127,9 @@ int main(int argc, char **argv) {
   long want_sft = atol(argv[2]), want_rl = atol(argv[3]), n_sft = 0, n_rl = 0;
   const char *depth = getenv("E2E_ASYNC_DEPTH");
   async_depth = depth ? atol(depth) : 0;
+  in_flight = getenv("E2E_ASYNC_IN_FLIGHT") != NULL;
+  const char *sl = getenv("E2E_ASYNC_STALE_LAG");
+  stale_lag = sl ? atol(sl) : -1;
   rl_steps = want_rl;
   double min_rise = atof(argv[4]), min_gain = atof(argv[5]), pass_sft = NAN, pass_rl = NAN, samp_sft = NAN, samp_rl = NAN, *acc = calloc((size_t)want_rl + 1, sizeof(double));
   int sft_eval = 0, rl_eval = 0;
@@ -133,6 +164,8 @@ int main(int argc, char **argv) {
   printf("lines: %ld sft (want %ld), %ld rl (want %ld); eval lines: post-SFT %d, final %d\n", n_sft, want_sft,
          n_rl, want_rl, sft_eval, rl_eval);
   CHECK(n_sft == want_sft && n_rl == want_rl && sft_eval == 1 && rl_eval == 1);
+  if (in_flight) printf("steps with samples spanning two versions: %ld of %ld\n", mixed_steps, n_rl);
+  CHECK(!in_flight || mixed_steps > 0);
   long third = want_rl / 3;
   if (third >= 1 && n_rl == want_rl) {
     double a0 = 0, a1 = 0;

@@ -55,6 +55,29 @@ e2e_test(async_lag2_4 4 60 200 0.10 0.03 run.mode=separate_async algo.old_logpro
   async.max_lag=2)
 e2e_test(async_sign_flip_4 4 60 200 0.10 0.03 run.mode=separate_async algo.old_logprobs=rollout
   async.max_lag=2 reward.correct_weight=-1)
+# [async] in_flight = recompute: each update reaches the rollout rank at decode step 2 of the
+# batch it generates; the split samples' tokens of the new version have their KV recomputed,
+# so their recorded logprobs equal the new weights' model_forward (logprob_diff_max <= 1e-5
+# every step, run/test_e2e.c) and the run still learns at the sync margins.
+e2e_test(async_in_flight_4 4 60 200 0.10 0.03 run.mode=separate_async algo.old_logprobs=rollout
+  async.in_flight=recompute async.in_flight_step=2)
+set_tests_properties(e2e_async_in_flight_4 PROPERTIES ENVIRONMENT
+  "${RLPT_E2E_ENV};E2E_ASYNC_DEPTH=1;E2E_ASYNC_IN_FLIGHT=1")
+# [async] stale = tis with 2 steps in flight past max_lag 1 (capacity 32 groups): from step 3
+# every sample lags 2 > 1 and is kept, weighted by truncated IS; steps 1-2 carry no weights
+# (E2E_ASYNC_STALE_LAG, run/test_e2e.c). The learning margins are not asserted here (-1):
+# with old_logprobs = recompute the rise was +0.103 and the held-out gain +0.104 on seed 1,
+# too near the bars to hold across GEMM builds; with old_logprobs = rollout (+0.253 /
+# +0.225) the PPO ratio already uses the behaviour logprobs and every weight is 1.
+e2e_test(async_stale_tis_4 4 60 200 -1 -1 run.mode=separate_async async.max_lag=1
+  async.capacity=32 async.stale=tis)
+set_tests_properties(e2e_async_stale_tis_4 PROPERTIES ENVIRONMENT
+  "${RLPT_E2E_ENV};E2E_ASYNC_DEPTH=2;E2E_ASYNC_STALE_LAG=1")
+# A sample that spans two versions records both (samples log token_versions; the script).
+add_test(NAME e2e_async_in_flight_log
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_in_flight_log.sh $<TARGET_FILE:rlpt> ${RLPT_E2E_DECK})
+set_tests_properties(e2e_async_in_flight_log PROPERTIES LABELS e2e ENVIRONMENT "${RLPT_E2E_ENV}"
+  PROCESSORS 4 TIMEOUT 60 FAIL_REGULAR_EXPRESSION "IN_FLIGHT_RUN_FAILED")
 set_tests_properties(e2e_async_4 PROPERTIES ENVIRONMENT "${RLPT_E2E_ENV};E2E_ASYNC_DEPTH=1")
 set_tests_properties(e2e_async_lag2_4 PROPERTIES ENVIRONMENT "${RLPT_E2E_ENV};E2E_ASYNC_DEPTH=2")
 set_tests_properties(e2e_async_sign_flip_4 PROPERTIES ENVIRONMENT "${RLPT_E2E_ENV};E2E_ASYNC_DEPTH=2"
@@ -103,6 +126,21 @@ run_fail_test(async_small_buffer 4 2
 run_fail_test(async_free_running 4 2
   "rlpt: override 'async.deterministic=false': \\[async\\] deterministic: false \\(a free-running schedule\\) is not built.*RLPT_MESSAGES=1"
   ${RLPT_E2E_DECK} run.mode=separate_async async.deterministic=false log.metrics_path=async_bad.jsonl)
+run_fail_test(async_in_flight_sync 4 2
+  "rlpt: override 'async.in_flight=continue': \\[async\\] in_flight: needs mode = separate_async.*RLPT_MESSAGES=1"
+  ${RLPT_E2E_DECK} async.in_flight=continue log.metrics_path=async_bad.jsonl)
+run_fail_test(async_in_flight_cuda 4 2
+  "\\[async\\] in_flight: in-flight weight updates are built and tested on the CPU backend only.*RLPT_MESSAGES=1"
+  ${RLPT_E2E_DECK} run.mode=separate_async async.in_flight=recompute run.device=cuda log.metrics_path=async_bad.jsonl)
+run_fail_test(async_in_flight_step_alone 4 2
+  "\\[async\\] in_flight_step: is read only with in-flight updates.*RLPT_MESSAGES=1"
+  ${RLPT_E2E_DECK} run.mode=separate_async async.in_flight_step=3 log.metrics_path=async_bad.jsonl)
+run_fail_test(async_stale_shallow 4 2
+  "\\[async\\] stale: tis keeps samples past max_lag, but capacity 16 groups / prompts_per_step 16 = 1 steps in flight never lag one past max_lag 1.*RLPT_MESSAGES=1"
+  ${RLPT_E2E_DECK} run.mode=separate_async async.stale=tis log.metrics_path=async_bad.jsonl)
+run_fail_test(async_stale_sync 4 2
+  "\\[async\\] stale: tis needs mode = separate_async.*RLPT_MESSAGES=1"
+  ${RLPT_E2E_DECK} async.stale=tis log.metrics_path=async_bad.jsonl)
 run_fail_test(async_colocated 2 2
   "rlpt: run: \\[ranks\\] layout = colocated: separate_async overlaps rollout and train on disjoint ranks.*RLPT_MESSAGES=1"
   ${RLPT_E2E_DECK} run.mode=separate_async ${RLPT_E2E_COLOCATED} log.metrics_path=async_bad.jsonl)
@@ -208,6 +246,10 @@ set_tests_properties(restart_layout_async PROPERTIES PROCESSORS 5)
 # kill -9 while a checkpoint is written: `latest` names the previous one, and the restart
 # resumes from it with its buffered groups.
 restart_async_test(restart_kill_async kill 4)
+# [async] in_flight = continue: each update lands at decode step 2 of the next batch, so the
+# buffered samples span two versions (per-token versions in /buffer); the restart still
+# equals the straight run bit for bit.
+restart_async_test(restart_exact_async_in_flight exact 4 async.in_flight=continue async.in_flight_step=2)
 
 # separate_async's first RL step equals sync's to the bit (the same batch at version 0):
 # the train rank's reward statistics (run/async_stats.c) against the reward rank's, and the
