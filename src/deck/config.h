@@ -144,6 +144,8 @@ struct config {
     int enabled;                /* multi-turn rollouts with tools (env/episode.h) */
     char tools[CFG_STR_MAX];    /* enabled tools, comma-separated (env/tools.h) */
     long max_turns;
+    char command[CFG_STR_MAX];  /* the command tool's worker (env/tools.h) */
+    double command_timeout_s;
   } env;
   struct {
     int name;

@@ -260,6 +260,26 @@ static int cross_async(const struct cross *x) {
   return 0;
 }
 
+/* [env] command and the command tool come together; command_timeout_s needs them. */
+static int env_command_keys(const struct cross *x, unsigned mask) {
+  const struct config *c = x->cfg;
+  int listed = (mask & ENV_TOOL_BIT(ENV_TOOL_COMMAND)) != 0;
+  if (listed && !c->env.command[0])
+    return cross_fail(x, "env", "tools", "env", "command", "[env] tools lists command, but [env] command is "
+                      "empty: set it to the worker's PROGRAM ARGS");
+  if (!listed && c->env.command[0])
+    return cross_fail(x, "env", "command", "env", "tools", "[env] command is set, but [env] tools does not "
+                      "list command: it would do nothing");
+  struct config *d = malloc_check(sizeof *d);
+  config_defaults(d);
+  int timeout = off_default(c, d, config_find("env", "command_timeout_s"));
+  free(d);
+  if (!listed && timeout)
+    return cross_fail(x, "env", "command_timeout_s", "env", "tools", "[env] command_timeout_s applies to the command "
+                      "tool, and [env] tools does not list command");
+  return 0;
+}
+
 /* [env]: its keys need enabled = true; multi-turn rollouts need the CPU engine, rollouts
  * (not preference steps), sync steps and SFT on the dataset's demonstrations. */
 static int cross_env(const struct cross *x) {
@@ -275,6 +295,8 @@ static int cross_env(const struct cross *x) {
                           "it would do nothing", k) : 0;
   if (env_tools_parse(c->env.tools, &mask, msg, sizeof msg) != 0)
     return cross_fail(x, "env", "tools", NULL, NULL, "%s", msg);
+  int rc = env_command_keys(x, mask);
+  if (rc) return rc;
   if (c->run.device == DEVICE_CUDA)
     return cross_fail(x, "env", "enabled", "run", "device", "multi-turn rollouts run on the CPU "
                       "rollout engine only (not yet checked on a GPU): set run.device = cpu or auto");

@@ -137,8 +137,10 @@ const struct cfg_key cfg_schema[] = {
 
   /* [env] (src/env/episode.h: multi-turn rollouts with tools) */
   BOOL("env", "enabled", "false", "Multi-turn rollouts: generation stops at each <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call> the model writes, the tool runs, its result is appended as a tool turn (masked out of the loss) and generation continues on the same KV cache; the verifier scores the last model turn; the response budget of model and tool tokens together is [rollout] max_new_tokens (README.md, Multi-turn rollouts with tools)", env.enabled),
-  STR("env", "tools", "calculator", "Tools the model may call, comma-separated: calculator (+ - * / and parentheses on decimals, in process), python (the arguments' code in [sandbox]); a call of another name gets an error tool turn", env.tools),
+  STR("env", "tools", "calculator", "Tools the model may call, comma-separated: calculator (+ - * / and parentheses on decimals, in process), python (the arguments' code in [sandbox]), command (every call of another name goes to [env] command's worker); without command a call of another name gets an error tool turn", env.tools),
   INT("env", "max_turns", "4", 1, 1000, "turns", "Model turns per episode: a tool call in the last one ends the response without running", env.max_turns),
+  STR("env", "command", "", "The command tool's worker, PROGRAM ARGS (split on spaces, no shell): one long-lived process answering JSON lines {\"id\", \"name\", \"arguments\", \"episode\"} with {\"id\", \"content\"} on its stdin/stdout; needs command in [env] tools (README.md, Multi-turn rollouts with tools)", env.command),
+  FLT("env", "command_timeout_s", "30", 0.01, 1e6, "s", "A command worker that takes longer for one call is killed and restarted, the call getting an error tool turn (tool_errors)", env.command_timeout_s),
 
   /* [algo] */
   ENUM("algo", "name", "grpo", "grpo|dr_grpo|dapo|gspo|ppo|rloo|reinforce_pp|dpo|ipo|rm", "Algorithm preset (every knob below can still be set); dpo, ipo (preference optimisation against a frozen reference) and rm (a Bradley-Terry reward model on the value head) train on [data] pref_path instead of rollouts", algo.name),

@@ -16,9 +16,13 @@ void env_init(struct env *e, const struct env_tools *tools, int max_turns, enum 
 }
 
 static void free_open_calls(struct env *e) {
-  for (int i = 0; i < e->n_prompts; i++) free(e->open_call[i]);
+  for (int i = 0; i < e->n_prompts; i++) {
+    free(e->open_call[i]);
+    free(e->prompt_text[i]);
+  }
   free(e->open_call);
-  e->open_call = NULL;
+  free(e->prompt_text);
+  e->open_call = e->prompt_text = NULL;
   e->n_prompts = 0;
 }
 
@@ -31,19 +35,19 @@ void env_free(struct env *e) {
 
 static char *decode(const struct env *e, const int *tokens, int n);
 
-/* The prompts' open "<tool_call>" tails (a forced start of the first turn). 0 or -1. */
+/* The prompts' texts (for the command tool) and open "<tool_call>" tails (a forced start
+ * of the first turn). 0 or -1. */
 static int find_open_calls(struct env *e, const struct rollout_prompt *prompts, int n) {
   free_open_calls(e);
-  if (!(e->open_call = calloc((size_t)n + 1, sizeof *e->open_call))) return -1;
+  e->open_call = calloc((size_t)n + 1, sizeof *e->open_call);
+  e->prompt_text = calloc((size_t)n + 1, sizeof *e->prompt_text);
+  if (!e->open_call || !e->prompt_text) return -1;
   e->n_prompts = n;
   for (int i = 0; i < n; i++) {
     char *text = decode(e, prompts[i].tokens, prompts[i].n_tokens), *open = NULL;
+    e->prompt_text[i] = text;
     for (char *p = text; p && (p = strstr(p, TOOL_CALL_OPEN)); p++) open = p;
-    if (open && !strstr(open, TOOL_CALL_CLOSE) && !(e->open_call[i] = strdup(open))) {
-      free(text);
-      return -1;
-    }
-    free(text);
+    if (open && !strstr(open, TOOL_CALL_CLOSE) && !(e->open_call[i] = strdup(open))) return -1;
   }
   return 0;
 }
@@ -82,15 +86,17 @@ static int turn_ends_with_call(const struct env *e, const int *turn, int n) {
   return ends;
 }
 
-/* The tool's content for the turn's text (error contents count in ep->errors). */
-static void run_call(struct env *e, struct env_episode *ep, const char *text, char *out, size_t cap) {
+/* The tool's content for the turn's text (error contents count in ep->errors); where
+ * tells the command tool the episode. */
+static void run_call(struct env *e, struct env_episode *ep, const char *text, const struct env_call_episode *where,
+                     char *out, size_t cap) {
   struct tool_call call;
   char msg[256];
   enum tool_call_status st = tool_call_parse(text, strlen(text), &call, msg, sizeof msg);
   double t0 = clock_seconds();
   int bad = st != TOOL_CALL_OK;
   if (bad) snprintf(out, cap, "error: %s", msg);
-  else bad = env_tool_run(&e->tools, &call, out, cap) != 0;
+  else bad = env_tool_run_episode(&e->tools, &call, where, out, cap) != 0;
   e->tool_s += clock_seconds() - t0;
   ep->errors += bad;
   tool_call_free(&call);
@@ -152,7 +158,11 @@ int env_turn(void *ctx, int r, const int *resp, int n, int *ins, int cap) {
     text = whole;
   }
   char content[ENV_CONTENT_MAX + 512], wrapped[ENV_CONTENT_MAX + 768];
-  run_call(e, ep, text, content, sizeof content);
+  char *so_far = e->tools.cmd ? decode(e, resp, n) : NULL;
+  const char *prompt = e->prompt_text[r / e->group_size];
+  const struct env_call_episode where = {.prompt = prompt, .response = so_far, .turn = ep->tool_turns + 1};
+  run_call(e, ep, text, &where, content, sizeof content);
+  free(so_far);
   free(text);
   sanitize(e, content);
   wrap_turn(e->wrap, content, wrapped, sizeof wrapped);

@@ -52,6 +52,7 @@ struct env {
   struct env_episode *ep;
   int n_ep, cap_ep;
   char **open_call;    /* [n_prompts]: a prompt's open "<tool_call>..." tail, or NULL */
+  char **prompt_text;  /* [n_prompts]: the prompts decoded */
   int n_prompts, group_size;
   double tool_s;
 };

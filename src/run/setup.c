@@ -138,7 +138,14 @@ int run_env_setup(struct run *r, char *err, size_t len) {
                       serr), 2;
     tools.sb = r->env_sandbox;
   }
-  if (!(r->env = calloc(1, sizeof *r->env))) return snprintf(err, len, "out of memory"), 1;
+  if (tools.enabled & ENV_TOOL_BIT(ENV_TOOL_COMMAND)) {
+    int rc = env_tools_open_command(&tools, cfg->env.command, cfg->env.command_timeout_s, err, len);
+    if (rc) return rc;
+  }
+  if (!(r->env = calloc(1, sizeof *r->env))) {
+    env_tools_close(&tools);
+    return snprintf(err, len, "out of memory"), 1;
+  }
   enum env_wrap wrap = !r->task.chat ? ENV_WRAP_PLAIN
                        : r->task.chat_tpl.kind == CHAT_LLAMA3 ? ENV_WRAP_LLAMA3 : ENV_WRAP_CHATML;
   env_init(r->env, &tools, (int)cfg->env.max_turns, wrap, &r->tok);
@@ -147,7 +154,10 @@ int run_env_setup(struct run *r, char *err, size_t len) {
 }
 
 void run_env_free(struct run *r) {
-  if (r->env) env_free(r->env);
+  if (r->env) {
+    env_tools_close(&r->env->tools);
+    env_free(r->env);
+  }
   free(r->env);
   free(r->env_sandbox);
   r->env = NULL;

@@ -13,6 +13,12 @@ add_unit_test(test_env_train SOURCES env/test_env_train.c)
 #   test_python_tool  the python tool in the sandbox: stdout, errors, a killed endless loop,
 #                   output cut at ENV_CONTENT_MAX (skips where the sandbox cannot isolate)
 add_unit_test(test_python_tool SOURCES env/test_python_tool.c)
+#   test_command_tool  the command tool with a Python worker: the built-in calculator's tool
+#                   turns from a Python calculator on the same expressions; the request's
+#                   episode (prompt, response so far, turn, id); a crash, a hang and garbage
+#                   each a named error turn counted in tool_errors within seconds, the next
+#                   call answered by a fresh worker; a missing program refused (2)
+add_unit_test(test_command_tool SOURCES env/test_command_tool.c)
 
 # The multi-turn e2e (label e2e): tests/decks/e2e_tools.ini on inputs/make_mul_tools.sh's
 # products of two 2-digit numbers. 300 SFT steps on demonstrations that call the calculator
@@ -53,7 +59,10 @@ function(env_bad_deck name regex)
   set_tests_properties(env_bad_${name} PROPERTIES LABELS unit PASS_REGULAR_EXPRESSION "${regex}[^\n]*\nexit 2"
     FIXTURES_REQUIRED env_mul_data)
 endfunction()
-env_bad_deck(unknown_tool "\\[env\\] tools: unknown tool 'search' \\(known: calculator, python\\)" env.tools=calculator,search)
+env_bad_deck(unknown_tool "\\[env\\] tools: unknown tool 'search' \\(known: calculator, python, command\\)" env.tools=calculator,search)
+env_bad_deck(command_empty "\\[env\\] tools lists command, but \\[env\\] command is empty" env.tools=calculator,command)
+env_bad_deck(command_unlisted "\\[env\\] command is set, but \\[env\\] tools does not list command" "env.command=python3 w.py")
+env_bad_deck(command_timeout "\\[env\\] command_timeout_s applies to the command tool" env.command_timeout_s=3)
 env_bad_deck(max_turns "\\[env\\] max_turns: 0 is out of range \\[1, 1000\\]" env.max_turns=0)
 env_bad_deck(disabled "\\[env\\] max_turns is set, but \\[env\\] enabled = false: it would do nothing" env.enabled=false)
 env_bad_deck(cuda "multi-turn rollouts run on the CPU rollout engine only" run.device=cuda)
@@ -72,3 +81,14 @@ set_tests_properties(env_bad_python_sandbox PROPERTIES LABELS e2e ENVIRONMENT "$
 #                   ChatML template: the forced call is finished, parsed and run, the tool turn
 #                   appended masked, generation continues; logprobs vs a from-scratch forward
 add_unit_test(test_smollm2_tools SOURCES env/test_smollm2_tools.c LABELS model)
+
+# [env] command in a run (env/command_run.sh): the tools deck's demonstrations calling
+# "pycalc", 60 SFT + 2 GRPO steps on 4 ranks with a Python calculator behind [env] command
+# (its tool turns == the calculator's), then a crashing worker (every call an error turn,
+# the run completes), then a missing program (exit 2).
+add_test(NAME e2e_env_command_run_4
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/env/command_run.sh $<TARGET_FILE:rlpt> ${RLPT_TOOLS_DECK}
+          ${CMAKE_CURRENT_BINARY_DIR}/mul_tools.jsonl
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(e2e_env_command_run_4 PROPERTIES LABELS e2e ENVIRONMENT "${RLPT_TOOLS_ENV}" PROCESSORS 4
+  TIMEOUT 120 FIXTURES_REQUIRED env_mul_data)
