@@ -168,6 +168,9 @@ static void test_roundtrip(void) {
     const struct cfg_key *k = &cfg_schema[r];
     double *v = (double *)(void *)((char *)&c + k->offset);
     if (k->type != CFG_FLOAT || k->min > k->max) continue;
+    /* [env] keys off their defaults are refused while [env] enabled = false (the good deck's
+     * colocate_async cannot enable it): their floats print like every other's */
+    if (!strcmp(k->section, "env")) continue;
     *v = k->min + (k->max - k->min) / 3.0;
   }
   c.sft.target_band.v[0] = 0.1 + 0.2;
