@@ -3,10 +3,10 @@
 #include "rl/reward_score.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "model/import.h"
 #include "rl/reward.h"
@@ -15,6 +15,7 @@
 #include "tasks/tasks.h"
 #include "tokenizer/tokenizer.h"
 #include "util/alloc.h"
+#include "util/atomic_file.h"
 
 /* What the responses are scored with, and the responses by input line. */
 struct score_env {
@@ -134,7 +135,7 @@ static int build_items(struct score_env *e, struct task_prompt *tp, struct rewar
   return 0;
 }
 
-/* Score every row and write the output file (temporary name, then renamed). */
+/* Score every row and write the output file (util/atomic_file.h: whole or not at all). */
 static int score_rows(struct score_env *e, const struct reward_score_opts *o, char *err, size_t errlen) {
   long n = e->t.ds->n[TASK_TRAIN];
   struct task_prompt *tp = calloc_check((size_t)n, sizeof *tp);
@@ -143,17 +144,18 @@ static int score_rows(struct score_env *e, const struct reward_score_opts *o, ch
   double *rew = calloc_check((size_t)n, sizeof *rew);
   double (*parts)[REWARD_NCOMPONENTS] = calloc_check((size_t)n, sizeof *parts);
   struct reward_stats st;
-  char tmp[CFG_STR_MAX + 8];
-  snprintf(tmp, sizeof tmp, "%s.tmp", o->output);
   int rc = build_items(e, tp, it, n, err, errlen);
   e->rc.cmd_parts = cmd_parts;
   if (!rc && reward_score_batch(&e->rc, &e->t, it, (int)n, 1, rew, parts, &st)) rc = 1;
-  FILE *f = rc ? NULL : fopen(tmp, "w");
-  if (!rc && !f) { snprintf(err, errlen, "cannot write %s", tmp); rc = 2; }
-  for (long i = 0; f && i < n; i++) write_line(f, &e->rc, &e->t.ds->rows[TASK_TRAIN][i], rew[i], parts[i], cmd_parts[i]);
-  if (f && (fflush(f) || fsync(fileno(f)) || fclose(f) || rename(tmp, o->output))) {
-    snprintf(err, errlen, "cannot write %s", o->output);
-    unlink(tmp);
+  struct atomic_file out = {0};
+  if (!rc && atomic_file_open(&out, o->output)) {
+    snprintf(err, errlen, "cannot create %s: %s", o->output, strerror(errno));
+    rc = 2;
+  }
+  for (long i = 0; !rc && i < n; i++)
+    write_line(out.f, &e->rc, &e->t.ds->rows[TASK_TRAIN][i], rew[i], parts[i], cmd_parts[i]);
+  if (!rc && atomic_file_commit(&out)) {
+    snprintf(err, errlen, "cannot write %s: %s", o->output, strerror(errno));
     rc = 2;
   }
   if (!rc)

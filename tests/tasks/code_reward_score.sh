@@ -28,4 +28,4 @@ assert not bad, "line, reward, wanted: %s" % bad
 assert all(o["tests"] == 1 for o in out)
 print("code_reward_score: %d HumanEval problems: canonical and fenced 1.0, empty/wrong/exit(0) 0" % rows)
 PYEOF
-test ! -e code_out.jsonl.tmp || { echo "code_out.jsonl.tmp left behind"; exit 1; }
+for t in code_out.jsonl.tmp*; do test ! -e "$t" || { echo "$t left behind"; exit 1; }; done
