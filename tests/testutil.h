@@ -29,6 +29,21 @@ static inline double tu_rel_err(const float *a, const float *ref, size_t n) {
   }
   return mr > 0 ? md / mr : md;
 }
+/* Write text to dir/name (a failed open is a failed check); the path stays valid for the
+ * next 15 calls. */
+static inline const char *tu_write_file(const char *dir, const char *name, const char *text) {
+  static char paths[16][512];
+  static int k;
+  char *p = paths[k++ % 16];
+  snprintf(p, sizeof paths[0], "%s/%s", dir, name);
+  FILE *f = fopen(p, "wb");
+  CHECK(f != NULL);
+  if (f) {
+    fputs(text, f);
+    fclose(f);
+  }
+  return p;
+}
 #define TEST_RESULT(name) (tu_failures ? (fprintf(stderr, "%s: %d check(s) failed\n", \
   name, tu_failures), 1) : (printf("%s: all checks passed\n", name), 0))
 

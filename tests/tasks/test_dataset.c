@@ -15,20 +15,7 @@
 #include "testutil.h"
 
 static char g_dir[] = "/tmp/rlpt_test_dataset_XXXXXX";
-static int g_files = 0;
-
-static const char *write_file(const char *name, const char *text) {
-  static char paths[16][512];
-  char *p = paths[g_files++ % 16];
-  snprintf(p, 512, "%s/%s", g_dir, name);
-  FILE *f = fopen(p, "wb");
-  CHECK(f != NULL);
-  if (f) {
-    fputs(text, f);
-    fclose(f);
-  }
-  return p;
-}
+static const char *write_file(const char *name, const char *text) { return tu_write_file(g_dir, name, text); }
 
 /* n rows {"prompt": "p<i>", "answer": "<i>"}. */
 static const char *write_rows(const char *name, int n) {

@@ -17,19 +17,7 @@
 
 static char g_dir[] = "/tmp/rlpt_test_pref_XXXXXX";
 
-static const char *write_file(const char *name, const char *text) {
-  static char paths[8][512];
-  static int k;
-  char *p = paths[k++ % 8];
-  snprintf(p, 512, "%s/%s", g_dir, name);
-  FILE *f = fopen(p, "wb");
-  CHECK(f != NULL);
-  if (f) {
-    fputs(text, f);
-    fclose(f);
-  }
-  return p;
-}
+static const char *write_file(const char *name, const char *text) { return tu_write_file(g_dir, name, text); }
 
 static struct config pref_config(const char *path) {
   struct config cfg;
