@@ -161,6 +161,30 @@ static int cross_files(const struct cross *x) {
   return 0;
 }
 
+/* The [algo] keys a preference run reads (run/pref_mode.c, train/pref_step.c); kl_coef is
+ * checked to be 0 below. Any other [algo] key set in a preference deck would be ignored. */
+static const char *const pref_algo_keys[] = {"name", "prompts_per_step", "dpo_beta", "dpo_loss",
+                                             "dpo_ref", "rm_train_body", "kl_coef", NULL};
+
+static int pref_reads(const char *key) {
+  for (int i = 0; pref_algo_keys[i]; i++)
+    if (!strcmp(pref_algo_keys[i], key)) return 1;
+  return 0;
+}
+
+/* An RL-only [algo] key set (deck line or override) in a preference run. */
+static int cross_pref_unread(const struct cross *x) {
+  for (int r = 0; r < cfg_schema_len; r++) {
+    const struct cfg_key *k = &cfg_schema[r];
+    if (strcmp(k->section, "algo") || pref_reads(k->name) || x->cfg->src[r] == 0) continue;
+    const char *name = x->cfg->algo.name == ALGO_RM ? "rm" : x->cfg->algo.name == ALGO_IPO ? "ipo" : "dpo";
+    return cross_fail(x, "algo", k->name, "algo", "name",
+                      "[algo] %s is an RL knob that a preference run (name = %s) does not read: remove it",
+                      k->name, name);
+  }
+  return 0;
+}
+
 /* Preference runs ([algo] name = dpo | ipo | rm) and their data keys. */
 static int cross_pref(const struct cross *x) {
   const struct config *c = x->cfg;
@@ -195,7 +219,7 @@ static int cross_pref(const struct cross *x) {
     return cross_fail(x, "algo", "rm_train_body", "optim", "weight_decay",
                       "rm_train_body = false freezes the body, which weight decay would still shrink: "
                       "set [optim] weight_decay = 0");
-  return 0;
+  return cross_pref_unread(x);
 }
 
 int config_is_pref(const struct config *c) {

@@ -692,6 +692,9 @@ pref_bad(rm_no_head check "override .algo.name=rm.: \\[algo\\] name: \\[algo\\] 
   data.pref_path=pref_arith.jsonl algo.name=rm)
 pref_bad(kl_coef check "override 'algo.kl_coef=0.05': \\[algo\\] kl_coef: a preference run has no KL term"
   data.pref_path=pref_arith.jsonl algo.kl_coef=0.05)
+# An RL-only [algo] key in a preference deck would be read by nothing: refused, naming it.
+pref_bad(rl_knob check "override 'algo.clip_high=0.28': \\[algo\\] clip_high: \\[algo\\] clip_high is an RL knob that a preference run \\(name = dpo\\) does not read"
+  data.pref_path=pref_arith.jsonl algo.clip_high=0.28)
 pref_bad(micro_batch check "\\[ranks\\] micro_batch_seqs: a preference micro-batch holds whole pairs"
   data.pref_path=pref_arith.jsonl ranks.micro_batch_seqs=1)
 pref_bad(rm_body_decay check "\\[algo\\] rm_train_body: rm_train_body = false freezes the body"
