@@ -53,6 +53,10 @@ enum xfer_tag {
   XFER_TAG_METRICS,        /* any role -> controller: per-step metric partials */
   XFER_TAG_EVAL,           /* eval prompts and results */
   XFER_TAG_PROGRESS,       /* any role -> controller: stage markers of an RL step (run/progress.h) */
+  XFER_TAG_FREE_SAMPLES,   /* free-running separate_async (run/async_free.c): rollout -> reward */
+  XFER_TAG_FREE_REWARDS,   /*   reward -> train: scored groups; an empty batch ends the step */
+  XFER_TAG_FREE_CREDIT,    /*   train -> rollout: groups consumed; rollout -> train dp 0: cursor */
+  XFER_TAG_FREE_WEIGHTS,   /*   train dp 0 -> rollout: version, then the parameters */
   XFER_TAG_COUNT_          /* end marker, not a tag */
 };
 

@@ -278,9 +278,6 @@ static int cross_async(const struct cross *x) {
     return cross_fail(x, "async", "capacity", "algo", "prompts_per_step", "async.capacity (%ld groups) "
                       "is smaller than a step (algo.prompts_per_step = %ld groups)", c->async.capacity,
                       c->algo.prompts_per_step);
-  if (!c->async.deterministic)
-    return cross_fail(x, "async", "deterministic", NULL, NULL, "false (a free-running schedule) is "
-                      "not built; separate_async runs the deterministic schedule");
   return 0;
 }
 

@@ -37,6 +37,8 @@ const struct metric_field metric_fields[] = {
       "separate_async stale = tis: share of trained samples past max_lag, weighted by truncated IS"),
     F(version_mixed_frac, "async/version_mixed_frac",
       "separate_async: share of trained samples whose tokens span weight versions (in_flight updates)"),
+    F(weight_sync_overlap_frac, "async/weight_sync_overlap_frac",
+      "separate_async free-running: share of the weight sync's seconds (t_sync) spent while the rollout ranks generated"),
     F(groups_filtered, "training/groups_filtered", "groups filtered out (e.g. equal rewards)"),
     F(gen_rounds, "training/gen_rounds",
       "generation rounds of the step (dynamic sampling resamples)"),

@@ -34,6 +34,7 @@
 #include "mpi/xfer.h"
 #include "rl/dynsamp.h"
 #include "rollout/engine.h"
+#include "run/async_state.h"
 #include "run/async_step.h"
 #include "run/mode.h"
 #include "run/partial.h"
@@ -46,26 +47,19 @@
 #include "util/clock.h"
 #include "util/error.h"
 
-/* An update armed for the batch being generated ([async] in_flight, rollout ranks). */
-struct inflight {
-  struct run *r;
-  int armed;                  /* the step's update is still to be taken */
-  double t_taken;             /* seconds generation spent taking it (waiting included) */
-};
-
-struct async_state {
-  long depth;                 /* D: batches in flight */
-  struct inflight fly;
-  long trained, mixed;        /* train ranks: samples popped this step, those spanning versions */
-  long next_gen;              /* the next batch to generate (the same on every rank) */
-  struct exp_buffer buf;      /* train ranks: scored samples of batches not yet trained */
-  struct sample_batch restored; /* train ranks, resuming: the checkpoint's /buffer */
-  unsigned char *ckpt_bytes;  /* the last /buffer written */
-  size_t ckpt_len;
-};
-
-static long capacity_groups(const struct config *c) {
+long async_capacity_groups(const struct config *c) {
   return c->async.capacity >= 0 ? c->async.capacity : c->algo.prompts_per_step * c->async.max_lag;
+}
+
+/* 1 when a rank holds more than one of the rollout, reward and train roles. */
+static int async_roles_shared(const struct run *r) {
+  for (int w = 0; w < r->comms.world_size; w++) {
+    struct rank_place p;
+    roles_place(&r->comms.counts, w, &p);
+    unsigned m = p.roles & (ROLE_BIT(ROLE_ROLLOUT) | ROLE_BIT(ROLE_REWARD) | ROLE_BIT(ROLE_TRAIN));
+    if (m & (m - 1)) return 1;
+  }
+  return 0;
 }
 
 int async_supported(const struct run *r, char *err, size_t len) {
@@ -80,6 +74,10 @@ int async_supported(const struct run *r, char *err, size_t len) {
   else if (c->algo.difficulty_filter)
     snprintf(err, len, "[algo] difficulty_filter: not built for separate_async (prompts are drawn "
              "max_lag steps before the rates of the batches in flight are known); use mode = sync");
+  else if (!c->async.deterministic && async_roles_shared(r))
+    snprintf(err, len, "[async] deterministic = false: the free-running schedule needs the rollout, "
+             "reward and train roles on distinct ranks (a rank holds two of them here); give each "
+             "role ranks of its own in [ranks] or use deterministic = true");
   else if (config_is_pref(c))
     snprintf(err, len, "[algo] name = dpo | ipo | rm trains on preference pairs without rollouts: "
              "there is nothing to overlap; use mode = sync");
@@ -87,7 +85,7 @@ int async_supported(const struct run *r, char *err, size_t len) {
   return 2;
 }
 
-static struct async_state *state_of(struct run *r) {
+struct async_state *async_state_of(struct run *r) {
   if (r->async) return r->async;
   struct async_state *a = calloc_check(1, sizeof *a);
   sample_batch_init(&a->restored);
@@ -101,6 +99,8 @@ void async_free(struct run *r) {
   if (a->buf.ring) exp_buffer_free(&a->buf);
   sample_batch_free(&a->restored);
   free(a->ckpt_bytes);
+  async_free_release(a);
+  free(a->cursor);
   free(a);
   r->async = NULL;
 }
@@ -112,12 +112,17 @@ static int cmp_buffered(const void *a, const void *b) {
   return sample_cmp_slot(a, b);
 }
 
-/* This train rank's buffered samples, oldest first, encoded (*len bytes, malloc'd). */
-static unsigned char *encode_local(const struct async_state *a, size_t *len) {
+/* This train rank's buffered samples, oldest first, encoded (*len bytes, malloc'd); with
+ * cursors (train rank 0, free-running schedule) one record per rollout instance after
+ * them: group -1, index the instance, step its next batch, no tokens. */
+static unsigned char *encode_local(const struct async_state *a, int cursors, size_t *len) {
   /* a shallow view of the ring: the samples stay the buffer's */
-  struct sample_batch view = { .n = a->buf.n, .cap = a->buf.n };
-  view.s = malloc_check(sizeof *view.s * (size_t)(a->buf.n + 1));
+  int nc = cursors ? a->n_cursor : 0;
+  struct sample_batch view = { .n = a->buf.n + nc, .cap = a->buf.n + nc };
+  view.s = calloc_check((size_t)(view.n + 1), sizeof *view.s);
   for (int i = 0; i < a->buf.n; i++) view.s[i] = *exp_buffer_peek(&a->buf, i);
+  for (int i = 0; i < nc; i++)
+    view.s[a->buf.n + i] = (struct sample){ .group = -1, .index = i, .step = a->cursor[i] };
   unsigned char *bytes = NULL;
   if (xfer_encode_batch(&view, &bytes, len) != XFER_OK)
     die_local("out of memory encoding the async buffer for the checkpoint");
@@ -148,7 +153,7 @@ void async_ckpt_fill(const struct run *r, struct ckpt_state *st) {
   MPI_CHECK(MPI_Comm_rank(tc, &rank));
   MPI_CHECK(MPI_Comm_size(tc, &ranks));
   size_t len = 0;
-  unsigned char *mine = encode_local(a, &len);
+  unsigned char *mine = encode_local(a, rank == 0, &len);
   if (len > INT_MAX) die_local("the async buffer (%zu bytes) is too large to gather", len);
   int n_mine = (int)len, *n = calloc_check((size_t)ranks, sizeof *n), *off = calloc_check((size_t)ranks, sizeof *off);
   MPI_CHECK(MPI_Gather(&n_mine, 1, MPI_INT, n, 1, MPI_INT, 0, tc));
@@ -171,7 +176,7 @@ void async_ckpt_fill(const struct run *r, struct ckpt_state *st) {
 
 void async_ckpt_restore(struct run *r, const struct ckpt_state *st) {
   if (r->cfg->run.mode != MODE_SEPARATE_ASYNC || !st->has_buffer) return;
-  struct async_state *a = state_of(r);
+  struct async_state *a = async_state_of(r);
   struct sample_batch all;
   sample_batch_init(&all);
   char err[256];
@@ -180,8 +185,18 @@ void async_ckpt_restore(struct run *r, const struct ckpt_state *st) {
   /* every train rank reads the whole buffer and keeps its DP share, whatever the layout
    * that wrote it */
   long P = r->cfg->algo.prompts_per_step;
+  int R = r->comms.counts.rollout_instances;
+  for (int k = 0; k < all.n; k++) {
+    if (all.s[k].group >= 0) continue;  /* a cursor record (encode_local) */
+    if (r->cfg->async.deterministic)
+      die_local("restart: the checkpoint is of a free-running separate_async run ([async] "
+                "deterministic = false); its schedule cannot resume the deterministic one: restart "
+                "with async.deterministic=false");
+    if (!a->cursor) a->cursor = calloc_check((size_t)R, sizeof *a->cursor), a->n_cursor = R;
+    if (all.s[k].index < R) a->cursor[all.s[k].index] = (long)all.s[k].step;
+  }
   for (int k = 0; k < all.n; k++)
-    if (route_slot_dp(r, P, all.s[k].group) == r->comms.place.dp && sample_batch_push(&a->restored, &all.s[k]))
+    if (all.s[k].group >= 0 && route_slot_dp(r, P, all.s[k].group) == r->comms.place.dp && sample_batch_push(&a->restored, &all.s[k]))
       die_local("out of memory");
   sample_batch_free(&all);
 }
@@ -250,7 +265,7 @@ static void generate_batch(struct run *r, struct async_state *a, long b) {
 static void say_schedule(const struct run *r, const struct async_state *a, long restored) {
   const struct config *c = r->cfg;
   printf("separate_async: %ld step%s in flight (buffer %ld groups, max_lag %ld)", a->depth,
-         a->depth == 1 ? "" : "s", capacity_groups(c), c->async.max_lag);
+         a->depth == 1 ? "" : "s", async_capacity_groups(c), c->async.max_lag);
   if (c->async.stale == STALE_TIS)
     printf("; stale = tis: samples lagging more than %ld version%s weighted by truncated importance "
            "sampling", c->async.max_lag, c->async.max_lag == 1 ? "" : "s");
@@ -269,14 +284,14 @@ static void say_schedule(const struct run *r, const struct async_state *a, long 
  * flight that are missing generated. */
 static void async_begin(struct run *r) {
   const struct config *c = r->cfg;
-  struct async_state *a = state_of(r);
+  struct async_state *a = async_state_of(r);
   long P = c->algo.prompts_per_step, S = c->run.steps;
   /* stale = drop: no sample lags past max_lag; tis: as deep as the buffer, the stale ones weighted */
-  a->depth = capacity_groups(c) / P;
+  a->depth = async_capacity_groups(c) / P;
   if (c->async.stale == STALE_DROP && a->depth > c->async.max_lag) a->depth = c->async.max_lag;
   long at[2] = {0, 1};  /* RL steps done, the next batch to generate */
   if (r->is_train) {
-    int cap = (int)(capacity_groups(c) * c->algo.group_size);
+    int cap = (int)(async_capacity_groups(c) * c->algo.group_size);
     if (exp_buffer_init(&a->buf, cap, c->async.max_lag, (enum stale_policy)c->async.stale) != 0)
       die_local("out of memory for the async buffer (%d samples)", cap);
     at[0] = r->trainer->step;

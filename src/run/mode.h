@@ -26,6 +26,9 @@ extern const struct mode_ops pref_mode_ops;
 /* separate_async: rollout generates the groups of later steps while train ranks train
  * (run/async_step.c). */
 extern const struct mode_ops separate_async_mode_ops;
+/* separate_async with [async] deterministic = false: the free-running schedule
+ * (run/async_free.c). */
+extern const struct mode_ops separate_async_free_mode_ops;
 
 /* The ops of the deck's [run] mode (enum run_mode, deck/config.h; a preference [algo] name
  * runs pref_mode_ops), or NULL when rlpt run does not implement it. */

@@ -13,6 +13,9 @@ void run_rounds(struct run *r, long step, struct dynsamp *ds, struct sample_batc
 /* Train ranks: train the batch b_in (this DP rank's share of the step's trained groups;
  * emptied), its lag and the trainer's metrics into the partial. */
 void train_share(struct run *r, const struct dynsamp *ds, struct sample_batch *b_in);
+/* Reward ranks: score b in place (reward, parts) and add the scoring statistics to the
+ * partial. */
+void run_score_batch(struct run *r, struct sample_batch *b);
 /* qsort order of samples: by group (slot), then index. */
 int sample_cmp_slot(const void *a, const void *b);
 /* Controller: the step's partials collected and its line logged (t0: the step's start). */

@@ -176,7 +176,7 @@ static void partial_add_rewards(struct run *r, const struct sample_batch *b, con
 }
 
 /* Score b in place (reward, parts) and add the statistics to the partial. */
-static void reward_score(struct run *r, struct sample_batch *b) {
+void run_score_batch(struct run *r, struct sample_batch *b) {
   int n = b->n, n_groups;
   struct task_prompt *tp = calloc_check((size_t)n + 1, sizeof *tp);
   double *rew = calloc_check((size_t)n + 1, sizeof *rew);
@@ -225,7 +225,7 @@ static int score_round(struct run *r, const struct dynsamp *ds, struct sample_ba
   if (b.n == 0) return -1;
   progress_stall_point(r, "reward:score", (long)b.s[0].step);
   double t0 = clock_seconds();
-  reward_score(r, &b);
+  run_score_batch(r, &b);
   if (r->diff.on) difficulty_group_pass(r, &b, pass);
   int n = dynsamp_round_groups(ds, &b, groups);
   if (n < 0) die_local("out of memory filtering %d samples", b.n);

@@ -50,6 +50,7 @@ TAGS = {
     "buffer_groups": "async/buffer_groups", "idle_train": "async/trainer_idle_frac",
     "idle_rollout": "async/rollout_idle_frac", "version_mixed_frac": "async/version_mixed_frac",
     "stale_kept": "staleness/stale_kept_frac",
+    "weight_sync_overlap_frac": "async/weight_sync_overlap_frac",
     "groups_filtered": "training/groups_filtered", "gen_rounds": "training/gen_rounds",
     "groups_trained": "training/groups_trained",
     "prompts_filtered": "training/prompts_filtered",

@@ -64,6 +64,7 @@ static int in_flight;     /* E2E_ASYNC_IN_FLIGHT set: [async] in_flight updates 
 static long stale_lag = -1; /* E2E_ASYNC_STALE_LAG = [async] max_lag of a stale = tis run, else -1 */
 static long mixed_steps;  /* async steps whose trained samples include some spanning versions */
 static long rl_steps;
+static long free_max_lag = -1; /* E2E_FREE_MAX_LAG = [async] max_lag of a free-running stale = drop run */
 
 /* A generation field that an async run's last steps leave null (nothing generated). */
 static int gen_field(const char *k) {
@@ -100,9 +101,21 @@ static void check_async_line(const cJSON *o, long step) {
   CHECK(it >= 0 && it <= 1 && ir >= 0 && ir <= 1);
 }
 
+/* The free-running schedule (deterministic = false) with stale = drop: its lags depend on the
+ * timing, but no trained sample lags past max_lag, none is kept stale, and the drop ratio is a
+ * fraction. */
+static void check_free_line(const cJSON *o, long step) {
+  double lx = num(o, "lag_max"), lm = num(o, "lag_mean"), dr = num(o, "drop_ratio");
+  if (!(lx <= (double)free_max_lag && lm <= lx && lm >= 0))
+    printf("FAIL: rl step %ld: lag_mean %g lag_max %g, max_lag %ld\n", step, lm, lx, free_max_lag);
+  CHECK(lx <= (double)free_max_lag && lm <= lx && lm >= 0);
+  CHECK(dr >= 0 && dr <= 1 && num(o, "stale_kept") == 0 && isfinite(num(o, "buffer_groups")));
+}
+
 static void check_rl_line(const cJSON *o, long step) {
   int tail = async_depth > 0 && step > rl_steps - async_depth;  /* an async step that generated nothing */
   if (async_depth > 0) check_async_line(o, step);
+  if (free_max_lag >= 0) check_free_line(o, step);
   for (size_t i = 0; i < sizeof readme_names / sizeof *readme_names; i++)
     if (!cJSON_GetObjectItemCaseSensitive(o, readme_names[i])) {
       printf("FAIL: rl step %ld: metric '%s' missing\n", step, readme_names[i]);
@@ -130,6 +143,8 @@ int main(int argc, char **argv) {
   in_flight = getenv("E2E_ASYNC_IN_FLIGHT") != NULL;
   const char *sl = getenv("E2E_ASYNC_STALE_LAG");
   stale_lag = sl ? atol(sl) : -1;
+  const char *fl = getenv("E2E_FREE_MAX_LAG");
+  free_max_lag = fl ? atol(fl) : -1;
   rl_steps = want_rl;
   double min_rise = atof(argv[4]), min_gain = atof(argv[5]), pass_sft = NAN, pass_rl = NAN, samp_sft = NAN, samp_rl = NAN, *acc = calloc((size_t)want_rl + 1, sizeof(double));
   int sft_eval = 0, rl_eval = 0;

@@ -79,6 +79,23 @@ add_test(NAME e2e_async_in_flight_log
 set_tests_properties(e2e_async_in_flight_log PROPERTIES LABELS e2e ENVIRONMENT "${RLPT_E2E_ENV}"
   PROCESSORS 4 TIMEOUT 60 FAIL_REGULAR_EXPRESSION "IN_FLIGHT_RUN_FAILED")
 set_tests_properties(e2e_async_4 PROPERTIES ENVIRONMENT "${RLPT_E2E_ENV};E2E_ASYNC_DEPTH=1")
+# [async] deterministic = false (run/async_free.c): the free-running schedule learns by the
+# sync margin (E2E_FREE_MAX_LAG: every step's lag_max <= max_lag 1, nothing kept stale) and
+# the sign-flipped reward fails it; a buffer of 2 steps past max_lag 1 (groups dropped) must
+# finish and drain (no hang, exit 0).
+e2e_test(async_free_4 4 60 200 0.10 0.03 run.mode=separate_async async.deterministic=false
+  algo.old_logprobs=rollout)
+e2e_test(async_free_sign_flip_4 4 60 200 0.10 0.03 run.mode=separate_async async.deterministic=false
+  algo.old_logprobs=rollout reward.correct_weight=-1)
+set_tests_properties(e2e_async_free_4 PROPERTIES ENVIRONMENT "${RLPT_E2E_ENV};E2E_FREE_MAX_LAG=1")
+set_tests_properties(e2e_async_free_sign_flip_4 PROPERTIES ENVIRONMENT "${RLPT_E2E_ENV};E2E_FREE_MAX_LAG=1"
+  PASS_REGULAR_EXPRESSION "CHECK failed: a1 - a0 >= min_rise.*CHECK failed: samp_rl - samp_sft >= min_gain")
+add_test(NAME e2e_async_free_smoke
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_e2e.sh $<TARGET_FILE:rlpt> $<TARGET_FILE:test_e2e>
+          4 ${RLPT_E2E_DECK} 20 6 -1 -1 run.mode=separate_async async.deterministic=false
+          algo.old_logprobs=rollout async.capacity=32)
+set_tests_properties(e2e_async_free_smoke PROPERTIES LABELS e2e ENVIRONMENT "${RLPT_E2E_ENV};E2E_FREE_MAX_LAG=1"
+  PROCESSORS 4 TIMEOUT 60 FAIL_REGULAR_EXPRESSION "E2E_RUN_FAILED")
 set_tests_properties(e2e_async_lag2_4 PROPERTIES ENVIRONMENT "${RLPT_E2E_ENV};E2E_ASYNC_DEPTH=2")
 set_tests_properties(e2e_async_sign_flip_4 PROPERTIES ENVIRONMENT "${RLPT_E2E_ENV};E2E_ASYNC_DEPTH=2"
   PASS_REGULAR_EXPRESSION "CHECK failed: a1 - a0 >= min_rise.*CHECK failed: samp_rl - samp_sft >= min_gain"
@@ -123,9 +140,6 @@ run_fail_test(async_max_lag0 4 2
 run_fail_test(async_small_buffer 4 2
   "rlpt: override 'async.capacity=8': \\[async\\] capacity: async.capacity \\(8 groups\\) is smaller than a step \\(algo.prompts_per_step = 16 groups\\).*RLPT_MESSAGES=1"
   ${RLPT_E2E_DECK} run.mode=separate_async async.capacity=8 log.metrics_path=async_bad.jsonl)
-run_fail_test(async_free_running 4 2
-  "rlpt: override 'async.deterministic=false': \\[async\\] deterministic: false \\(a free-running schedule\\) is not built.*RLPT_MESSAGES=1"
-  ${RLPT_E2E_DECK} run.mode=separate_async async.deterministic=false log.metrics_path=async_bad.jsonl)
 run_fail_test(async_in_flight_sync 4 2
   "rlpt: override 'async.in_flight=continue': \\[async\\] in_flight: needs mode = separate_async.*RLPT_MESSAGES=1"
   ${RLPT_E2E_DECK} async.in_flight=continue log.metrics_path=async_bad.jsonl)
