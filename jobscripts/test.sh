@@ -7,8 +7,9 @@ set -euo pipefail
 source "$(dirname "$0")/env.sh"
 # python3-h5py: the checkpoint test that reads our files with h5py; prometheus: promtool for
 # the alert rules; python3-yaml, python3-pip: the monitoring checks; chromium: the rlpt report
-# test renders the HTML headless; bubblewrap: the sandbox tests (also in the build's list).
-"$RLPT_ROOT/jobscripts/bootstrap-debian.sh" python3-h5py prometheus python3-yaml python3-pip chromium bubblewrap
+# test renders the HTML headless; bubblewrap: the sandbox tests (also in the build's list);
+# python3-torch: the PyTorch references in tests/ref (st_ref_check fails without it).
+"$RLPT_ROOT/jobscripts/bootstrap-debian.sh" python3-h5py prometheus python3-yaml python3-pip chromium bubblewrap python3-torch
 # TensorBoard's own event reader, a Prometheus text parser and safetensors for the reference
 # tests, pip --target into the cache with --no-deps: their dependencies are listed by hand so
 # that pip never shadows Debian's numpy, which h5py and torch are built against (a pip numpy
