@@ -220,11 +220,7 @@ static void generate_free(struct run *r, long b) {
   sample_batch_init(&out);
   sample_batch_init(&sent);
   build_prompts(r, b, &prompts);
-  struct rollout_prompt *rp = calloc_check((size_t)prompts.n + 1, sizeof *rp);
-  for (int k = 0; k < prompts.n; k++)
-    rp[k] = (struct rollout_prompt){ .prompt_id = prompts.s[k].prompt_id, .group = prompts.s[k].group,
-                                     .tokens = (const int *)prompts.s[k].prompt,
-                                     .n_tokens = prompts.s[k].n_prompt };
+  struct rollout_prompt *rp = rollout_prompts_of(&prompts);
   char err[512];
   double t0 = clock_seconds(), stall0 = r->async->fr->stall_s;
   if (rollout_generate(r->engine, rp, prompts.n, (int)r->cfg->algo.group_size, b, r->weight_version, &out,
@@ -519,11 +515,7 @@ static void free_step(struct run *r, long step) {
   long P = r->cfg->algo.prompts_per_step;
   partial_reset(r, step, PK_RL);
   struct dynsamp ds;  /* the trained groups: all P of the step */
-  if (dynsamp_init(&ds, P, 0, 0) != 0) die_local("out of memory");
-  int32_t *all = malloc_check(sizeof(int32_t) * (size_t)P);
-  for (long g = 0; g < P; g++) all[g] = (int32_t)g;
-  dynsamp_add_round(&ds, all, (int)P);
-  free(all);
+  step_all_groups(&ds, P);
   if (r->is_rollout) rollout_step(r, step);
   if (r->is_reward) reward_step(r);
   if (r->is_train) train_step(r, a, &ds, t0);

@@ -354,11 +354,7 @@ static void async_step(struct run *r, long step) {
   long P = r->cfg->algo.prompts_per_step;
   partial_reset(r, step, PK_RL);
   struct dynsamp ds;  /* the trained groups: all P of the batch */
-  if (dynsamp_init(&ds, P, 0, 0) != 0) die_local("out of memory");
-  int32_t *all = malloc_check(sizeof(int32_t) * (size_t)P);
-  for (long g = 0; g < P; g++) all[g] = (int32_t)g;
-  dynsamp_add_round(&ds, all, (int)P);
-  free(all);
+  step_all_groups(&ds, P);
   if (r->is_train) train_batch(r, a, &ds, step);
   double t1 = clock_seconds();  /* the train ranks wait from here for batch step + D */
   int synced = 0;

@@ -16,6 +16,11 @@ void train_share(struct run *r, const struct dynsamp *ds, struct sample_batch *b
 /* Reward ranks: score b in place (reward, parts) and add the scoring statistics to the
  * partial. */
 void run_score_batch(struct run *r, struct sample_batch *b);
+/* ds initialised to train all P groups of a batch (no dynamic sampling). */
+void step_all_groups(struct dynsamp *ds, long P);
+/* The rollout engine's prompt array over the n prompts of b (calloc'd, n + 1 entries; the
+ * tokens point into b). */
+struct rollout_prompt *rollout_prompts_of(const struct sample_batch *b);
 /* qsort order of samples: by group (slot), then index. */
 int sample_cmp_slot(const void *a, const void *b);
 /* Controller: the step's partials collected and its line logged (t0: the step's start). */

@@ -68,11 +68,7 @@ static void generate_share(struct run *r, long step, int round) {
   sample_batch_init(&out);
   route_recv(r, &prompts, 0, BOX_PROMPTS, XFER_TAG_PROMPTS);
   progress_stall_point(r, "rollout:generate", step);
-  struct rollout_prompt *rp = calloc_check((size_t)prompts.n + 1, sizeof *rp);
-  for (int k = 0; k < prompts.n; k++)
-    rp[k] = (struct rollout_prompt){ .prompt_id = prompts.s[k].prompt_id, .group = prompts.s[k].group,
-                                     .tokens = (const int *)prompts.s[k].prompt,
-                                     .n_tokens = prompts.s[k].n_prompt };
+  struct rollout_prompt *rp = rollout_prompts_of(&prompts);
   char err[512];
   double t0 = clock_seconds();
   int rc = rollout_generate(r->engine, rp, prompts.n, (int)r->cfg->algo.group_size, step, r->weight_version,
@@ -300,6 +296,22 @@ static void reward_to_train(struct run *r, const struct dynsamp *ds, struct samp
 }
 
 /* ---- train ------------------------------------------------------------------- */
+
+struct rollout_prompt *rollout_prompts_of(const struct sample_batch *b) {
+  struct rollout_prompt *rp = calloc_check((size_t)b->n + 1, sizeof *rp);
+  for (int k = 0; k < b->n; k++)
+    rp[k] = (struct rollout_prompt){ .prompt_id = b->s[k].prompt_id, .group = b->s[k].group,
+                                     .tokens = (const int *)b->s[k].prompt, .n_tokens = b->s[k].n_prompt };
+  return rp;
+}
+
+void step_all_groups(struct dynsamp *ds, long P) {
+  if (dynsamp_init(ds, P, 0, 0) != 0) die_local("out of memory");
+  int32_t *all = malloc_check(sizeof(int32_t) * (size_t)P);
+  for (long g = 0; g < P; g++) all[g] = (int32_t)g;
+  dynsamp_add_round(ds, all, (int)P);
+  free(all);
+}
 
 int sample_cmp_slot(const void *a, const void *b) {
   const struct sample *x = a, *y = b;
