@@ -258,6 +258,10 @@ static int cross_async(const struct cross *x) {
   if (c->async.in_flight == INFLIGHT_OFF && c->async.in_flight_step != 1)
     return cross_fail(x, "async", "in_flight_step", "async", "in_flight", "is read only with in-flight "
                       "updates; set in_flight = continue | recompute | abort, or leave it out");
+  if (!c->async.deterministic && c->async.in_flight_step != 1)
+    return cross_fail(x, "async", "in_flight_step", "async", "deterministic", "places the update in the "
+                      "deterministic schedule; the free-running one (deterministic = false) takes each "
+                      "update at the first decode-step boundary after it arrives: leave in_flight_step out");
   if (c->run.mode != MODE_SEPARATE_ASYNC && c->async.stale != 0)
     return cross_fail(x, "async", "stale", "run", "mode", "tis needs mode = separate_async (only its "
                       "samples lag the trainer)");

@@ -66,6 +66,7 @@ struct async_free {
   long outstanding, cap;       /* this instance's groups outstanding, and its share of capacity */
   int have_update, ends;       /* the step's weights taken; end credits received */
   double stall_s;              /* seconds generation stopped to take weights this step */
+  long decode_delay_us;        /* test hook RLPT_TEST_DECODE_DELAY_US: a slowed rollout rank */
   /* train ranks */
   float *snap;                 /* train dp 0: the posted weights (owned until the send completes) */
   int64_t snap_version;
@@ -191,6 +192,8 @@ static void poll_credits(struct run *r) {
 static int take_free_update(void *ctx, long steps, uint64_t *version) {
   struct run *r = ctx;
   (void)steps;
+  long delay = r->async->fr->decode_delay_us;
+  if (delay > 0) nanosleep(&(struct timespec){delay / 1000000, delay % 1000000 * 1000L}, NULL);
   if (r->async->fr->have_update || !poll_weights(r)) return 0;
   *version = (uint64_t)r->weight_version;
   return 1;
@@ -469,15 +472,34 @@ void async_free_release(struct async_state *a) {
   a->fr = NULL;
 }
 
+/* The controller's line on the schedule, and on a restart what it restored (at: free_begin's). */
+static void print_begin(const struct run *r, const long *at) {
+  const struct config *c = r->cfg;
+  int R = r->comms.counts.rollout_instances;
+  long groups = 0, resume = LONG_MAX;
+  for (int i = 0; i < R; i++) groups += at[R + i], resume = at[i] < resume ? at[i] : resume;
+  printf("separate_async: free-running (buffer %ld groups, max_lag %ld, stale = %s)", async_capacity_groups(c),
+         c->async.max_lag, c->async.stale == STALE_TIS ? "tis" : "drop");
+  if (at[2 * R] || groups > 0)
+    printf("; restart: %ld group%s restored from the checkpoint's buffer, generation resumes at batch %ld",
+           groups, groups == 1 ? "" : "s", resume);
+  printf("\n");
+  fflush(stdout);
+}
+
 /* Before the first RL step: the buffer (train ranks: the restored groups in it), and on
  * every rank each instance's cursor and groups outstanding, agreed from train dp 0. */
 static void free_begin(struct run *r) {
   const struct config *c = r->cfg;
   struct async_state *a = async_state_of(r);
   a->fr = calloc_check(1, sizeof *a->fr);
+  /* slows each decode step (with in_flight), so that updates land inside generation in tests */
+  const char *delay = getenv("RLPT_TEST_DECODE_DELAY_US");
+  a->fr->decode_delay_us = delay ? atol(delay) : 0;
   long P = c->algo.prompts_per_step, C = async_capacity_groups(c);
   int R = r->comms.counts.rollout_instances;
-  long *at = calloc_check((size_t)(2 * R), sizeof *at);  /* [cursor..., restored groups...] */
+  /* [cursor..., restored groups..., resuming from a checkpoint] */
+  long *at = calloc_check((size_t)(2 * R + 1), sizeof *at);
   if (r->is_train) {
     int cap = (int)(C * c->algo.group_size);
     if (exp_buffer_init(&a->buf, cap, c->async.max_lag, (enum stale_policy)c->async.stale) != 0)
@@ -488,12 +510,13 @@ static void free_begin(struct run *r) {
       if (exp_buffer_push(&a->buf, &a->restored.s[k]) != 0)
         die_local("restart: the checkpoint's /buffer exceeds [async] capacity");
     }
+    at[2 * R] = a->n_cursor > 0;
     sample_batch_free(&a->restored);
     buffered_per_instance(r, a, at + R);
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, at + R, R, MPI_LONG, MPI_SUM, r->comms.role_comm[ROLE_TRAIN]));
     for (int i = 0; i < R; i++) at[i] = i < a->n_cursor && a->cursor[i] > 0 ? a->cursor[i] : next;
   }
-  wait_bcast(at, 2 * R, MPI_LONG, r->train_world[0], MPI_COMM_WORLD);
+  wait_bcast(at, 2 * R + 1, MPI_LONG, r->train_world[0], MPI_COMM_WORLD);
   if (r->is_rollout) {
     int i = r->comms.place.instance;
     long n = instance_groups(r);
@@ -501,11 +524,7 @@ static void free_begin(struct run *r) {
     a->fr->outstanding = at[R + i];
     a->fr->cap = P > 0 ? C * n / P : 0;
   }
-  if (r->is_ctl) {
-    printf("separate_async: free-running (buffer %ld groups, max_lag %ld, stale = %s)\n", C, c->async.max_lag,
-           c->async.stale == STALE_TIS ? "tis" : "drop");
-    fflush(stdout);
-  }
+  if (r->is_ctl) print_begin(r, at);
   free(at);
 }
 

@@ -30,7 +30,8 @@
  * tokens of the rollout's current version. With E2E_ASYNC_STALE_LAG = L ([async] stale = tis,
  * max_lag L < D, [algo] tis off): stale_kept is 1 and tis_clipfrac a number exactly on the
  * steps whose lag exceeds L (the stale samples' truncated importance weights), else 0 and
- * null (every weight 1); without it stale_kept is 0. */
+ * null (every weight 1); without it stale_kept is 0. E2E_FREE_MAX_LAG = L (free-running,
+ * stale = drop) and E2E_FREE_STALE_LAG = L (free-running, stale = tis): check_free_line. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -65,6 +66,9 @@ static long stale_lag = -1; /* E2E_ASYNC_STALE_LAG = [async] max_lag of a stale 
 static long mixed_steps;  /* async steps whose trained samples include some spanning versions */
 static long rl_steps;
 static long free_max_lag = -1; /* E2E_FREE_MAX_LAG = [async] max_lag of a free-running stale = drop run */
+static long free_stale_lag = -1; /* E2E_FREE_STALE_LAG = [async] max_lag of a free-running stale = tis run */
+static long stale_steps;
+static long gen_steps;    /* RL steps that generated (t_gen a number) */  /* free-running stale = tis steps that trained samples past max_lag */
 
 /* A generation field that an async run's last steps leave null (nothing generated). */
 static int gen_field(const char *k) {
@@ -101,21 +105,41 @@ static void check_async_line(const cJSON *o, long step) {
   CHECK(it >= 0 && it <= 1 && ir >= 0 && ir <= 1);
 }
 
-/* The free-running schedule (deterministic = false) with stale = drop: its lags depend on the
- * timing, but no trained sample lags past max_lag, none is kept stale, and the drop ratio is a
- * fraction. */
+/* The free-running schedule (deterministic = false): its lags depend on the timing. With
+ * stale = drop no trained sample lags past max_lag and none is kept stale; with stale = tis
+ * ([algo] tis off) samples are kept and weighted (stale_kept > 0, tis_clipfrac a number)
+ * exactly on the steps whose lag_max exceeds max_lag. Samples span versions only with
+ * in-flight updates. */
 static void check_free_line(const cJSON *o, long step) {
   double lx = num(o, "lag_max"), lm = num(o, "lag_mean"), dr = num(o, "drop_ratio");
-  if (!(lx <= (double)free_max_lag && lm <= lx && lm >= 0))
-    printf("FAIL: rl step %ld: lag_mean %g lag_max %g, max_lag %ld\n", step, lm, lx, free_max_lag);
-  CHECK(lx <= (double)free_max_lag && lm <= lx && lm >= 0);
-  CHECK(dr >= 0 && dr <= 1 && num(o, "stale_kept") == 0 && isfinite(num(o, "buffer_groups")));
+  double sk = num(o, "stale_kept"), tc = num(o, "tis_clipfrac"), mx = num(o, "version_mixed_frac");
+  long bound = free_max_lag >= 0 ? free_max_lag : 1000000;
+  if (!(lx <= (double)bound && lm <= lx && lm >= 0))
+    printf("FAIL: rl step %ld: lag_mean %g lag_max %g, max_lag %ld\n", step, lm, lx, bound);
+  CHECK(lx <= (double)bound && lm <= lx && lm >= 0);
+  CHECK(dr >= 0 && dr <= 1 && isfinite(num(o, "buffer_groups")));
+  if (free_stale_lag >= 0) {
+    int stale = lx > (double)free_stale_lag;
+    if ((sk > 0) != stale || isfinite(tc) != stale)
+      printf("FAIL: rl step %ld: stale_kept %g, tis_clipfrac %g at lag_max %g, max_lag %ld\n", step, sk, tc, lx,
+             free_stale_lag);
+    CHECK((sk > 0) == stale && isfinite(tc) == stale && sk <= 1);
+    stale_steps += stale;
+  } else {
+    CHECK(sk == 0);
+  }
+  CHECK(mx >= 0 && mx <= 1 && (in_flight || mx == 0));
+  mixed_steps += mx > 0;
 }
 
 static void check_rl_line(const cJSON *o, long step) {
-  int tail = async_depth > 0 && step > rl_steps - async_depth;  /* an async step that generated nothing */
+  /* an async step that generated nothing: the deterministic schedule's last D, or a free-running
+   * step in which the rollout rank, held back by a full buffer, started no batch */
+  int free_run = free_max_lag >= 0 || free_stale_lag >= 0;
+  int tail = (async_depth > 0 && step > rl_steps - async_depth) || free_run;
   if (async_depth > 0) check_async_line(o, step);
-  if (free_max_lag >= 0) check_free_line(o, step);
+  if (free_run) check_free_line(o, step);
+  gen_steps += isfinite(num(o, "t_gen"));
   for (size_t i = 0; i < sizeof readme_names / sizeof *readme_names; i++)
     if (!cJSON_GetObjectItemCaseSensitive(o, readme_names[i])) {
       printf("FAIL: rl step %ld: metric '%s' missing\n", step, readme_names[i]);
@@ -145,6 +169,8 @@ int main(int argc, char **argv) {
   stale_lag = sl ? atol(sl) : -1;
   const char *fl = getenv("E2E_FREE_MAX_LAG");
   free_max_lag = fl ? atol(fl) : -1;
+  const char *fs = getenv("E2E_FREE_STALE_LAG");
+  free_stale_lag = fs ? atol(fs) : -1;
   rl_steps = want_rl;
   double min_rise = atof(argv[4]), min_gain = atof(argv[5]), pass_sft = NAN, pass_rl = NAN, samp_sft = NAN, samp_rl = NAN, *acc = calloc((size_t)want_rl + 1, sizeof(double));
   int sft_eval = 0, rl_eval = 0;
@@ -181,6 +207,9 @@ int main(int argc, char **argv) {
   CHECK(n_sft == want_sft && n_rl == want_rl && sft_eval == 1 && rl_eval == 1);
   if (in_flight) printf("steps with samples spanning two versions: %ld of %ld\n", mixed_steps, n_rl);
   CHECK(!in_flight || mixed_steps > 0);
+  CHECK(gen_steps > 0);
+  if (free_stale_lag >= 0) printf("steps that trained samples past max_lag %ld: %ld of %ld\n", free_stale_lag, stale_steps, n_rl);
+  CHECK(free_stale_lag < 0 || stale_steps > 0);
   long third = want_rl / 3;
   if (third >= 1 && n_rl == want_rl) {
     double a0 = 0, a1 = 0;

@@ -96,6 +96,27 @@ add_test(NAME e2e_async_free_smoke
           algo.old_logprobs=rollout async.capacity=32)
 set_tests_properties(e2e_async_free_smoke PROPERTIES LABELS e2e ENVIRONMENT "${RLPT_E2E_ENV};E2E_FREE_MAX_LAG=1"
   PROCESSORS 4 TIMEOUT 60 FAIL_REGULAR_EXPRESSION "E2E_RUN_FAILED")
+# Free-running with stale = tis, max_lag 1 and a buffer of 2 steps (capacity 32 groups): the
+# rollout rank runs ahead, so most steps train samples of lag 2, kept and weighted by truncated
+# IS (E2E_FREE_STALE_LAG: stale_kept > 0 and tis_clipfrac a number exactly where lag_max > 1,
+# on at least one step; 18 of 20 here). Learning is not asserted (20 steps).
+add_test(NAME e2e_async_free_tis_4
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_e2e.sh $<TARGET_FILE:rlpt> $<TARGET_FILE:test_e2e>
+          4 ${RLPT_E2E_DECK} 20 20 -1 -1 run.mode=separate_async async.deterministic=false
+          async.max_lag=1 async.capacity=32 async.stale=tis)
+set_tests_properties(e2e_async_free_tis_4 PROPERTIES LABELS e2e ENVIRONMENT "${RLPT_E2E_ENV};E2E_FREE_STALE_LAG=1"
+  PROCESSORS 4 TIMEOUT 90 FAIL_REGULAR_EXPRESSION "E2E_RUN_FAILED")
+# Free-running with in_flight = recompute and a rollout rank slowed to 20 ms per decode step
+# (test hook RLPT_TEST_DECODE_DELAY_US): the updates land inside generation, so steps train
+# samples spanning two versions (version_mixed_frac > 0 on some step, 19 of 20 here), and the
+# recomputed KV keeps logprob_diff_max <= 1e-5 on the current version's tokens; lag <= 1.
+add_test(NAME e2e_async_free_in_flight_4
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_e2e.sh $<TARGET_FILE:rlpt> $<TARGET_FILE:test_e2e>
+          4 ${RLPT_E2E_DECK} 20 20 -1 -1 run.mode=separate_async async.deterministic=false
+          algo.old_logprobs=rollout async.in_flight=recompute)
+set_tests_properties(e2e_async_free_in_flight_4 PROPERTIES LABELS e2e PROCESSORS 4 TIMEOUT 120
+  ENVIRONMENT "${RLPT_E2E_ENV};E2E_FREE_MAX_LAG=1;E2E_ASYNC_IN_FLIGHT=1;RLPT_TEST_DECODE_DELAY_US=20000"
+  FAIL_REGULAR_EXPRESSION "E2E_RUN_FAILED")
 set_tests_properties(e2e_async_lag2_4 PROPERTIES ENVIRONMENT "${RLPT_E2E_ENV};E2E_ASYNC_DEPTH=2")
 set_tests_properties(e2e_async_sign_flip_4 PROPERTIES ENVIRONMENT "${RLPT_E2E_ENV};E2E_ASYNC_DEPTH=2"
   PASS_REGULAR_EXPRESSION "CHECK failed: a1 - a0 >= min_rise.*CHECK failed: samp_rl - samp_sft >= min_gain"
@@ -149,6 +170,10 @@ run_fail_test(async_in_flight_cuda 4 2
 run_fail_test(async_in_flight_step_alone 4 2
   "\\[async\\] in_flight_step: is read only with in-flight updates.*RLPT_MESSAGES=1"
   ${RLPT_E2E_DECK} run.mode=separate_async async.in_flight_step=3 log.metrics_path=async_bad.jsonl)
+run_fail_test(async_free_in_flight_step 4 2
+  "\\[async\\] in_flight_step: places the update in the deterministic schedule.*RLPT_MESSAGES=1"
+  ${RLPT_E2E_DECK} run.mode=separate_async async.deterministic=false async.in_flight=continue
+  async.in_flight_step=3 log.metrics_path=async_bad.jsonl)
 run_fail_test(async_stale_shallow 4 2
   "\\[async\\] stale: tis keeps samples past max_lag, but capacity 16 groups / prompts_per_step 16 = 1 steps in flight never lag one past max_lag 1.*RLPT_MESSAGES=1"
   ${RLPT_E2E_DECK} run.mode=separate_async async.stale=tis log.metrics_path=async_bad.jsonl)
