@@ -172,6 +172,7 @@ struct config {
   struct {
     char metrics_path[CFG_STR_MAX], samples_path[CFG_STR_MAX];
     long samples_every;
+    long samples_groups;
     char tensorboard_dir[CFG_STR_MAX], prometheus_path[CFG_STR_MAX];
   } log;
   struct {

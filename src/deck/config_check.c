@@ -144,6 +144,9 @@ static int cross_files(const struct cross *x) {
     return cross_fail(x, "log", "samples_every", "log", "samples_path",
                       "log.samples_every = %ld needs log.samples_path or log.tensorboard_dir",
                       c->log.samples_every);
+  if (c->log.samples_every <= 0 && c->log.samples_groups != 2)
+    return cross_fail(x, "log", "samples_groups", "log", "samples_every", "is read only when samples are "
+                      "written: set log.samples_every > 0, or leave samples_groups out");
   if (!strcmp(c->task.name, "jsonl") && !c->data.train_path[0])
     return cross_fail(x, "data", "train_path", "task", "name", "[task] name = jsonl needs [data] train_path");
   if (!strcmp(c->task.name, "jsonl") && access(c->data.train_path, R_OK))

@@ -208,6 +208,7 @@ const struct cfg_key cfg_schema[] = {
   PATH("log", "metrics_path", "metrics.jsonl", "Per-step metrics, one JSON line per step", log.metrics_path),
   PATH("log", "samples_path", "", "Sample dumps (prompt, response, reward, advantage); empty = off", log.samples_path),
   INT("log", "samples_every", "0", 0, 1e9, "steps", "Write samples every N steps, to samples_path and as a text table to tensorboard_dir (0 = off)", log.samples_every),
+  INT("log", "samples_groups", "2", 0, 1e9, "groups", "Groups written per logged step (the first ones of train dp 0's share; 0 = all of its groups)", log.samples_groups),
   PATH("log", "tensorboard_dir", "", "TensorBoard run directory (created if missing): the controller writes every metrics line as scalars under veRL's names (critic/score/mean, actor/kl_loss, response_length/mean, timing_s/gen, ...; SFT lines under sft/, evals under eval/), train dp 0 every samples_every steps a text table of sampled responses; a restart adds new files, whose steps replace the old ones in TensorBoard; empty = off", log.tensorboard_dir),
   PATH("log", "prometheus_path", "", "Prometheus textfile (e.g. /var/lib/node_exporter/textfile/rlpt.prom; node_exporter reads *.prom): gauges rlpt_<field>, rl_sample_mean_lag, rl_sample_drop_ratio and the latest eval, rewritten atomically (.tmp + rename) every line; empty = off", log.prometheus_path),
 

@@ -1,6 +1,6 @@
 /* run/samples_log.c: what the policy writes, for a person to read. Every [log]
  * samples_every RL steps the first train DP rank takes the samples of its first
- * groups (prompt, response, finish reason, reward and its parts, the advantages it
+ * [log] samples_groups groups (prompt, response, finish reason, reward and its parts, the advantages it
  * was trained with; a multi-turn episode also as its model and tool turns) and appends them to [log] samples_path as JSON lines, and with
  * [log] tensorboard_dir writes them as a text table (prompt, response, reward, finish
  * reason) to an event file of its own — reward hacking shows there before it shows in
@@ -15,7 +15,6 @@
 #include "run/run.h"
 #include "util/utf8.h"
 
-#define SAMPLES_LOG_GROUPS 2 /* groups written per logged step */
 #define SAMPLES_TB_TAG "samples/responses"
 #define SAMPLES_TB_COLS 4    /* prompt, response, reward, finish reason */
 
@@ -51,6 +50,8 @@ static cJSON *sample_json(const struct tokenizer *tok, const struct sample *s, c
                           const char *resp, long step) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddNumberToObject(o, "step", (double)step);
+  /* the prompt batch it was drawn from: step, unless a free-running async run dropped stale groups */
+  cJSON_AddNumberToObject(o, "batch", (double)s->step);
   cJSON_AddNumberToObject(o, "weight_version", (double)s->weight_version);
   if (s->tok_version) {  /* an in-flight update split it: each response token's version */
     cJSON *tv = cJSON_AddArrayToObject(o, "token_versions");
@@ -120,7 +121,8 @@ void samples_log_write(const struct run *r, const struct sample_batch *b, long s
   if ((!to_jsonl && !to_tb) || cfg->log.samples_every <= 0 || step % cfg->log.samples_every) return;
   if (r->comms.place.dp != 0 || b->n == 0) return;
   int n = 0;
-  while (n < b->n && b->s[n].group < b->s[0].group + SAMPLES_LOG_GROUPS) n++;
+  long groups = cfg->log.samples_groups;
+  while (n < b->n && (groups == 0 || b->s[n].group < b->s[0].group + groups)) n++;
   char **text = calloc(2 * (size_t)n, sizeof *text); /* prompt, response of each sample */
   if (!text) return;
   for (int i = 0; i < n; i++) {

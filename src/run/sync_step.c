@@ -348,7 +348,8 @@ void train_share(struct run *r, const struct dynsamp *ds, struct sample_batch *b
   if (b.n > 0) progress_stall_point(r, "train:train", (long)b.s[0].step);
   if (n_sel > 0 && trainer_rl_step(r->trainer, &b, &m) != 0) die_local("the RL train step failed");
   if (n_sel == 0) r->trainer->step++;
-  if (b.n > 0) samples_log_write(r, &b, (long)b.s[0].step);
+  /* the RL step being trained (async: its samples' gen_step is earlier) */
+  if (b.n > 0) samples_log_write(r, &b, (long)r->partial[PS_STEP]);
   train_report_fields(r, &m);
   metrics_free(&m);
   sample_batch_free(&b);

@@ -170,6 +170,9 @@ run_fail_test(async_in_flight_cuda 4 2
 run_fail_test(async_in_flight_step_alone 4 2
   "\\[async\\] in_flight_step: is read only with in-flight updates.*RLPT_MESSAGES=1"
   ${RLPT_E2E_DECK} run.mode=separate_async async.in_flight_step=3 log.metrics_path=async_bad.jsonl)
+run_fail_test(samples_groups_alone 4 2
+  "\\[log\\] samples_groups: is read only when samples are written.*RLPT_MESSAGES=1"
+  ${RLPT_E2E_DECK} log.samples_groups=0 log.metrics_path=async_bad.jsonl)
 run_fail_test(async_free_in_flight_step 4 2
   "\\[async\\] in_flight_step: places the update in the deterministic schedule.*RLPT_MESSAGES=1"
   ${RLPT_E2E_DECK} run.mode=separate_async async.deterministic=false async.in_flight=continue
