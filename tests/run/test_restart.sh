@@ -26,6 +26,13 @@
 #            the restart continues at the next step with no step logged twice
 #   kill     kill -9 of the whole job while a checkpoint is being written (its .tmp
 #            exists): `latest` still names a complete checkpoint and a restart works
+#   free_kill the free-running async schedule (pass its overrides), 16 RL steps: kill -9
+#            while the train rank stalls at batch 11 (RLPT_TEST_STALL), the checkpoint of
+#            step 8 holding the scored groups the job had generated, untrained (batch 9, or 9-10);
+#            the restart trains each batch once, the restored ones with the first run's
+#            responses (taken from the checkpoint, not regenerated), every batch with the
+#            straight run's prompts
+#            (run/free_restart_check.py)
 #   mismatch a deck whose model differs from the checkpoint's: exit 2 naming the field
 #   fallback `latest` names a damaged file: warning, the newest valid one is used
 #   requeue  jobscripts/slurm/requeue.sbatch with stand-in srun/scontrol: signal, requeue, resume
@@ -223,6 +230,31 @@ kill)
   got=$(steps m.jsonl)
   echo "steps after the restart: $got"
   [ "$got" = "$want" ] || fail "steps $got, want $want (a step logged twice or lost)"
+  ;;
+free_kill)
+  # 16 passes over each batch: training outlasts generation, so the rollout rank has the
+  # batch after the one trained done (in the buffer) at every step boundary
+  logs="log.samples_every=1 log.samples_groups=0 run.steps=16 eval.every=0 algo.ppo_epochs=16"
+  run 4 s0.log log.metrics_path=m0.jsonl log.samples_path=s0.jsonl $logs "$@" || fail "straight run exited $?"
+  # shellcheck disable=SC2086
+  RLPT_TEST_STALL=train:train:11 $RLPT_MPIEXEC 4 $RLPT_MPI_FLAGS "$rlpt" run "$deck" log.metrics_path=m.jsonl \
+    log.samples_path=s1.jsonl checkpoint.dir=ck checkpoint.every=4 $logs "$@" > k.log 2>&1 &
+  pid=$!
+  n=0
+  while ! grep -q "RLPT_TEST_STALL: stalling" k.log; do
+    sleep 0.01; n=$((n + 1))
+    [ $n -lt 6000 ] || { killjob $pid; fail "the train rank never stalled at batch 11"; }
+  done
+  killjob $pid
+  [ "$(cat ck/latest)" = step_00000008.h5 ] || fail "latest is $(cat ck/latest), want step_00000008.h5"
+  run 4 post.log log.metrics_path=m.jsonl log.samples_path=s2.jsonl checkpoint.dir=ck checkpoint.every=4 \
+    --restart latest $logs "$@" || fail "restart exited $?"
+  grep "^restart:\|free-running" post.log
+  resume=$(sed -n "s/.*restart: .* restored from the checkpoint's buffer, generation resumes at batch \([0-9]*\)$/\1/p" post.log)
+  [ -n "$resume" ] || fail "the restart did not say what it restored"
+  [ "$(steps m.jsonl)" = "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 " ] || fail "steps $(steps m.jsonl)"
+  /usr/bin/python3 "$RLPT_SOURCE_DIR/tests/run/free_restart_check.py" s0.jsonl s1.jsonl s2.jsonl 8 16 "$resume" ||
+    fail "free-running restart check"
   ;;
 mismatch)
   # a checkpoint whose model differs from the deck: exit 2 naming the field, nothing run

@@ -288,6 +288,10 @@ set_tests_properties(restart_layout_async PROPERTIES PROCESSORS 5)
 # kill -9 while a checkpoint is written: `latest` names the previous one, and the restart
 # resumes from it with its buffered groups.
 restart_async_test(restart_kill_async kill 4)
+# The free-running schedule: kill -9 while the train rank stalls at batch 11, the checkpoint
+# of step 8 holding batches 9-10; the restart trains each batch once, the restored ones with
+# the first run's responses (run/free_restart_check.py).
+restart_async_test(restart_free_kill free_kill 4 async.deterministic=false)
 # [async] in_flight = continue: each update lands at decode step 2 of the next batch, so the
 # buffered samples span two versions (per-token versions in /buffer); the restart still
 # equals the straight run bit for bit.
