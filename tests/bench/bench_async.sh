@@ -9,7 +9,8 @@
 # of both runs over steps 2 .. steps - 1 (the first warms up; separate_async's last step
 # generates nothing), their ratio, and the async run's idle fractions; then the same for
 # separate_async with in-flight updates ([async] in_flight = recompute at decode step 2: the
-# rollout rank takes each update inside the next batch's generation).
+# rollout rank takes each update inside the next batch's generation), and the free-running
+# schedule ([async] deterministic = false) without and with in-flight updates.
 set -u
 rlpt=$1 quick=$2 balanced=$3
 steps=${BENCH_ASYNC_STEPS:-12}
@@ -58,4 +59,9 @@ for deck in quick balanced; do
   run async_in_flight "$path" run.mode=separate_async async.max_lag=1 async.in_flight=recompute \
     async.in_flight_step=2
   summary "$deck ($(basename "$path")), in_flight = recompute" async_in_flight
+  run async_free "$path" run.mode=separate_async async.max_lag=1 async.deterministic=false
+  summary "$deck ($(basename "$path")), free-running" async_free
+  run async_free_in_flight "$path" run.mode=separate_async async.max_lag=1 async.deterministic=false \
+    async.in_flight=recompute
+  summary "$deck ($(basename "$path")), free-running, in_flight = recompute" async_free_in_flight
 done
