@@ -82,6 +82,10 @@ const struct metric_field metric_fields[] = {
     F(pref_eval_acc, "eval/rewards/accuracies", "fraction of the held-out pairs with margin > 0 (eval steps)"),
     F(sandbox_exec_per_s, "perf/sandbox_exec_per_s",
       "code verifier: sandbox executions per second of the reward ranks' pools (executions/s)"),
+    F(rss_train_gb, "perf/cpu_memory_peak_gb/train",
+      "peak resident host memory of a train rank so far, the largest over them (GB = 1e9 bytes)"),
+    F(rss_rollout_gb, "perf/cpu_memory_peak_gb/rollout",
+      "peak resident host memory of a rollout rank so far, the largest over them (GB = 1e9 bytes)"),
     /* [env] multi-turn rollouts (veRL's agent loop logs num_turns/mean) */
     F(num_turns_mean, "num_turns/mean", "[env]: model turns per episode (tool turns + 1)"),
     F(tool_calls, "tool/calls", "[env]: tool turns appended in the step's episodes"),

@@ -29,6 +29,7 @@ struct step_metrics {
   double logprob_diff_max, lag_mean, lag_max, drop_ratio, tis_clipfrac;
   double buffer_groups, idle_train, idle_rollout;  /* separate_async (run/async_step.c) */
   double weight_sync_overlap_frac;                /* free-running separate_async (run/async_free.c) */
+  double rss_train_gb, rss_rollout_gb;               /* peak resident memory, max over the role's ranks */
   double version_mixed_frac, stale_kept;             /* separate_async in_flight: trained samples spanning versions */
   double groups_filtered, skipped_nonfinite, params_nonfinite, reward_nonfinite, reward_parts_const_frac;
   double reward_errors;                  /* failed sandbox starts and [reward] command requests */

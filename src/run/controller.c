@@ -263,6 +263,8 @@ void controller_log_step(struct run *r, const double *q, enum metrics_phase phas
   m.step = step;
   m.phase = phase;
   m.time_s = step_s;
+  m.rss_train_gb = q[PS_RSS_TRAIN] / 1e9;  /* NaN: no train rank reported */
+  m.rss_rollout_gb = q[PS_RSS_ROLLOUT] / 1e9;
   if (isfinite(q[PS_VERSION])) r->weight_version = (int64_t)q[PS_VERSION];
   m.weight_version = (long)r->weight_version;
   if (phase == PHASE_RL && !config_is_pref(r->cfg)) {  /* a preference step has no samples */

@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "mpi/xfer.h"
 #include "run/run.h"
@@ -16,7 +17,17 @@ void partial_reset(struct run *r, long step, enum partial_kind kind) {
   r->partial[PS_HAS_TRAIN] = 0;
 }
 
+/* This rank's peak resident set in bytes, into its roles' slots. */
+static void note_rss(struct run *r) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return;
+  double bytes = (double)ru.ru_maxrss * 1024.0;  /* Linux: kilobytes */
+  if (r->is_train) r->partial[PS_RSS_TRAIN] = bytes;
+  if (r->is_rollout) r->partial[PS_RSS_ROLLOUT] = bytes;
+}
+
 void partial_report(struct run *r) {
+  note_rss(r);
   if (r->comms.world_rank == 0) return;  /* the controller merges its own partial in place */
   /* eval partials have their own tag: a rollout rank can finish an eval before the
    * controller has the last train partial of the step before it */

@@ -28,6 +28,7 @@ enum partial_slot {
   PS_MAX_BEGIN,
   PS_LEN_MAX = PS_MAX_BEGIN, PS_T_GEN, PS_T_REWARD, PS_LPDIFF_ROLLOUT, PS_LAG_MAX, PS_VERSION,
   PS_EXEC_WALL,  /* seconds of sandbox pool runs */
+  PS_RSS_TRAIN, PS_RSS_ROLLOUT,  /* peak resident bytes of the train / rollout ranks */
   PS_HAS_TRAIN,
   PS_TRAIN_BEGIN
 };

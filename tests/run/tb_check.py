@@ -61,6 +61,7 @@ TAGS = {
     "reward_nonfinite": "training/reward_nonfinite",
     "reward_parts_const_frac": "training/reward_parts_const_frac",
     "reward_errors": "training/reward_errors", "sandbox_exec_per_s": "perf/sandbox_exec_per_s",
+    "rss_train_gb": "perf/cpu_memory_peak_gb/train", "rss_rollout_gb": "perf/cpu_memory_peak_gb/rollout",
     "t_gen": "timing_s/gen", "t_reward": "timing_s/reward", "t_ref": "timing_s/ref",
     "t_train": "timing_s/update_actor", "t_sync": "timing_s/update_weights",
     "t_ckpt": "timing_s/save_checkpoint", "gen_tok_per_s": "perf/gen_tokens_per_s",
