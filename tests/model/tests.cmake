@@ -15,3 +15,7 @@ add_mpi_test(NAME test_gpu_select_2 EXE test_gpu_select NUM_PROCS 2 LABELS gpu m
 # test_weights: the residency states and transitions of struct weights (model/weights.h) and
 # the model's device path through them, on a stand-in device of host memory (no GPU).
 add_unit_test(test_weights SOURCES model/test_weights.c)
+# test_tp_model: the tensor-parallel model (model/tp.h) on 2 ranks against the one-rank model:
+# forward logprobs/entropies and every gradient within 1e-5 relative, the shard maps exact.
+add_test_program(test_tp_model model/test_tp_model.c)
+add_mpi_test(NAME test_tp_model EXE test_tp_model NUM_PROCS 2)
