@@ -120,10 +120,13 @@ static void sync_mpi(struct run *r, int64_t v, struct xfer_stats *st) {
   double t0 = clock_seconds();  /* params trained on the device come down first: in t_sync */
   if (r->is_train) weights_to_host(&m->weights);
   double t_down = clock_seconds() - t0;
-  int rc = xfer_bcast_weights(m->params, &m->table, 0, r->comms.weight_comm, st);
+  /* a train rank sends full tensors: with train_tp > 1 its TP group's shards gathered */
+  const struct param_table *table = &m->table;
+  float *params = r->is_train ? (float *)trainer_full_params(r->trainer, &table) : m->params;
+  int rc = xfer_bcast_weights(params, table, 0, r->comms.weight_comm, st);
   if (rc != XFER_OK) die_local("weight broadcast failed: %s", xfer_strerror(rc));
   if (r->is_rollout && r->is_train)
-    memcpy(r->rmodel->params, m->params, sizeof(float) * m->table.total);
+    memcpy(r->rmodel->params, params, sizeof(float) * table->total);
   if (r->is_rollout) rollout_weights_changed(r->engine, v);
   st->t_sync += t_down;
 }

@@ -210,6 +210,7 @@ run_fail_test(watchdog 4 nonzero
 # and the job scripts refuse to run outside Slurm.
 
 add_test_program(test_restart_cmp run/test_restart_cmp.c)
+add_test_program(test_tp_cmp run/test_tp_cmp.c)
 
 string(REPLACE ";" " " RLPT_RESTART_FLAGS "${RLPT_MPI_PREFLAGS}")
 set(RLPT_RESTART_ENV "${RLPT_TEST_ENV};RLPT_MPIEXEC=${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG};RLPT_MPI_FLAGS=${RLPT_RESTART_FLAGS}")
