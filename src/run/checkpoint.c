@@ -5,7 +5,10 @@
  * prompt index), the PPO critic, the run state of run/restart.h (with the difficulty
  * filter's state) and the canonical deck. A failed write follows [checkpoint] on_error (run/loop.c): abort stops the
  * job with exit 2 on every rank, continue warns, trains on and counts it for the
- * end of the run. The directory is checked at start-up, by every rank that writes. */
+ * end of the run. The directory is checked at start-up, by every rank that writes.
+ * With [ranks] train_tp > 1 the policy, its moments and the reference are gathered into full
+ * logical tensors first (the file a one-rank run writes; run/restart.c takes each rank's
+ * shards back). */
 #include "run/checkpoint.h"
 
 #include <errno.h>

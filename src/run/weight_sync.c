@@ -15,6 +15,9 @@
  *         xfer_bcast_weights moves them, and each rollout rank uploads them at its next
  *         forward (rollout_weights_changed): CPU runs, [run] weight_sync = mpi, and device
  *         runs NCCL cannot serve (a member on the CPU, two members of a node on one GPU).
+ *         With [ranks] train_tp > 1 the train members (dp 0's TP group) first gather their
+ *         shards into full tensors (trainer_full_params); each of them sends or receives
+ *         the same full bytes, the rollout ranks stay TP 1.
  * The metrics are the root's: t_sync from entering the sync (the wait for the peers
  * included) to the end of the copy, the MPI path's download included; sync_gbps the
  * parameter bytes over the time after the wait. */
