@@ -6,7 +6,9 @@
 # Modes (CMP = test_tp_cmp: metrics and every checkpoint tensor within 1e-5 relative):
 #   sft      4 SFT steps, a checkpoint after step 3 ([sft] checkpoint_every = 3), no RL:
 #            TP 2 (5 ranks) against 1 train rank (4 ranks)
-#   grpo     3 SFT + 3 GRPO steps, the final checkpoint: TP 2 against 1 train rank
+#   grpo     3 SFT + 3 GRPO steps, the final checkpoint: TP 2 against 1 train rank; then
+#            2 SFT steps from that checkpoint ([model] init = ckpt:, scattered to the shards):
+#            the metrics of TP 2 against 1 train rank
 #   dp2      the same with train_dp = 2 x train_tp = 2 (7 ranks)
 #   restart  TP 2 stops after RL step 2 and resumes on 1 train rank; 1 train rank stops
 #            after step 2 and resumes on TP 2: both equal the straight one-rank run
@@ -42,7 +44,14 @@ case $mode in
       run 7 tp ranks.train=4 ranks.train_dp=2 ranks.train_tp=2
     fi
     grep -q '"phase":"rl"' tp.jsonl || fail "no RL step logged"
-    "$cmp" one.jsonl tp.jsonl one/step_00000003.h5 tp/step_00000003.h5 || fail "TP 2 differs" ;;
+    "$cmp" one.jsonl tp.jsonl one/step_00000003.h5 tp/step_00000003.h5 || fail "TP 2 differs"
+    [ "$mode" = grpo ] || { echo "TP_TEST_OK $mode"; exit 0; }
+    I="model.init=ckpt:one/step_00000003.h5 sft.steps=2 run.steps=0"
+    # shellcheck disable=SC2086
+    run 4 one_init $I
+    # shellcheck disable=SC2086
+    run 5 tp_init $I $TP2
+    "$cmp" one_init.jsonl tp_init.jsonl || fail "TP 2 from [model] init = ckpt: differs" ;;
   restart)
     run 4 one
     # shellcheck disable=SC2086
