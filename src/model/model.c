@@ -83,16 +83,16 @@ static float *carve(struct carver *c, size_t n) {
 static void model_carve(struct model *m, struct carver *c) {
   const struct model_config *mc = &m->cfg;
   size_t T = (size_t)m->max_tokens, C = mc->dim, F = mc->ffn_dim;
-  size_t KV = (size_t)mc->kv_heads * mc->head_dim;
+  size_t KV = (size_t)mc->kv_heads * mc->head_dim, QD = (size_t)mc->heads * mc->head_dim;
   int span = mc->max_seq < m->max_tokens ? mc->max_seq : m->max_tokens;
   for (int l = 0; l < mc->layers; l++) {
     struct layer_acts *a = &m->layers[l];
     a->res_in = carve(c, T * C);
     a->rstd1 = carve(c, T);
-    a->q = carve(c, T * C);
+    a->q = carve(c, T * QD);
     a->k = carve(c, T * KV);
     a->v = carve(c, T * KV);
-    a->att = carve(c, T * C);
+    a->att = carve(c, T * QD);
     a->lse = carve(c, T * mc->heads);
     a->res_mid = carve(c, T * C);
     a->rstd2 = carve(c, T);
@@ -113,8 +113,8 @@ static void model_carve(struct model *m, struct carver *c) {
   m->h = carve(c, T * F);
   m->dres = carve(c, T * C);
   m->dxn = carve(c, T * C);
-  m->datt = carve(c, T * C);
-  m->dq = carve(c, T * C);
+  m->datt = carve(c, T * QD);
+  m->dq = carve(c, T * QD);
   m->dk = carve(c, T * KV);
   m->dv = carve(c, T * KV);
   m->dgate = carve(c, T * F);
@@ -177,18 +177,49 @@ static void batch_arrays_free(struct model *m) {
   dmem_free(m, m->cu_seqlens); dmem_free(m, m->cu_kv);
 }
 
-int model_create(struct model *m, const struct model_config *mc, int max_tokens,
-                 const struct backend_ops *ops) {
-  memset(m, 0, sizeof *m);
+/* With tp: this rank's shard of mc (model/model.h model_create_tp). 0, or -1 with a
+ * message. */
+static int shard_config(struct model *m, const struct model_config *mc, const struct tp_group *tp) {
   m->cfg = *mc;
   m->cfg.head_dim = mc->dim / mc->heads;
+  m->vocab_full = mc->vocab_size;
+  if (!tp) return 0;
+  int n = tp->size;
+  if (mc->heads % n || mc->kv_heads % n || mc->ffn_dim % n || mc->vocab_size % n || mc->value_head) {
+    fprintf(stderr, "rlpt: model: a tensor-parallel group of %d needs heads (%d), kv_heads (%d), "
+            "ffn_dim (%d) and vocab_size (%d) divisible by it, and no value head\n", n, mc->heads,
+            mc->kv_heads, mc->ffn_dim, mc->vocab_size);
+    return -1;
+  }
+  m->tp = tp;
+  m->cfg.heads /= n;
+  m->cfg.kv_heads /= n;
+  m->cfg.ffn_dim /= n;
+  m->cfg.vocab_size /= n;
+  m->vocab_lo = tp->rank * m->cfg.vocab_size;
+  return 0;
+}
+
+int model_create(struct model *m, const struct model_config *mc, int max_tokens,
+                 const struct backend_ops *ops) {
+  return model_create_tp(m, mc, max_tokens, ops, NULL);
+}
+
+int model_create_tp(struct model *m, const struct model_config *mc, int max_tokens,
+                    const struct backend_ops *ops, const struct tp_group *tp) {
+  memset(m, 0, sizeof *m);
+  if (tp && ops->upload) {
+    fprintf(stderr, "rlpt: model: tensor parallelism runs on the host backend only\n");
+    return -1;
+  }
+  if (shard_config(m, mc, tp)) return -1;
   m->ops = ops;
   m->on_device = ops->upload != NULL;
   m->exact = 1;
   m->max_tokens = max_tokens;
   m->logit_chunk = MODEL_LOGIT_CHUNK;
   m->logit_rows = max_tokens < 1 ? 1 : max_tokens < MODEL_LOGIT_CHUNK ? max_tokens : MODEL_LOGIT_CHUNK;
-  param_table_build(&m->table, &m->cfg);
+  param_table_build_tp(&m->table, mc, tp ? tp->size : 1);
   size_t half = (size_t)m->cfg.head_dim / 2;
   int weights_rc = weights_create(&m->weights, m->table.total, ops);
   if (!weights_rc) weights_rc = weights_device_alloc(&m->weights);
@@ -300,9 +331,9 @@ static int batch_set(struct model *m, const int *tokens, const int *cu, int nseq
     }
     maxlen = len > maxlen ? len : maxlen;
     for (int t = cu[s]; t < cu[s + 1]; t++) {
-      if (tokens[t] < 0 || tokens[t] >= m->cfg.vocab_size) {
+      if (tokens[t] < 0 || tokens[t] >= m->vocab_full) {
         fprintf(stderr, "rlpt: token %d at position %d is outside the vocabulary (0..%d)\n",
-                tokens[t], t, m->cfg.vocab_size - 1);
+                tokens[t], t, m->vocab_full - 1);
         return -1;
       }
       m->h_tokens[t] = tokens[t];
@@ -439,6 +470,22 @@ static int attention_forward(struct model *m, int l, const struct model_kv_io *i
   return 0;
 }
 
+/* out = resid + x W^T, W [C, K] (a GEMM with beta = 1 adds the residual); row-parallel
+ * with tp: this rank's part of the product summed over the group, then the residual. */
+static void row_parallel_fwd(const struct model *m, float *out, const float *resid,
+                             const float *x, const float *w, int K) {
+  int T = m->T, C = m->cfg.dim;
+  size_t n = (size_t)T * C;
+  if (!m->tp) {
+    dmem_copy(m, out, resid, n);
+    linear_fwd(m, out, x, w, NULL, T, C, K, 1.0f);
+    return;
+  }
+  linear_fwd(m, out, x, w, NULL, T, C, K, 0.0f);
+  tp_sum_floats(m->tp, out, n);
+  m->ops->add(out, resid, n);
+}
+
 /* One block on the current batch (m->T rows at positions m->pos). Without io,
  * attention runs over the batch itself (m->attn); with io, the new K/V rows go
  * to the caller's cache and attention runs over the contexts it returns. */
@@ -447,7 +494,7 @@ static int layer_forward(struct model *m, int l, float *out, const struct model_
   const struct backend_ops *ops = m->ops;
   struct layer_acts *a = &m->layers[l];
   int T = m->T, C = mc->dim, F = mc->ffn_dim, H = mc->heads, KVH = mc->kv_heads, D = mc->head_dim;
-  int KV = KVH * D;
+  int KV = KVH * D, QD = H * D;
   float eps = (float)mc->norm_eps;
   ops->rmsnorm_fwd(m->xn, a->rstd1, a->res_in, param_ptr(m, P_ATTN_NORM, l), T, C, eps);
   linears_fwd(m, m->xn, T, C, 3, (float *[]){a->q, a->k, a->v},
@@ -455,20 +502,17 @@ static int layer_forward(struct model *m, int l, float *out, const struct model_
                                 param_ptr(m, P_WV, l)},
               (const float *[]){param_ptr(m, P_BQ, l), param_ptr(m, P_BK, l),
                                 param_ptr(m, P_BV, l)},
-              (int[]){C, KV, KV});
+              (int[]){QD, KV, KV});
   ops->rope(a->q, m->pos, m->rope_cos, m->rope_sin, T, H, D, 0);
   ops->rope(a->k, m->pos, m->rope_cos, m->rope_sin, T, KVH, D, 0);
   if (attention_forward(m, l, io)) return -1;
-  /* res_mid = res_in + att Wo^T (GEMM with beta = 1 adds the residual) */
-  dmem_copy(m, a->res_mid, a->res_in, (size_t)T * C);
-  linear_fwd(m, a->res_mid, a->att, param_ptr(m, P_WO, l), NULL, T, C, C, 1.0f);
+  row_parallel_fwd(m, a->res_mid, a->res_in, a->att, param_ptr(m, P_WO, l), QD);
   ops->rmsnorm_fwd(m->xn, a->rstd2, a->res_mid, param_ptr(m, P_FFN_NORM, l), T, C, eps);
   linears_fwd(m, m->xn, T, C, 2, (float *[]){a->gate, a->up},
               (const float *[]){param_ptr(m, P_WGATE, l), param_ptr(m, P_WUP, l)},
               (const float *[]){NULL, NULL}, (int[]){F, F});
   ops->swiglu_fwd(m->h, a->gate, a->up, (size_t)T * F);
-  dmem_copy(m, out, a->res_mid, (size_t)T * C);
-  linear_fwd(m, out, m->h, param_ptr(m, P_WDOWN, l), NULL, T, C, F, 1.0f);
+  row_parallel_fwd(m, out, a->res_mid, m->h, param_ptr(m, P_WDOWN, l), F);
   return 0;
 }
 
@@ -476,7 +520,11 @@ static int layer_forward(struct model *m, int l, float *out, const struct model_
 static int trunk_forward(struct model *m, const struct model_kv_io *io) {
   const struct model_config *mc = &m->cfg;
   int L = mc->layers;
-  m->ops->embed_fwd(m->layers[0].res_in, m->tokens, param_ptr(m, P_EMBED, -1), m->T, mc->dim);
+  if (m->tp)
+    tp_embed_fwd(m->tp, m->layers[0].res_in, m->tokens, param_ptr(m, P_EMBED, -1), m->T, mc->dim,
+                 m->vocab_lo, mc->vocab_size);
+  else
+    m->ops->embed_fwd(m->layers[0].res_in, m->tokens, param_ptr(m, P_EMBED, -1), m->T, mc->dim);
   for (int l = 0; l < L; l++)
     if (layer_forward(m, l, l + 1 < L ? m->layers[l + 1].res_in : m->res_final, io)) return -1;
   m->ops->rmsnorm_fwd(m->xf, m->rstdf, m->res_final, param_ptr(m, P_FINAL_NORM, -1), m->T,
@@ -501,8 +549,12 @@ static void head_forward(struct model *m) {
     /* logits[n, V] = xf[r0 .. r0+n) lm_head^T */
     matmul_abt(m, n, V, C, m->xf + (size_t)r0 * C, C, lm_head(m), C, 0.0f, m->logits,
                    V);
-    m->ops->logprob_fwd(m->lp_out + r0, m->ent_out + r0, m->lse_out + r0, m->logits,
-                        m->targets + r0, n, V);
+    if (m->tp)
+      tp_logprob_fwd(m->tp, m->lp_out + r0, m->ent_out + r0, m->lse_out + r0, m->logits,
+                     m->targets + r0, n, V, m->vocab_lo);
+    else
+      m->ops->logprob_fwd(m->lp_out + r0, m->ent_out + r0, m->lse_out + r0, m->logits,
+                          m->targets + r0, n, V);
     m->logits_held = 1 + r0;
   }
   m->head_done = 1;
@@ -563,9 +615,9 @@ static int kv_batch_set(struct model *m, const int *tokens, const int *cu_new, c
     maxkv = ctx > maxkv ? ctx : maxkv;
     m->h_cu_kv[s + 1] = m->h_cu_kv[s] + ctx;
     for (int t = cu_new[s]; t < cu_new[s + 1]; t++) {
-      if (tokens[t] < 0 || tokens[t] >= m->cfg.vocab_size) {
+      if (tokens[t] < 0 || tokens[t] >= m->vocab_full) {
         fprintf(stderr, "rlpt: token %d at position %d is outside the vocabulary (0..%d)\n",
-                tokens[t], t, m->cfg.vocab_size - 1);
+                tokens[t], t, m->vocab_full - 1);
         return -1;
       }
       m->h_tokens[t] = tokens[t];
@@ -586,6 +638,10 @@ static int kv_batch_set(struct model *m, const int *tokens, const int *cu_new, c
 static int forward_kv(struct model *m, const int *tokens, const int *cu_new, const int *pos0,
                       int nseq, const struct model_kv_io *io, int all_logits, float *logits,
                       int logits_dev) {
+  if (m->tp) {
+    fprintf(stderr, "rlpt: model: the KV-cache path has no tensor parallelism\n");
+    return -1;
+  }
   if (kv_batch_set(m, tokens, cu_new, pos0, nseq)) return -1;
   if (weights_bind(m, &m->weights)) return -1;
   if (trunk_forward(m, io)) return -1;
@@ -622,6 +678,23 @@ int model_forward_kv_dev(struct model *m, const int *tokens, const int *cu_new, 
 
 /* ---- backward --------------------------------------------------------------- */
 
+/* With tp: dx of a column-parallel product (this rank's output columns only) summed over
+ * the group. */
+static void col_parallel_bwd(const struct model *m, float *dx) {
+  if (m->tp) tp_sum_floats(m->tp, dx, (size_t)m->T * m->cfg.dim);
+}
+
+/* The logits buffer (n rows from row r0) <- dL/dlogits; vocabulary-parallel with tp. */
+static void logprob_bwd(struct model *m, int r0, const float *dlp, const float *dent, int n) {
+  int V = m->cfg.vocab_size;
+  if (m->tp)
+    tp_logprob_bwd(m->logits, m->lse_out + r0, m->ent_out + r0, m->targets + r0, dlp, dent, n, V,
+                   m->vocab_lo);
+  else
+    m->ops->logprob_bwd(m->logits, m->lse_out + r0, m->ent_out + r0, m->targets + r0, dlp, dent,
+                        n, V);
+}
+
 /* dxn = dL/dxf from the logits (recomputed chunk by chunk) and the value head. */
 static void head_backward(struct model *m, const float *dlogprob, const float *dentropy,
                           const float *dvalue) {
@@ -638,10 +711,10 @@ static void head_backward(struct model *m, const float *dlogprob, const float *d
       if (m->logits_held != 1 + r0)
         matmul_abt(m, n, V, C, x, C, lm_head(m), C, 0.0f, m->logits, V);
       m->logits_held = 0; /* logprob_bwd turns the buffer into dL/dlogits */
-      m->ops->logprob_bwd(m->logits, m->lse_out + r0, m->ent_out + r0, m->targets + r0,
-                          dlogprob ? dlogprob + r0 : NULL, dentropy ? dentropy + r0 : NULL, n, V);
+      logprob_bwd(m, r0, dlogprob ? dlogprob + r0 : NULL, dentropy ? dentropy + r0 : NULL, n);
       linear_bwd(m, m->dxn + (size_t)r0 * C, dhead, NULL, m->logits, x, lm_head(m), n, V, C, 0.0f);
     }
+    col_parallel_bwd(m, m->dxn);  /* the vocabulary slices' parts of dL/dxf */
   }
   if (dvalue && mc->value_head) {
     /* value[t] = xf[t] . w:  dxf += dvalue w;  dw += dvalue^T xf */
@@ -655,7 +728,7 @@ static void layer_backward(struct model *m, int l) {
   const struct backend_ops *ops = m->ops;
   struct layer_acts *a = &m->layers[l];
   int T = m->T, C = mc->dim, F = mc->ffn_dim, H = mc->heads, KVH = mc->kv_heads, D = mc->head_dim;
-  int KV = KVH * D;
+  int KV = KVH * D, QD = H * D;
   float eps = (float)mc->norm_eps;
   /* MLP branch: out = res_mid + swiglu(xn2) Wdown^T; dres holds dL/dout. */
   ops->rmsnorm_fwd(m->xn, a->rstd2, a->res_mid, param_ptr(m, P_FFN_NORM, l), T, C, eps);
@@ -667,22 +740,24 @@ static void layer_backward(struct model *m, int l) {
              param_ptr(m, P_WGATE, l), T, F, C, 0.0f);
   linear_bwd(m, m->dxn, grad_ptr(m, P_WUP, l), NULL, m->dup, m->xn, param_ptr(m, P_WUP, l), T, F,
              C, 1.0f);
+  col_parallel_bwd(m, m->dxn);
   ops->rmsnorm_bwd(m->dres, grad_ptr(m, P_FFN_NORM, l), m->dxn, a->res_mid,
                    param_ptr(m, P_FFN_NORM, l), a->rstd2, T, C);
   /* Attention branch: res_mid = res_in + att Wo^T; dres now holds dL/dres_mid. */
   linear_bwd(m, m->datt, grad_ptr(m, P_WO, l), NULL, m->dres, a->att, param_ptr(m, P_WO, l), T,
-             C, C, 0.0f);
+             C, QD, 0.0f);
   ops->attention_bwd(m->dq, m->dk, m->dv, m->datt, a->att, a->lse, a->q, a->k, a->v, &m->attn, H,
                      KVH, D, 1.0f / sqrtf((float)D), m->attn_scratch);
   ops->rope(m->dq, m->pos, m->rope_cos, m->rope_sin, T, H, D, 1);
   ops->rope(m->dk, m->pos, m->rope_cos, m->rope_sin, T, KVH, D, 1);
   ops->rmsnorm_fwd(m->xn, a->rstd1, a->res_in, param_ptr(m, P_ATTN_NORM, l), T, C, eps);
   linear_bwd(m, m->dxn, grad_ptr(m, P_WQ, l), grad_ptr(m, P_BQ, l), m->dq, m->xn,
-             param_ptr(m, P_WQ, l), T, C, C, 0.0f);
+             param_ptr(m, P_WQ, l), T, QD, C, 0.0f);
   linear_bwd(m, m->dxn, grad_ptr(m, P_WK, l), grad_ptr(m, P_BK, l), m->dk, m->xn,
              param_ptr(m, P_WK, l), T, KV, C, 1.0f);
   linear_bwd(m, m->dxn, grad_ptr(m, P_WV, l), grad_ptr(m, P_BV, l), m->dv, m->xn,
              param_ptr(m, P_WV, l), T, KV, C, 1.0f);
+  col_parallel_bwd(m, m->dxn);
   ops->rmsnorm_bwd(m->dres, grad_ptr(m, P_ATTN_NORM, l), m->dxn, a->res_in,
                    param_ptr(m, P_ATTN_NORM, l), a->rstd1, T, C);
 }
@@ -708,7 +783,10 @@ void model_backward(struct model *m, const float *dlogprob, const float *dentrop
   m->ops->rmsnorm_bwd(m->dres, grad_ptr(m, P_FINAL_NORM, -1), m->dxn, m->res_final,
                       param_ptr(m, P_FINAL_NORM, -1), m->rstdf, T, C);
   for (int l = mc->layers - 1; l >= 0; l--) layer_backward(m, l);
-  m->ops->embed_bwd(grad_ptr(m, P_EMBED, -1), m->tokens, m->dres, T, C);
+  if (m->tp)
+    tp_embed_bwd(grad_ptr(m, P_EMBED, -1), m->tokens, m->dres, T, C, m->vocab_lo, mc->vocab_size);
+  else
+    m->ops->embed_bwd(grad_ptr(m, P_EMBED, -1), m->tokens, m->dres, T, C);
   if (m->on_device && !m->grads_on_device)
     to_host(m, m->grads, m->dgrads, sizeof(float) * m->table.total);
 }

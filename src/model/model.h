@@ -18,6 +18,7 @@
 
 #include "model/backend.h"
 #include "model/params.h"
+#include "model/tp.h"
 #include "model/weights.h"
 
 /* Default rows of logits computed at a time (at most max_tokens are allocated). 256
@@ -32,9 +33,9 @@
 struct layer_acts {
   float *res_in;   /* [T, C] layer input (residual stream) */
   float *rstd1;    /* [T] */
-  float *q;        /* [T, H*D] after RoPE */
+  float *q;        /* [T, H*D] after RoPE (H: this rank's heads) */
   float *k, *v;    /* [T, KVH*D], k after RoPE */
-  float *att;      /* [T, C] attention output before o_proj */
+  float *att;      /* [T, H*D] attention output before o_proj */
   float *lse;      /* [T, H] attention log-sum-exp */
   float *res_mid;  /* [T, C] after the attention residual */
   float *rstd2;    /* [T] */
@@ -42,8 +43,12 @@ struct layer_acts {
 };
 
 struct model {
-  struct model_config cfg;
+  struct model_config cfg;  /* with tp: this rank's shard of the model (heads, kv_heads, ffn_dim
+                               and vocab_size divided by the group size; head_dim the full
+                               model's) */
   struct param_table table;
+  const struct tp_group *tp; /* tensor parallelism (model/tp.h), or NULL */
+  int vocab_full, vocab_lo;  /* the full vocabulary and the first id of this rank's slice */
   const struct backend_ops *ops;
   /* The weights (model/weights.h): the forward and backward read their device copy, made
    * current first; everything else reads and fills the host buffer, which params names
@@ -105,6 +110,14 @@ struct model {
  * or -1 when out of memory (message printed). */
 int model_create(struct model *m, const struct model_config *mc, int max_tokens,
                  const struct backend_ops *ops);
+/* The same for one rank of the TP group tp (model/tp.h; kept by pointer): this rank's shard
+ * of the full model mc, whose parameters are laid out by param_table_build_tp. The
+ * forward and backward run collectives over tp: every rank of the group calls them with
+ * the same batch. A host backend only; no value head and no KV-cache path (refused at
+ * the call). tp->size must divide heads, kv_heads, ffn_dim and vocab_size (-1 and a
+ * message otherwise). tp == NULL is model_create. */
+int model_create_tp(struct model *m, const struct model_config *mc, int max_tokens,
+                    const struct backend_ops *ops, const struct tp_group *tp);
 void model_free(struct model *m);
 
 /* normal(0, init_std) for matrices, ones for norms, zeros for biases;

@@ -93,31 +93,46 @@ static void add(struct param_table *t, enum param_kind kind, int layer, int rows
   t->total += (size_t)rows * cols;
 }
 
-static void walk(struct param_table *t, const struct model_config *mc) {
-  int hd = mc->dim / mc->heads, kvd = hd * mc->kv_heads;
-  add(t, P_EMBED, -1, mc->vocab_size, mc->dim, "model.embed_tokens.weight");
+/* The table of one rank of a tensor-parallel group of tp ranks (1: the whole model): the
+ * split dimension of each tensor (param_split) divided by tp. */
+static void walk(struct param_table *t, const struct model_config *mc, int tp) {
+  int hd = mc->dim / mc->heads, kvd = hd * mc->kv_heads / tp, qd = mc->dim / tp;
+  int F = mc->ffn_dim / tp, V = mc->vocab_size / tp;
+  add(t, P_EMBED, -1, V, mc->dim, "model.embed_tokens.weight");
   for (int l = 0; l < mc->layers; l++) {
     add(t, P_ATTN_NORM, l, mc->dim, 1, "model.layers.%d.input_layernorm.weight");
-    add(t, P_WQ, l, mc->dim, mc->dim, "model.layers.%d.self_attn.q_proj.weight");
-    if (mc->qkv_bias) add(t, P_BQ, l, mc->dim, 1, "model.layers.%d.self_attn.q_proj.bias");
+    add(t, P_WQ, l, qd, mc->dim, "model.layers.%d.self_attn.q_proj.weight");
+    if (mc->qkv_bias) add(t, P_BQ, l, qd, 1, "model.layers.%d.self_attn.q_proj.bias");
     add(t, P_WK, l, kvd, mc->dim, "model.layers.%d.self_attn.k_proj.weight");
     if (mc->qkv_bias) add(t, P_BK, l, kvd, 1, "model.layers.%d.self_attn.k_proj.bias");
     add(t, P_WV, l, kvd, mc->dim, "model.layers.%d.self_attn.v_proj.weight");
     if (mc->qkv_bias) add(t, P_BV, l, kvd, 1, "model.layers.%d.self_attn.v_proj.bias");
-    add(t, P_WO, l, mc->dim, mc->dim, "model.layers.%d.self_attn.o_proj.weight");
+    add(t, P_WO, l, mc->dim, qd, "model.layers.%d.self_attn.o_proj.weight");
     add(t, P_FFN_NORM, l, mc->dim, 1, "model.layers.%d.post_attention_layernorm.weight");
-    add(t, P_WGATE, l, mc->ffn_dim, mc->dim, "model.layers.%d.mlp.gate_proj.weight");
-    add(t, P_WUP, l, mc->ffn_dim, mc->dim, "model.layers.%d.mlp.up_proj.weight");
-    add(t, P_WDOWN, l, mc->dim, mc->ffn_dim, "model.layers.%d.mlp.down_proj.weight");
+    add(t, P_WGATE, l, F, mc->dim, "model.layers.%d.mlp.gate_proj.weight");
+    add(t, P_WUP, l, F, mc->dim, "model.layers.%d.mlp.up_proj.weight");
+    add(t, P_WDOWN, l, mc->dim, F, "model.layers.%d.mlp.down_proj.weight");
   }
   add(t, P_FINAL_NORM, -1, mc->dim, 1, "model.norm.weight");
-  if (!mc->tie_embeddings) add(t, P_LM_HEAD, -1, mc->vocab_size, mc->dim, "lm_head.weight");
+  if (!mc->tie_embeddings) add(t, P_LM_HEAD, -1, V, mc->dim, "lm_head.weight");
   if (mc->value_head) add(t, P_SCORE, -1, 1, mc->dim, "score.weight");
 }
 
-void param_table_build(struct param_table *t, const struct model_config *mc) {
+enum param_split param_split(enum param_kind kind) {
+  switch (kind) {
+  case P_EMBED: case P_LM_HEAD: case P_WQ: case P_BQ: case P_WK: case P_BK: case P_WV: case P_BV:
+  case P_WGATE: case P_WUP:
+    return SPLIT_ROWS;
+  case P_WO: case P_WDOWN:
+    return SPLIT_COLS;
+  default:
+    return SPLIT_NONE;
+  }
+}
+
+void param_table_build_tp(struct param_table *t, const struct model_config *mc, int tp) {
   struct param_table count = {0};
-  walk(&count, mc);
+  walk(&count, mc, tp);
   t->n = 0;
   t->total = 0;
   t->e = calloc((size_t)count.n, sizeof *t->e);
@@ -125,7 +140,11 @@ void param_table_build(struct param_table *t, const struct model_config *mc) {
     fprintf(stderr, "rlpt: out of memory building the parameter table\n");
     exit(1);
   }
-  walk(t, mc);
+  walk(t, mc, tp);
+}
+
+void param_table_build(struct param_table *t, const struct model_config *mc) {
+  param_table_build_tp(t, mc, 1);
 }
 
 void param_table_free(struct param_table *t) {
@@ -135,7 +154,7 @@ void param_table_free(struct param_table *t) {
 
 size_t model_param_count(const struct model_config *mc) {
   struct param_table count = {0};
-  walk(&count, mc);
+  walk(&count, mc, 1);
   return count.total;
 }
 

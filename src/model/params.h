@@ -55,6 +55,16 @@ int model_config_check(const struct model_config *mc, char *err, size_t errlen);
  * q[,bias], k[,bias], v[,bias], o, ffn norm, gate, up, down}, final norm,
  * lm_head (untied only), score (value head only). */
 void param_table_build(struct param_table *t, const struct model_config *mc);
+/* Tensor parallelism (model/tp.h): how a tensor is split over a TP group. Rows:
+ * column-parallel q/k/v (by heads, kv heads split too; their biases), gate and up, and the
+ * vocabulary of the embedding and lm_head; columns: row-parallel o and down; none: the
+ * norms and the value head, replicated. */
+enum param_split { SPLIT_NONE, SPLIT_ROWS, SPLIT_COLS };
+enum param_split param_split(enum param_kind kind);
+/* The table of one rank of a TP group of tp ranks: the same tensors and names, the split
+ * dimension divided by tp (which must divide heads, kv_heads, ffn_dim and vocab_size),
+ * offsets into that rank's own flat buffer. tp = 1 is param_table_build. */
+void param_table_build_tp(struct param_table *t, const struct model_config *mc, int tp);
 void param_table_free(struct param_table *t);
 const struct param_entry *param_table_find(const struct param_table *t, const char *name);
 /* Offset of (kind, layer), or (size_t)-1 when the model has no such tensor. */

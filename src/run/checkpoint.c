@@ -5,7 +5,10 @@
  * prompt index), the PPO critic, the run state of run/restart.h (with the difficulty
  * filter's state) and the canonical deck. A failed write follows [checkpoint] on_error (run/loop.c): abort stops the
  * job with exit 2 on every rank, continue warns, trains on and counts it for the
- * end of the run. The directory is checked at start-up, by every rank that writes. */
+ * end of the run. The directory is checked at start-up, by every rank that writes.
+ * With [ranks] train_tp > 1 the policy, its moments and the reference are gathered into full
+ * logical tensors first (the file a one-rank run writes; run/restart.c takes each rank's
+ * shards back). */
 #include "run/checkpoint.h"
 
 #include <errno.h>
@@ -46,11 +49,25 @@ static void full_moments(const struct trainer *t, const struct model *m, const s
   *vv = *tmp_v;
 }
 
+/* With train_tp > 1: the policy, its moments and the reference gathered from the TP
+ * group's shards into full logical tensors (into tmp[0..3], freed by the caller), so the
+ * file is the one a one-rank run writes. */
+static void full_layout(struct trainer *t, struct ckpt_state *st, float **tmp) {
+  if (!t->full) return;
+  float **v[4] = {&st->params, &st->adam_m, &st->adam_v, &st->ref_params};
+  for (int i = 0; i < 4; i++) {
+    if (!*v[i]) continue;
+    if (!(tmp[i] = trainer_full_copy(t, *v[i])))
+      die_local("out of memory gathering the tensor-parallel shards for the checkpoint");
+    *v[i] = tmp[i];
+  }
+}
+
 int run_checkpoint(struct run *r, long step) {
   struct trainer *t = r->trainer;
   struct ckpt_state st;
   memset(&st, 0, sizeof st);
-  float *tmp[4] = {NULL, NULL, NULL, NULL};
+  float *tmp[8] = {NULL};
   trainer_sync_host(t, 1);  /* the host weights and moments made current */
   st.step = step;
   st.weight_version = t->weight_version;
@@ -70,6 +87,7 @@ int run_checkpoint(struct run *r, long step) {
     full_moments(t, &t->critic, &t->critic_opt, &st.critic_adam_m, &st.critic_adam_v, &tmp[2],
                  &tmp[3]);
   st.critic_adam_t = t->critic_opt.t;
+  full_layout(t, &st, tmp + 4);
   /* the run state a restart needs (run/restart.h); step 0 = the SFT -> RL boundary */
   restart_fill(r, &st, step, step > 0);
   if (ckpt_deck_text(r->cfg, &st.deck, &st.used_keys) != 0) die_local("out of memory");
@@ -80,8 +98,8 @@ int run_checkpoint(struct run *r, long step) {
   free(st.deck);
   free(st.used_keys);
   free(st.difficulty);
-  for (int i = 0; i < 4; i++) free(tmp[i]);
-  if (rc != CKPT_OK && r->comms.place.dp == 0 &&
+  for (int i = 0; i < 8; i++) free(tmp[i]);
+  if (rc != CKPT_OK && r->comms.place.dp == 0 && r->comms.place.tp == 0 &&
       r->cfg->checkpoint.on_error == CKPT_ON_ERROR_CONTINUE)
     fprintf(stderr, "rlpt: step %ld: checkpoint not written; training on ([checkpoint] on_error = "
             "continue)\n", step);

@@ -134,6 +134,20 @@ static void restart_print(const struct run *r, const struct restart_summary *m) 
   fflush(stdout);
 }
 
+/* With train_tp > 1: the checkpoint's full policy, moments and reference replaced by this
+ * rank's shards of them (the rest of the restart copies table.total floats). */
+static void tp_localize(const struct trainer *t, struct ckpt_state *st) {
+  if (!t->full) return;
+  float **v[4] = {&st->params, &st->adam_m, &st->adam_v, &st->ref_params};
+  for (int i = 0; i < 4; i++) {
+    if (!*v[i]) continue;
+    float *l = trainer_local_copy(t, *v[i]);
+    if (!l) die_local("out of memory taking this rank's tensor-parallel shards of the checkpoint");
+    free(*v[i]);  /* ckpt_read's own (st->owned) */
+    *v[i] = l;
+  }
+}
+
 /* Train ranks: read and check the checkpoint at `where` over the train communicator
  * (the tensors are full logical ones, so any number of train ranks can). 0, 1 or 2. */
 static int restart_read(struct run *r, const char *where, struct ckpt_state *st, char *path, size_t len) {
@@ -146,6 +160,7 @@ static int restart_read(struct run *r, const char *where, struct ckpt_state *st,
     rc = ckpt_read(where, st, &r->mc, tc);
   }
   if (!rc) rc = restart_check(r, st, path);
+  if (!rc) tp_localize(r->trainer, st);
   return rc;
 }
 

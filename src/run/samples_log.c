@@ -119,7 +119,7 @@ void samples_log_write(const struct run *r, const struct sample_batch *b, long s
   const struct config *cfg = r->cfg;
   int to_jsonl = cfg->log.samples_path[0] != 0, to_tb = r->samples_tb.f != NULL;
   if ((!to_jsonl && !to_tb) || cfg->log.samples_every <= 0 || step % cfg->log.samples_every) return;
-  if (r->comms.place.dp != 0 || b->n == 0) return;
+  if (r->comms.place.dp != 0 || r->comms.place.tp != 0 || b->n == 0) return;
   int n = 0;
   long groups = cfg->log.samples_groups;
   while (n < b->n && (groups == 0 || b->s[n].group < b->s[0].group + groups)) n++;
@@ -141,7 +141,7 @@ void samples_log_write(const struct run *r, const struct sample_batch *b, long s
 
 int samples_log_open(struct run *r, char *err, size_t len) {
   const struct config *cfg = r->cfg;
-  if (!r->is_train || r->comms.place.dp != 0 || !cfg->log.tensorboard_dir[0] ||
+  if (!r->is_train || r->comms.place.dp != 0 || r->comms.place.tp != 0 || !cfg->log.tensorboard_dir[0] ||
       cfg->log.samples_every <= 0)
     return 0;
   char why[1024];

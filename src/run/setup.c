@@ -24,6 +24,7 @@
 #include "run/reward_service.h"
 #include "run/run.h"
 #include "run/samples_log.h"
+#include "run/tp_run.h"
 #include "run/weight_sync.h"
 #include "sandbox/sandbox.h"
 #include "train/trainer.h"
@@ -37,10 +38,10 @@ static int run_supported(struct run *r, char *err, size_t len) {
   if (!r->mode)
     snprintf(err, len, "[run] mode = colocate_async is not built (generation and training on the "
              "same ranks at once); rlpt run implements sync and separate_async");
-  else if (c->rollout_tp != 1 || c->train_tp != 1 || c->train_pp != 1)
-    snprintf(err, len, "[ranks] rollout_tp = %d, train_tp = %d, train_pp = %d: rlpt run needs 1 for "
-             "each (the CPU trainer and rollout engine are data-parallel only; use train_dp and more "
-             "rollout ranks)", c->rollout_tp, c->train_tp, c->train_pp);
+  else if (c->rollout_tp != 1 || c->train_pp != 1)
+    snprintf(err, len, "[ranks] rollout_tp = %d, train_pp = %d: rlpt run needs 1 for both (the rollout "
+             "engine is data-parallel only and pipeline-parallel training is not built; use train_dp, "
+             "train_tp and more rollout ranks)", c->rollout_tp, c->train_pp);
   else if (r->cfg->run.mode == MODE_SEPARATE_ASYNC) return async_supported(r, err, len);
   else return 0;
   return 2;
@@ -96,6 +97,7 @@ static int setup_common(struct run *r, char *err, size_t len) {
   /* init = gguf:PATH | hf:DIR: the model's own tokenizer and config (model/import.h) on every rank */
   if (!rc) rc = model_import_or_deck(r->cfg, &r->mc, &r->tok, err, len);
   else tokenizer_init_char(&r->tok);
+  if (!rc) rc = tp_run_supported(r, err, len);  /* [ranks] train_tp > 1 */
   if (!rc) rc = task_init(&r->task, r->cfg, err, len);
   if (!rc) rc = reward_init(&r->rcfg, r->cfg, err, len);
   if (!rc) rc = reward_service_check(r, err, len);  /* rank 0: [reward] rm_path fits the policy */
@@ -115,7 +117,8 @@ static int setup_trainer(struct run *r, char *err, size_t len) {
   r->trainer = calloc(1, sizeof *r->trainer);
   if (!r->trainer) return snprintf(err, len, "out of memory"), 1;
   int max_tokens = (int)(r->cfg->ranks.micro_batch_seqs * r->mc.max_seq);
-  int rc = trainer_create(r->trainer, r->cfg, &r->mc, max_tokens, r->comms.dp_comm, err, len);
+  int rc = trainer_create_tp(r->trainer, r->cfg, &r->mc, max_tokens, r->comms.dp_comm,
+                             r->comms.tp_comm, err, len);
   if (rc && !r->trainer->cfg) {
     free(r->trainer);
     r->trainer = NULL;
@@ -213,9 +216,9 @@ static void print_banner(struct run *r) {
   if (r->is_ctl) {
     const struct role_counts *c = &r->comms.counts;
     printf("rlpt run %s: %d ranks, mode %s, layout %s (controller %d, rollout %d, reward %d, train "
-           "dp %d); %d BLAS thread(s) per rank%s, CPU GEMM %s\n", r->deck_path, c->world,
+           "dp %d x tp %d); %d BLAS thread(s) per rank%s, CPU GEMM %s\n", r->deck_path, c->world,
            r->mode->name, c->colocated ? "colocated" : "separate", c->controller, c->rollout,
-           c->reward, c->train_dp, r->threads.threads,
+           c->reward, c->train_dp, c->train_tp, r->threads.threads,
            r->threads.oversubscribed ? " (oversubscribed: waiting ranks yield)" : "", cpu_gemm_name());
     printf("rank map (host, role, coordinates)\n");
     fflush(stdout);

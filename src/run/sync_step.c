@@ -45,6 +45,7 @@
 #include "run/run.h"
 #include "run/samples_log.h"
 #include "run/step_parts.h"
+#include "run/tp_run.h"
 #include "run/weight_sync.h"
 #include "train/trainer.h"
 #include "util/alloc.h"
@@ -277,7 +278,9 @@ static void reward_to_train(struct run *r, const struct dynsamp *ds, struct samp
                          struct sample_batch *in) {
   long n_sel = dynsamp_selected(ds);
   int D = r->comms.counts.train_dp, W = r->comms.counts.reward;
-  int me = r->is_reward ? r->comms.place.role_rank[ROLE_REWARD] : -1, dp = r->is_train ? r->comms.place.dp : -1;
+  /* a TP group's rank 0 receives (train_world), then hands the batch on (run/tp_run.h) */
+  int me = r->is_reward ? r->comms.place.role_rank[ROLE_REWARD] : -1;
+  int dp = r->is_train && r->comms.place.tp == 0 ? r->comms.place.dp : -1;
   char *from = calloc_check((size_t)W, 1);  /* the reward ranks that send to this train rank */
   struct sample_batch out;
   sample_batch_init(&out);
@@ -319,9 +322,9 @@ int sample_cmp_slot(const void *a, const void *b) {
   return (x->index > y->index) - (x->index < y->index);
 }
 
-/* The trainer's metrics into the partial's trainer block (train dp 0 only). */
+/* The trainer's metrics into the partial's trainer block (train dp 0, tp 0 only). */
 static void train_report_fields(struct run *r, struct step_metrics *m) {
-  if (r->comms.place.dp != 0) return;
+  if (r->comms.place.dp != 0 || r->comms.place.tp != 0) return;
   for (int i = 0; i < metric_fields_len; i++) r->partial[PS_TRAIN_BEGIN + i] = *metrics_field(m, i);
   partial_set_train(r, "t_ckpt", r->t_ckpt_last);
   r->t_ckpt_last = 0;
@@ -334,12 +337,13 @@ void train_share(struct run *r, const struct dynsamp *ds, struct sample_batch *b
   sample_batch_init(b_in);
   qsort(b.s, (size_t)b.n, sizeof *b.s, sample_cmp_slot);
   int64_t v = r->trainer->weight_version;
-  for (int k = 0; k < b.n; k++) {
+  int lead = r->comms.place.tp == 0;  /* a TP group's samples are counted once */
+  for (int k = 0; lead && k < b.n; k++) {
     double lag = (double)(v - b.s[k].weight_version);
     r->partial[PS_LAG_SUM] += lag;
     r->partial[PS_LAG_MAX] = fmax(r->partial[PS_LAG_MAX], lag);
   }
-  r->partial[PS_TRAINED] += b.n;
+  if (lead) r->partial[PS_TRAINED] += b.n;
   struct step_metrics m;
   metrics_init(&m);
   /* no group kept on any rank (every train rank knows n_sel): no update, the trainer's
@@ -425,6 +429,7 @@ static void sync_step(struct run *r, long step) {
   struct sample_batch in;
   sample_batch_init(&in);
   run_rounds(r, step, &ds, &in);
+  if (r->is_train) tp_bcast_batch(r, &in);
   if (r->is_train) train_share(r, &ds, &in);
   sample_batch_free(&in);
   int worker = r->is_rollout || r->is_reward || r->is_train;

@@ -15,6 +15,9 @@
  *         xfer_bcast_weights moves them, and each rollout rank uploads them at its next
  *         forward (rollout_weights_changed): CPU runs, [run] weight_sync = mpi, and device
  *         runs NCCL cannot serve (a member on the CPU, two members of a node on one GPU).
+ *         With [ranks] train_tp > 1 the train members (dp 0's TP group) first gather their
+ *         shards into full tensors (trainer_full_params); each of them sends or receives
+ *         the same full bytes, the rollout ranks stay TP 1.
  * The metrics are the root's: t_sync from entering the sync (the wait for the peers
  * included) to the end of the copy, the MPI path's download included; sync_gbps the
  * parameter bytes over the time after the wait. */
@@ -120,10 +123,13 @@ static void sync_mpi(struct run *r, int64_t v, struct xfer_stats *st) {
   double t0 = clock_seconds();  /* params trained on the device come down first: in t_sync */
   if (r->is_train) weights_to_host(&m->weights);
   double t_down = clock_seconds() - t0;
-  int rc = xfer_bcast_weights(m->params, &m->table, 0, r->comms.weight_comm, st);
+  /* a train rank sends full tensors: with train_tp > 1 its TP group's shards gathered */
+  const struct param_table *table = &m->table;
+  float *params = r->is_train ? (float *)trainer_full_params(r->trainer, &table) : m->params;
+  int rc = xfer_bcast_weights(params, table, 0, r->comms.weight_comm, st);
   if (rc != XFER_OK) die_local("weight broadcast failed: %s", xfer_strerror(rc));
   if (r->is_rollout && r->is_train)
-    memcpy(r->rmodel->params, m->params, sizeof(float) * m->table.total);
+    memcpy(r->rmodel->params, params, sizeof(float) * table->total);
   if (r->is_rollout) rollout_weights_changed(r->engine, v);
   st->t_sync += t_down;
 }

@@ -46,17 +46,34 @@ int trainer_check_file(const struct model_config *mc, const char *path, const ch
 /* [model] init = ckpt:PATH: the /model group of an rlpt model file (rlpt init) or
  * checkpoint; its /meta model config must equal the deck's. Every rank reads. */
 static int init_from_file(struct trainer *t, const char *path, char *err, size_t errlen) {
-  int rc = trainer_check_file(&t->policy.cfg, path, "[model] init = ckpt:", err, errlen);
+  int rc = trainer_check_file(&t->full_table_cfg, path, "[model] init = ckpt:", err, errlen);
   if (rc) return rc;
-  if (model_h5_read_params(path, &t->policy.table, t->policy.params)) {
+  if (model_h5_read_params(path, t->full ? &t->full_table : &t->policy.table,
+                           t->full ? t->full : t->policy.params)) {
     snprintf(err, errlen, "[model] init = ckpt:%s: could not read /model (see above)", path);
     return 2;
   }
   return 0;
 }
 
+/* With tp: the full weights built or read into t->full, then this rank's shard taken. */
+static int init_params_tp(struct trainer *t, char *err, size_t errlen) {
+  const char *init = t->cfg->model.init;
+  int rc = 0;
+  if (!strcmp(init, "scratch"))
+    model_params_init(&t->full_table, t->full, t->full_table_cfg.init_std, (uint64_t)t->cfg->run.seed);
+  else if (!strncmp(init, "ckpt:", 5))
+    rc = init_from_file(t, init + 5, err, errlen);
+  else
+    return snprintf(err, errlen, "[model] init = %s: with [ranks] train_tp > 1 the trainer loads "
+                    "scratch or ckpt:PATH", init), 2;
+  if (!rc) tp_scatter(&t->tp, &t->full_table, t->full, &t->policy.table, t->policy.params);
+  return rc;
+}
+
 static int init_params(struct trainer *t, char *err, size_t errlen) {
   const char *init = t->cfg->model.init;
+  if (t->full) return init_params_tp(t, err, errlen);
   if (!strcmp(init, "scratch")) {
     model_init_params(&t->policy, (uint64_t)t->cfg->run.seed);
     return 0;
@@ -94,6 +111,24 @@ static int critic_create(struct trainer *t, char *err, size_t errlen) {
 
 int trainer_create(struct trainer *t, const struct config *cfg, const struct model_config *mc,
                    int max_tokens, MPI_Comm dp, char *err, size_t errlen) {
+  return trainer_create_tp(t, cfg, mc, max_tokens, dp, MPI_COMM_NULL, err, errlen);
+}
+
+/* The TP group of tp (none: a group of one), the full table and its scratch. 0 or 1. */
+static int tp_setup(struct trainer *t, const struct model_config *mc, MPI_Comm tp) {
+  t->tp = (struct tp_group){.comm = MPI_COMM_SELF, .rank = 0, .size = 1};
+  t->full_table_cfg = *mc;
+  t->full_table_cfg.head_dim = mc->dim / mc->heads;
+  if (tp == MPI_COMM_NULL) return 0;
+  tp_group_init(&t->tp, tp);
+  if (t->tp.size == 1) return 0;
+  param_table_build(&t->full_table, mc);
+  t->full = malloc(sizeof(float) * t->full_table.total);
+  return t->full ? 0 : 1;
+}
+
+int trainer_create_tp(struct trainer *t, const struct config *cfg, const struct model_config *mc,
+                      int max_tokens, MPI_Comm dp, MPI_Comm tp, char *err, size_t errlen) {
   memset(t, 0, sizeof *t);
   t->cfg = cfg;
   t->dp = dp;
@@ -107,7 +142,8 @@ int trainer_create(struct trainer *t, const struct config *cfg, const struct mod
     trainer_free(t);
     return 2;
   }
-  if (max_tokens < 1 || model_create(&t->policy, mc, max_tokens, ops)) {
+  if (tp_setup(t, mc, tp) || max_tokens < 1 ||
+      model_create_tp(&t->policy, mc, max_tokens, ops, t->full ? &t->tp : NULL)) {
     snprintf(err, errlen, "could not allocate the policy model for %d tokens", max_tokens);
     trainer_free(t);
     return 1;
@@ -143,6 +179,8 @@ void trainer_free(struct trainer *t) {
   model_free(&t->critic);
   adamw_free(&t->critic_opt);
   weights_free(&t->ref);
+  param_table_free(&t->full_table);
+  free(t->full);
   free(t->lp);
   free(t->ent);
   free(t->dlp);
@@ -226,8 +264,9 @@ static int update_on_host(struct trainer *t, struct model *m, struct adamw *opt,
     rc = zero_update(opt, m->params, g, (long)n, cfg->optim.grad_clip, &h, t->dp, grad_norm);
   } else {
     allreduce_sum_floats(g, n, 0, t->dp);
-    /* after the sum every rank holds the same gradient: its norm is the global one */
-    *grad_norm = sqrt(optim_sumsq(g, (long)n));
+    /* after the sum every rank holds the same gradient: its norm is the global one (with tp,
+     * the shards' squares summed over the group) */
+    *grad_norm = sqrt(t->full ? tp_sumsq(&t->tp, &m->table, g) : optim_sumsq(g, (long)n));
     rc = optim_clip_scale(g, (long)n, *grad_norm, cfg->optim.grad_clip);
     if (rc == OPTIM_OK) adamw_step(opt, m->params, g, &h);
   }
@@ -265,8 +304,37 @@ int trainer_update_model(struct trainer *t, struct model *m, struct adamw *opt, 
     applied = update_on_host(t, m, opt, lr, grad_norm);
   }
   t->skipped_nonfinite += !applied;
-  if (applied) t->params_nonfinite[device_slot(t, m)] = count_nonfinite(m);
+  if (applied) {
+    long bad = count_nonfinite(m);  /* with tp: over the whole model */
+    if (t->full) allreduce_polite(&bad, 1, MPI_LONG, MPI_SUM, t->tp.comm);
+    t->params_nonfinite[device_slot(t, m)] = bad;
+  }
   return applied;
+}
+
+const float *trainer_full_params(struct trainer *t, const struct param_table **table) {
+  *table = t->full ? &t->full_table : &t->policy.table;
+  if (!t->full) return t->policy.params;
+  tp_gather(&t->tp, &t->full_table, t->full, &t->policy.table, t->policy.params);
+  return t->full;
+}
+
+float *trainer_full_copy(struct trainer *t, const float *local) {
+  const struct param_table *ft = t->full ? &t->full_table : &t->policy.table;
+  float *out = malloc(sizeof(float) * (ft->total ? ft->total : 1));
+  if (!out) return NULL;
+  if (t->full) tp_gather(&t->tp, ft, out, &t->policy.table, local);
+  else memcpy(out, local, sizeof(float) * ft->total);
+  return out;
+}
+
+float *trainer_local_copy(const struct trainer *t, const float *full) {
+  size_t n = t->policy.table.total;
+  float *out = malloc(sizeof(float) * (n ? n : 1));
+  if (!out) return NULL;
+  if (t->full) tp_scatter(&t->tp, &t->full_table, full, &t->policy.table, out);
+  else memcpy(out, full, sizeof(float) * n);
+  return out;
 }
 
 long trainer_params_nonfinite(const struct trainer *t) {

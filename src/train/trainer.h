@@ -38,6 +38,7 @@
 #include <stdint.h>
 
 #include "model/model.h"
+#include "model/tp.h"
 #include "rl/experience.h"
 #include "rl/metrics.h"
 #include "train/optim.h"
@@ -59,6 +60,14 @@ struct trainer {
   int64_t weight_version;    /* bumped by every RL step that applied an update */
   MPI_Comm dp;               /* data-parallel group (MPI_COMM_SELF for one rank) */
   int dp_rank, dp_size;
+  /* tensor parallelism ([ranks] train_tp > 1, model/tp.h): the policy is this rank's shard
+   * (its table param_table_build_tp), and so are the gradients, AdamW moments and the
+   * reference; full_table is the full model's, full a scratch of its size for the gathered
+   * weights (trainer_full_params). tp.size = 1 without: full is NULL. */
+  struct tp_group tp;
+  struct param_table full_table;
+  struct model_config full_table_cfg;  /* the full model's config (the deck's) */
+  float *full;
   int zero;                  /* [optim] zero = 1 over dp_size > 1: opt and critic_opt hold
                                 this rank's ZeRO-1 slice only (train/zero.h zero_opt_range) */
   long skipped_nonfinite;     /* updates skipped for a non-finite gradient norm, since create */
@@ -87,6 +96,22 @@ struct trainer {
  * on failure *t is left zeroed (trainer_free on it is harmless). */
 int trainer_create(struct trainer *t, const struct config *cfg, const struct model_config *mc,
                    int max_tokens, MPI_Comm dp, char *err, size_t errlen);
+/* The same with the policy split over the TP group tp (MPI_COMM_NULL or a one-rank comm:
+ * trainer_create): model_create_tp, the initial weights built or read in the full layout
+ * and scattered ([model] init = scratch gives the one-rank run's weights), the gradient
+ * norm over the group (tp_sumsq). Host backend, zero = 0 and no critic (run/setup.c refuses
+ * the rest at deck time). Every rank of dp and tp calls the steps with its group's data. */
+int trainer_create_tp(struct trainer *t, const struct config *cfg, const struct model_config *mc,
+                      int max_tokens, MPI_Comm dp, MPI_Comm tp, char *err, size_t errlen);
+/* The policy's weights in the full model's layout and its table: the policy's own, or with
+ * tp gathered into t->full (collective over the TP group). */
+const float *trainer_full_params(struct trainer *t, const struct param_table **table);
+/* A malloc'd full-layout copy of a vector laid out by the policy's table (weights, AdamW
+ * moments, the reference): gathered over the TP group (collective). NULL when out of memory. */
+float *trainer_full_copy(struct trainer *t, const float *local);
+/* This rank's shard of a full-layout vector, malloc'd (no communication); NULL when out of
+ * memory. Without tp, a copy. */
+float *trainer_local_copy(const struct trainer *t, const float *full);
 void trainer_free(struct trainer *t);
 /* path is an rlpt model file or checkpoint whose /meta model config is mc (init_std aside):
  * 0, or 2 with a message starting with what (e.g. "[model] init = ckpt:"). */

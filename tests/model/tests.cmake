@@ -15,3 +15,18 @@ add_mpi_test(NAME test_gpu_select_2 EXE test_gpu_select NUM_PROCS 2 LABELS gpu m
 # test_weights: the residency states and transitions of struct weights (model/weights.h) and
 # the model's device path through them, on a stand-in device of host memory (no GPU).
 add_unit_test(test_weights SOURCES model/test_weights.c)
+# test_tp_model: the tensor-parallel model (model/tp.h) on 2 ranks against the one-rank model:
+# forward logprobs/entropies and every gradient within 1e-5 relative, the shard maps exact.
+add_test_program(test_tp_model model/test_tp_model.c)
+add_mpi_test(NAME test_tp_model EXE test_tp_model NUM_PROCS 2)
+# The same under AddressSanitizer + UBSan: the shard maps' strided copies, the vocabulary
+# slices' row offsets and the narrower q/att buffers stay inside their allocations (leak
+# detection off: Open MPI's own allocations outlive MPI_Finalize).
+if(TARGET rlpt_lib_asan)
+  add_executable(test_tp_model_asan model/test_tp_model.c)
+  target_link_libraries(test_tp_model_asan PRIVATE rlpt_lib_asan)
+  target_include_directories(test_tp_model_asan PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  add_mpi_test(NAME test_tp_model_asan EXE test_tp_model_asan NUM_PROCS 2 LABELS mpi asan)
+  set_property(TEST test_tp_model_asan APPEND PROPERTY ENVIRONMENT
+    "ASAN_OPTIONS=abort_on_error=1:detect_leaks=0;UBSAN_OPTIONS=print_stacktrace=1")
+endif()

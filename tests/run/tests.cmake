@@ -238,6 +238,7 @@ run_fail_test(watchdog 4 nonzero
 # and the job scripts refuse to run outside Slurm.
 
 add_test_program(test_restart_cmp run/test_restart_cmp.c)
+add_test_program(test_tp_cmp run/test_tp_cmp.c)
 
 string(REPLACE ";" " " RLPT_RESTART_FLAGS "${RLPT_MPI_PREFLAGS}")
 set(RLPT_RESTART_ENV "${RLPT_TEST_ENV};RLPT_MPIEXEC=${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG};RLPT_MPI_FLAGS=${RLPT_RESTART_FLAGS}")
@@ -835,3 +836,50 @@ foreach(mode data_dev_zero data_long_line hf_layers generate_crc score_keep gguf
     PROCESSORS ${np} TIMEOUT 150 PASS_REGULAR_EXPRESSION "FAULT_TEST_OK"
     FAIL_REGULAR_EXPRESSION "FAULT_TEST_FAILED")
 endforeach()
+
+# Tensor-parallel training ([ranks] train_tp = 2, model/tp.h; run/test_tp_run.sh, deck
+# tests/decks/tp_tiny.ini): SFT and GRPO against one train rank, DP 2 x TP 2, and restarts
+# from TP 2 on one rank and back; test_tp_cmp checks the metrics and every checkpoint tensor
+# within 1e-5 relative.
+foreach(mode sft grpo dp2 restart)
+  set(np 5)
+  if(mode STREQUAL dp2)
+    set(np 7)
+  endif()
+  add_test(NAME train_tp_${mode}
+    COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_tp_run.sh ${mode} $<TARGET_FILE:rlpt>
+            $<TARGET_FILE:test_tp_cmp> ${CMAKE_CURRENT_SOURCE_DIR}/decks/tp_tiny.ini)
+  set_tests_properties(train_tp_${mode} PROPERTIES LABELS "mpi" ENVIRONMENT "${RLPT_RESTART_ENV}"
+    PROCESSORS ${np} TIMEOUT 120 PASS_REGULAR_EXPRESSION "TP_TEST_OK"
+    FAIL_REGULAR_EXPRESSION "TP_TEST_FAILED|CHECK failed")
+endforeach()
+
+# train_tp > 1's bad decks (run/tp_run.c tp_run_supported): one message naming the key, exit 2
+# on every rank, before any work. TP_DECK/TP2: the tp_tiny deck on 5 ranks with train_tp = 2.
+set(TP_DECK ${CMAKE_CURRENT_SOURCE_DIR}/decks/tp_tiny.ini log.metrics_path=deck_tp.jsonl checkpoint.dir=deck_tp_ckpt)
+set(TP2 ranks.train=2 ranks.train_tp=2)
+set(TP_MSG "rlpt: run: \\[ranks\\] train_tp = 2: ")
+run_fail_test(deck_tp_heads 5 2 "${TP_MSG}\\[model\\] heads = 3 is not divisible by it.*RLPT_MESSAGES=1"
+  ${TP_DECK} ${TP2} model.heads=3 model.kv_heads=1)
+run_fail_test(deck_tp_kv_heads 5 2 "${TP_MSG}\\[model\\] kv_heads = 1 is not divisible by it.*RLPT_MESSAGES=1"
+  ${TP_DECK} ${TP2} model.kv_heads=1)
+run_fail_test(deck_tp_ffn 5 2 "${TP_MSG}\\[model\\] ffn_dim = 127 is not divisible by it.*RLPT_MESSAGES=1"
+  ${TP_DECK} ${TP2} model.ffn_dim=127)
+run_fail_test(deck_tp_vocab 5 2 "${TP_MSG}\\[model\\] vocab_size = 33 is not divisible by it.*RLPT_MESSAGES=1"
+  ${TP_DECK} ${TP2} model.vocab_size=33)
+run_fail_test(deck_tp_async 5 2 "${TP_MSG}\\[run\\] mode must be sync.*RLPT_MESSAGES=1"
+  ${TP_DECK} ${TP2} run.mode=separate_async)
+run_fail_test(deck_tp_colocated 2 2 "${TP_MSG}\\[ranks\\] layout must be separate.*RLPT_MESSAGES=1"
+  ${TP_DECK} ranks.layout=colocated ranks.controller=0 ranks.rollout=auto ranks.reward=auto
+  ranks.train=auto ranks.train_tp=2)
+run_fail_test(deck_tp_ppo 5 2 "${TP_MSG}\\[algo\\] adv_estimator = gae \\(the PPO critic\\).*RLPT_MESSAGES=1"
+  ${TP_DECK} ${TP2} algo.name=ppo)
+run_fail_test(deck_tp_dpo 5 2 "${TP_MSG}\\[algo\\] name = dpo \\| ipo \\| rm \\(preference training\\).*RLPT_MESSAGES=1"
+  ${CMAKE_SOURCE_DIR}/inputs/dpo_arith.ini ${TP2} log.metrics_path=deck_tp.jsonl
+  checkpoint.dir=deck_tp_ckpt data.pref_path=${CMAKE_CURRENT_SOURCE_DIR}/data/pref_tp.jsonl)
+run_fail_test(deck_tp_rejection 5 2 "${TP_MSG}\\[sft\\] source = rejection.*RLPT_MESSAGES=1"
+  ${TP_DECK} ${TP2} sft.source=rejection)
+run_fail_test(deck_tp_zero 5 2 "${TP_MSG}\\[optim\\] zero must be 0.*RLPT_MESSAGES=1"
+  ${TP_DECK} ${TP2} optim.zero=1)
+run_fail_test(deck_tp_pp 7 2 "rlpt: run: \\[ranks\\] rollout_tp = 1, train_pp = 2: rlpt run needs 1 for both.*RLPT_MESSAGES=1"
+  ${TP_DECK} ranks.train=4 ranks.train_tp=2 ranks.train_pp=2)

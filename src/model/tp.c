@@ -1,0 +1,98 @@
+/* model/tp.c: the TP group's collectives, the shard maps and the vocabulary-parallel
+ * embedding (model/tp.h). */
+#include "model/tp.h"
+
+#include <string.h>
+
+#include "mpi/allreduce.h"
+#include "util/error.h"
+
+void tp_group_init(struct tp_group *g, MPI_Comm comm) {
+  g->comm = comm;
+  MPI_CHECK(MPI_Comm_rank(comm, &g->rank));
+  MPI_CHECK(MPI_Comm_size(comm, &g->size));
+}
+
+void tp_sum_floats(const struct tp_group *g, float *x, size_t n) {
+  if (g->size > 1) allreduce_sum_floats(x, n, 0, g->comm);
+}
+
+void tp_sum_doubles(const struct tp_group *g, double *x, int n) {
+  if (g->size > 1) allreduce_polite(x, n, MPI_DOUBLE, MPI_SUM, g->comm);
+}
+
+void tp_max_floats(const struct tp_group *g, float *x, int n) {
+  if (g->size > 1) allreduce_polite(x, n, MPI_FLOAT, MPI_MAX, g->comm);
+}
+
+/* One tensor between its full form f (entry fe) and this rank's shard l (entry le):
+ * to_full copies l into its place in f, else the place into l. */
+static void shard_copy(const struct tp_group *g, const struct param_entry *fe, float *f,
+                       const struct param_entry *le, float *l, int to_full) {
+  float *fp = f + fe->offset, *lp = l + le->offset;
+  enum param_split s = param_split(le->kind);
+  if (s != SPLIT_COLS) {
+    if (s == SPLIT_ROWS) fp += (size_t)g->rank * le->numel;
+    if (to_full) memcpy(fp, lp, sizeof(float) * le->numel);
+    else memcpy(lp, fp, sizeof(float) * le->numel);
+    return;
+  }
+  size_t lc = (size_t)le->cols, fc = (size_t)fe->cols;
+  for (size_t r = 0; r < (size_t)le->rows; r++) {
+    float *a = fp + r * fc + (size_t)g->rank * lc, *b = lp + r * lc;
+    if (to_full) memcpy(a, b, sizeof(float) * lc);
+    else memcpy(b, a, sizeof(float) * lc);
+  }
+}
+
+void tp_gather(const struct tp_group *g, const struct param_table *full_t, float *full,
+               const struct param_table *local_t, const float *local) {
+  memset(full, 0, sizeof(float) * full_t->total);
+  for (int i = 0; i < local_t->n; i++) {
+    const struct param_entry *le = &local_t->e[i];
+    /* a replicated tensor from rank 0 alone: the sum adds zeros to it */
+    if (param_split(le->kind) == SPLIT_NONE && g->rank != 0) continue;
+    shard_copy(g, &full_t->e[i], full, le, (float *)local, 1);
+  }
+  tp_sum_floats(g, full, full_t->total);
+}
+
+void tp_scatter(const struct tp_group *g, const struct param_table *full_t, const float *full,
+                const struct param_table *local_t, float *local) {
+  for (int i = 0; i < local_t->n; i++)
+    shard_copy(g, &full_t->e[i], (float *)full, &local_t->e[i], local, 0);
+}
+
+double tp_sumsq(const struct tp_group *g, const struct param_table *local_t, const float *x) {
+  double s[2] = {0.0, 0.0};  /* split, replicated */
+  for (int i = 0; i < local_t->n; i++) {
+    const struct param_entry *e = &local_t->e[i];
+    const float *p = x + e->offset;
+    double q = 0.0;
+    for (size_t j = 0; j < e->numel; j++) q += (double)p[j] * p[j];
+    s[param_split(e->kind) == SPLIT_NONE] += q;
+  }
+  tp_sum_doubles(g, s, 1);
+  return s[0] + s[1];
+}
+
+void tp_embed_fwd(const struct tp_group *g, float *out, const int *tokens, const float *emb,
+                  int T, int C, int lo, int V) {
+  for (int t = 0; t < T; t++) {
+    int v = tokens[t] - lo;
+    float *o = out + (size_t)t * C;
+    if (v >= 0 && v < V) memcpy(o, emb + (size_t)v * C, sizeof(float) * (size_t)C);
+    else memset(o, 0, sizeof(float) * (size_t)C);
+  }
+  tp_sum_floats(g, out, (size_t)T * C);
+}
+
+void tp_embed_bwd(float *demb, const int *tokens, const float *dout, int T, int C, int lo, int V) {
+  for (int t = 0; t < T; t++) {
+    int v = tokens[t] - lo;
+    if (v < 0 || v >= V) continue;
+    float *d = demb + (size_t)v * C;
+    const float *s = dout + (size_t)t * C;
+    for (int c = 0; c < C; c++) d[c] += s[c];
+  }
+}
