@@ -12,9 +12,9 @@
  *     t_ckpt, mfu) and reward_parts.correct;
  *   - every RL step's logprob_diff_max <= 1e-5 (fp32 trainer vs rollout engine);
  *   - learning: mean acc over the last third of the RL steps minus the mean over
- *     the first third >= MIN_RISE, and the final eval's greedy pass@1 minus the
- *     post-SFT one >= MIN_GAIN (greedy on the same held-out prompts: no sampling
- *     noise). A sign-flipped policy gradient (e.g. the run with [reward]
+ *     the first third >= MIN_RISE, and the final eval's sampled pass@1 minus the
+ *     post-SFT one >= MIN_GAIN (the same held-out prompts, [eval] samples each; the
+ *     greedy gain is printed, see below). A sign-flipped policy gradient (e.g. the run with [reward]
  *     correct_weight = -1, which negates every GRPO advantage) drives both down
  *     and fails.
  * With E2E_ASYNC_DEPTH = D set (a [run] mode = separate_async run whose deterministic
@@ -31,7 +31,9 @@
  * max_lag L < D, [algo] tis off): stale_kept is 1 and tis_clipfrac a number exactly on the
  * steps whose lag exceeds L (the stale samples' truncated importance weights), else 0 and
  * null (every weight 1); without it stale_kept is 0. E2E_FREE_MAX_LAG = L (free-running,
- * stale = drop) and E2E_FREE_STALE_LAG = L (free-running, stale = tis): check_free_line. */
+ * stale = drop) and E2E_FREE_STALE_LAG = L (free-running, stale = tis): check_free_line.
+ * With E2E_MIN_GREEDY_GAIN = G set, the final greedy pass@1 minus the post-SFT one must also
+ * be >= G (otherwise only printed). */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -156,6 +158,21 @@ static void check_rl_line(const cJSON *o, long step) {
   CHECK(d <= LP_DIFF_TOL);
 }
 
+/* The greedy gain is printed; with E2E_MIN_GREEDY_GAIN = G set it must be >= G (a model whose
+ * greedy answers move together, such as SmolLM2 on the addition deck, where the rounding
+ * noise above is far below the gain). */
+static void check_greedy_gain(double pass_sft, double pass_rl) {
+  const char *g = getenv("E2E_MIN_GREEDY_GAIN");
+  printf("eval greedy pass@1: post-SFT %.3f, post-RL %.3f, gain %+.3f", pass_sft, pass_rl, pass_rl - pass_sft);
+  if (!g) {
+    printf("\n");
+    return;
+  }
+  double min_greedy = atof(g);
+  printf(" (want >= %+.3f)\n", min_greedy);
+  CHECK(pass_rl - pass_sft >= min_greedy);
+}
+
 int main(int argc, char **argv) {
   if (argc != 6) {
     fprintf(stderr, "usage: test_e2e METRICS.jsonl SFT_STEPS RL_STEPS MIN_RISE MIN_GAIN\n");
@@ -226,7 +243,7 @@ int main(int argc, char **argv) {
   printf("eval sampled pass@1: post-SFT %.3f, post-RL %.3f, gain %+.3f (want >= %+.3f)\n", samp_sft, samp_rl,
          samp_rl - samp_sft, min_gain);
   CHECK(samp_rl - samp_sft >= min_gain);
-  printf("eval greedy pass@1: post-SFT %.3f, post-RL %.3f, gain %+.3f\n", pass_sft, pass_rl, pass_rl - pass_sft);
+  check_greedy_gain(pass_sft, pass_rl);
   free(acc);
   return TEST_RESULT("test_e2e");
 }

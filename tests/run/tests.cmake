@@ -537,6 +537,23 @@ set_tests_properties(smollm2_grpo_step PROPERTIES LABELS model ENVIRONMENT "${RL
   SKIP_RETURN_CODE 77 TIMEOUT 600
   PASS_REGULAR_EXPRESSION "step 1/1 rl [^\n]*\n(.*\n)?[{].*\"step\": *1[,}]")
 
+# inputs/smollm2_add.ini learns, shortened (tests/run/smollm2_learns.sh): its first 4 GRPO
+# steps (4 prompts x 8 samples, full fine-tuning, 2 colocated ranks), evaluated at step 0 and
+# 4 on its 50 held-out problems, checked by run/test_e2e.c. Measured here (2 cores shared,
+# 63-116 s wall): seed 1234 (the deck's, the test's) held-out greedy pass@1 0.48 -> 0.94,
+# sampled 0.22 -> 0.46; seeds 1 and 2 (the seed also picks the held-out half): greedy 0.74 ->
+# 0.96 / 0.60 -> 0.92, sampled +0.24 / +0.42. With reward.correct_weight=-1 (seed 1234):
+# greedy 0.48 -> 0.14, sampled 0.22 -> 0.02, so both checks fail. Bars: greedy +0.15, sampled
+# +0.10; the acc rise is not asserted (-1): one step per third, 32 samples each, +0.03 on seed
+# 1234 (6 steps: rises +0.38 to +0.58, in 92-129 s). Label model: needs the GGUF
+# (jobscripts/fetch-smollm2.sh), skips (77) without it.
+add_test(NAME smollm2_add_learns
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/smollm2_learns.sh $<TARGET_FILE:rlpt> $<TARGET_FILE:test_e2e>
+          4 -1 0.10)
+set_tests_properties(smollm2_add_learns PROPERTIES LABELS "model;e2e"
+  ENVIRONMENT "${RLPT_E2E_ENV};E2E_MIN_GREEDY_GAIN=0.15" PROCESSORS 2 SKIP_RETURN_CODE 77 TIMEOUT 600
+  FAIL_REGULAR_EXPRESSION "E2E_RUN_FAILED")
+
 # [run] device = cuda on a machine without a usable GPU: every train and rollout rank
 # refuses with the reason (rank 3 is the train rank of this 4-rank layout) and the run
 # exits 2. Skipped (77) where `rlpt version` reports a visible GPU (the deck is valid).
