@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 static int tu_failures = 0;
 
@@ -46,5 +47,14 @@ static inline const char *tu_write_file(const char *dir, const char *name, const
 }
 #define TEST_RESULT(name) (tu_failures ? (fprintf(stderr, "%s: %d check(s) failed\n", \
   name, tu_failures), 1) : (printf("%s: all checks passed\n", name), 0))
+
+/* A metrics field that no two runs share: wall times and rates (time_s, t_*, *_per_s,
+ * sync_gbps, mfu), separate_async's idle fractions (idle_*) and the processes' peak memory
+ * (rss_*). Run comparisons skip them. */
+static inline int tu_run_dependent_field(const char *k) {
+  size_t n = strlen(k);
+  return !strncmp(k, "t_", 2) || !strncmp(k, "idle_", 5) || !strncmp(k, "rss_", 4) || !strcmp(k, "time_s") ||
+         !strcmp(k, "sync_gbps") || !strcmp(k, "mfu") || (n > 6 && !strcmp(k + n - 6, "_per_s"));
+}
 
 #endif

@@ -22,7 +22,7 @@ done
 import json, sys
 def skip(k):
     return (k.startswith("t_") or k.startswith("idle_") or k.endswith("_per_s")
-            or k in ("time_s", "sync_gbps", "mfu", "buffer_groups", "version_mixed_frac", "stale_kept"))
+            or k.startswith("rss_") or k in ("time_s", "sync_gbps", "mfu", "buffer_groups", "version_mixed_frac", "stale_kept"))
 a = [json.loads(l) for l in open(sys.argv[1])]
 b = [json.loads(l) for l in open(sys.argv[2])]
 bad = 0 if len(a) == len(b) else 1

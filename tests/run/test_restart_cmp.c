@@ -1,8 +1,8 @@
 /* run/test_restart_cmp.c: compare two metrics JSONL files of `rlpt run` line by line
  * (tests/run/test_restart.sh): the same lines in the same order (step, phase, eval
  * or not), and every numeric field equal except the wall times and rates
- * (time_s, t_*, *_per_s, sync_gbps, mfu, idle_*: separate_async's idle fractions), which
- * no two runs share.
+ * (time_s, t_*, *_per_s, sync_gbps, mfu, idle_*: separate_async's idle fractions) and the
+ * processes' peak memory (rss_*), which no two runs share.
  *   test_restart_cmp A B exact            bit-identical values (same layout)
  *   test_restart_cmp A B RTOL ATOL        |a - b| <= ATOL + RTOL |a| (another layout)
  * Lines of RL steps < FROM (optional 5th argument, default 0) are compared exactly
@@ -16,17 +16,11 @@
 
 #include "testutil.h"
 
-static int timing_field(const char *k) {
-  size_t n = strlen(k);
-  return !strncmp(k, "t_", 2) || !strncmp(k, "idle_", 5) || !strcmp(k, "time_s") || !strcmp(k, "sync_gbps") || !strcmp(k, "mfu") ||
-         (n > 6 && !strcmp(k + n - 6, "_per_s"));
-}
-
 /* One line pair; exact or within (rtol, atol). Returns the number of differing fields. */
 static int cmp_line(int ln, const cJSON *a, const cJSON *b, int exact, double rtol, double atol) {
   int bad = 0;
   for (const cJSON *x = a->child; x; x = x->next) {
-    if (timing_field(x->string)) continue;
+    if (tu_run_dependent_field(x->string)) continue;
     const cJSON *y = cJSON_GetObjectItemCaseSensitive(b, x->string);
     int same;
     if (!y) same = 0;

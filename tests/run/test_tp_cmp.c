@@ -24,17 +24,11 @@
 #define ATOL 1e-6
 #define TENSOR_TOL 1e-5
 
-static int timing_field(const char *k) {
-  size_t n = strlen(k);
-  return !strncmp(k, "t_", 2) || !strncmp(k, "idle_", 5) || !strcmp(k, "time_s") ||
-         !strcmp(k, "sync_gbps") || !strcmp(k, "mfu") || (n > 6 && !strcmp(k + n - 6, "_per_s"));
-}
-
 static double worst_metric;
 
 static void cmp_line(int ln, const cJSON *a, const cJSON *b) {
   for (const cJSON *x = a->child; x; x = x->next) {
-    if (timing_field(x->string)) continue;
+    if (tu_run_dependent_field(x->string)) continue;
     const cJSON *y = cJSON_GetObjectItemCaseSensitive(b, x->string);
     int same;
     if (!y) same = 0;
