@@ -100,7 +100,8 @@ static void train_memory(struct plan *p, const struct config *cfg) {
 
 /* Per reward rank with [reward] rm_path: the reward model (shape from the file's
  * metadata, checked against the policy as rlpt run does) in the run's precision, and
- * the saved activations of one forward over rm_batch_tokens (at least max_seq). 0 or 2. */
+ * the activation arena of its forward over rm_batch_tokens (at least max_seq) as
+ * model_create_forward allocates it. 0 or 2. */
 static int reward_memory(struct plan *p, const struct config *cfg, char *err, size_t errlen) {
   struct plan_memory *m = &p->reward;
   memset(m, 0, sizeof *m);
@@ -112,8 +113,7 @@ static int reward_memory(struct plan *p, const struct config *cfg, char *err, si
   double tokens = cfg->reward.rm_batch_tokens > p->mc.max_seq ? (double)cfg->reward.rm_batch_tokens
                                                               : (double)p->mc.max_seq;
   m->weights = (double)model_param_count(&p->rm_mc) * p->weight_bytes;
-  m->activations = tokens * p->rm_mc.layers * plan_act_elems_per_token_layer(&p->rm_mc) *
-                   p->weight_bytes;
+  m->activations = (double)model_forward_arena_bytes(&p->rm_mc, (int)tokens);  /* as it allocates */
   m->total = m->weights + m->activations;
   return 0;
 }
@@ -123,7 +123,9 @@ static int reward_memory(struct plan *p, const struct config *cfg, char *err, si
  * the instances; each sequence is bounded by max_seq tokens (prompt +
  * max_new_tokens <= max_seq). KV per token = 2 (k, v) x layers x kv_heads x
  * head_dim x weight_bytes; a TP rank holds ceil(kv_heads / rollout_tp) heads
- * (kv heads are replicated when there are fewer than rollout_tp). */
+ * (kv heads are replicated when there are fewer than rollout_tp). The forward's activation
+ * arena is what model_create_forward allocates for [rollout] max_batch_tokens (fp32; with
+ * rollout_tp > 1, which rlpt run does not build yet, that over rollout_tp: an estimate). */
 static void rollout_memory(struct plan *p, const struct config *cfg) {
   const struct role_counts *c = &p->counts;
   const struct model_config *mc = &p->mc;
@@ -136,7 +138,8 @@ static void rollout_memory(struct plan *p, const struct config *cfg) {
   m->weights = p->params * p->weight_bytes / c->rollout_tp;
   m->kv_cache = p->seqs_per_instance * mc->max_seq * 2.0 * mc->layers * heads_rank * mc->head_dim *
                 p->weight_bytes;
-  m->total = m->weights + m->kv_cache;
+  m->activations = (double)model_forward_arena_bytes(mc, (int)cfg->rollout.max_batch_tokens) / c->rollout_tp;
+  m->total = m->weights + m->kv_cache + m->activations;
   p->kv_pool = (double)cfg->rollout.kv_cache_mb * 1048576.0;
 }
 
@@ -255,8 +258,9 @@ static void print_memory_line(FILE *f, const char *role, int ranks, const struct
     if (m->critic > 0) fprintf(f, " + PPO critic %s", bytes_str(m->critic, a, sizeof a));
     fputc('\n', f);
   } else
-    fprintf(f, "  %-12s %s = weights %s + KV cache %s\n", role, bytes_str(m->total, t, sizeof t),
-            bytes_str(m->weights, a, sizeof a), bytes_str(m->kv_cache, b, sizeof b));
+    fprintf(f, "  %-12s %s = weights %s + KV cache %s + forward activations %s\n", role,
+            bytes_str(m->total, t, sizeof t), bytes_str(m->weights, a, sizeof a),
+            bytes_str(m->kv_cache, b, sizeof b), bytes_str(m->activations, g, sizeof g));
 }
 
 static void print_model(const struct plan *p, const struct config *cfg, FILE *f) {
@@ -342,7 +346,7 @@ int plan_check_fit(const struct plan *p, const struct config *cfg, char *err, si
   const struct role_counts *c = &p->counts;
   const struct plan_memory *tr = &p->train, *ro = &p->rollout;
   size_t n = 0;
-  char t[32], a[32], b[32];
+  char t[32], a[32], b[32], d[32];
   err[0] = '\0';
   if (limit <= 0) return 0;
   if (c->colocated && p->colocated_total > limit)
@@ -362,11 +366,13 @@ int plan_check_fit(const struct plan *p, const struct config *cfg, char *err, si
                           cfg->ranks.device_memory_gb, cfg->ranks.micro_batch_seqs);
   if (!c->colocated && ro->total > limit && n < errlen)
     n += (size_t)snprintf(err + n, errlen - n, "%srollout rank needs %s (weights %s + KV cache %s "
-                          "for %.0f sequences x max_seq %d) > [ranks] device_memory_gb = %g; raise "
-                          "rollout_tp or the rollout instances, or lower prompts_per_step",
+                          "for %.0f sequences x max_seq %d + forward activations %s for [rollout] "
+                          "max_batch_tokens %ld) > [ranks] device_memory_gb = %g; raise rollout_tp or "
+                          "the rollout instances, or lower prompts_per_step or max_batch_tokens",
                           n ? "\n" : "", bytes_str(ro->total, t, sizeof t),
                           bytes_str(ro->weights, a, sizeof a), bytes_str(ro->kv_cache, b, sizeof b),
-                          p->seqs_per_instance, p->mc.max_seq, cfg->ranks.device_memory_gb);
+                          p->seqs_per_instance, p->mc.max_seq, bytes_str(ro->activations, d, sizeof d),
+                          cfg->rollout.max_batch_tokens, cfg->ranks.device_memory_gb);
   if (!c->colocated && p->reward.total > limit && n < errlen)
     n += (size_t)snprintf(err + n, errlen - n, "%sreward rank needs %s (reward model weights %s + "
                           "activations %s) > [ranks] device_memory_gb = %g; lower [reward] "
@@ -375,12 +381,14 @@ int plan_check_fit(const struct plan *p, const struct config *cfg, char *err, si
                           bytes_str(p->reward.weights, a, sizeof a),
                           bytes_str(p->reward.activations, b, sizeof b),
                           cfg->ranks.device_memory_gb, cfg->reward.rm_batch_tokens);
-  double pool_total = ro->weights + p->kv_pool + (c->colocated ? tr->total + p->reward.total : 0);
+  double pool_total = ro->weights + ro->activations + p->kv_pool +
+                      (c->colocated ? tr->total + p->reward.total : 0);
   if (pool_total > limit && n < errlen)
-    n += (size_t)snprintf(err + n, errlen - n, "%s%s rank: weights %s + [rollout] kv_cache_mb = "
-                          "%ld MiB%s = %s > [ranks] device_memory_gb = %g; lower kv_cache_mb",
-                          n ? "\n" : "", c->colocated ? "colocated worker" : "rollout",
-                          bytes_str(ro->weights, a, sizeof a), cfg->rollout.kv_cache_mb,
+    n += (size_t)snprintf(err + n, errlen - n, "%s%s rank: weights %s + forward activations %s + "
+                          "[rollout] kv_cache_mb = %ld MiB%s = %s > [ranks] device_memory_gb = %g; "
+                          "lower kv_cache_mb", n ? "\n" : "", c->colocated ? "colocated worker" : "rollout",
+                          bytes_str(ro->weights, a, sizeof a), bytes_str(ro->activations, d, sizeof d),
+                          cfg->rollout.kv_cache_mb,
                           c->colocated ? " + train" : "", bytes_str(pool_total, t, sizeof t),
                           cfg->ranks.device_memory_gb);
   return n ? 2 : 0;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/alloc.h"
 #include "util/huge_alloc.h"
 #include "util/rng.h"
 
@@ -87,6 +88,13 @@ static void model_carve(struct model *m, struct carver *c) {
   int span = mc->max_seq < m->max_tokens ? mc->max_seq : m->max_tokens;
   for (int l = 0; l < mc->layers; l++) {
     struct layer_acts *a = &m->layers[l];
+    /* forward only: nothing reads a layer's activations after it has run, and a layer
+     * writes its output (the next layer's res_in) only after its last read of its own
+     * res_in, so every layer uses layer 0's set */
+    if (m->forward_only && l >= 1) {
+      *a = m->layers[0];
+      continue;
+    }
     a->res_in = carve(c, T * C);
     a->rstd1 = carve(c, T);
     a->q = carve(c, T * QD);
@@ -106,19 +114,21 @@ static void model_carve(struct model *m, struct carver *c) {
   m->ent_out = carve(c, T);
   m->lp_out = carve(c, T);
   m->val_out = carve(c, T);
-  m->dlp_in = carve(c, T);
-  m->dent_in = carve(c, T);
-  m->dval_in = carve(c, T);
   m->xn = carve(c, T * C);
   m->h = carve(c, T * F);
-  m->dres = carve(c, T * C);
-  m->dxn = carve(c, T * C);
-  m->datt = carve(c, T * QD);
-  m->dq = carve(c, T * QD);
-  m->dk = carve(c, T * KV);
-  m->dv = carve(c, T * KV);
-  m->dgate = carve(c, T * F);
-  m->dup = carve(c, T * F);
+  if (!m->forward_only) {  /* the backward's */
+    m->dlp_in = carve(c, T);
+    m->dent_in = carve(c, T);
+    m->dval_in = carve(c, T);
+    m->dres = carve(c, T * C);
+    m->dxn = carve(c, T * C);
+    m->datt = carve(c, T * QD);
+    m->dq = carve(c, T * QD);
+    m->dk = carve(c, T * KV);
+    m->dv = carve(c, T * KV);
+    m->dgate = carve(c, T * F);
+    m->dup = carve(c, T * F);
+  }
   m->logits = carve(c, (size_t)m->logit_rows * mc->vocab_size);
   /* queries of one call span at most `span` rows, keys at most max_seq (KV-cache path) */
   m->attn_scratch = carve(c, attn_scratch_floats(span, mc->max_seq));
@@ -200,14 +210,39 @@ static int shard_config(struct model *m, const struct model_config *mc, const st
   return 0;
 }
 
+static int create(struct model *m, const struct model_config *mc, int max_tokens,
+                  const struct backend_ops *ops, const struct tp_group *tp, int forward_only);
+
 int model_create(struct model *m, const struct model_config *mc, int max_tokens,
                  const struct backend_ops *ops) {
-  return model_create_tp(m, mc, max_tokens, ops, NULL);
+  return create(m, mc, max_tokens, ops, NULL, 0);
+}
+
+int model_create_forward(struct model *m, const struct model_config *mc, int max_tokens,
+                         const struct backend_ops *ops) {
+  return create(m, mc, max_tokens, ops, NULL, 1);
 }
 
 int model_create_tp(struct model *m, const struct model_config *mc, int max_tokens,
                     const struct backend_ops *ops, const struct tp_group *tp) {
+  return create(m, mc, max_tokens, ops, tp, 0);
+}
+
+size_t model_forward_arena_bytes(const struct model_config *mc, int max_tokens) {
+  struct model m = {.cfg = *mc, .max_tokens = max_tokens, .forward_only = 1};
+  m.cfg.head_dim = mc->dim / mc->heads;
+  m.logit_rows = max_tokens < 1 ? 1 : max_tokens < MODEL_LOGIT_CHUNK ? max_tokens : MODEL_LOGIT_CHUNK;
+  m.layers = calloc_check((size_t)mc->layers, sizeof *m.layers);
+  struct carver count = {.base = NULL, .used = 0};
+  model_carve(&m, &count);
+  free(m.layers);
+  return sizeof(float) * count.used;
+}
+
+static int create(struct model *m, const struct model_config *mc, int max_tokens,
+                  const struct backend_ops *ops, const struct tp_group *tp, int forward_only) {
   memset(m, 0, sizeof *m);
+  m->forward_only = forward_only;
   if (tp && ops->upload) {
     fprintf(stderr, "rlpt: model: tensor parallelism runs on the host backend only\n");
     return -1;
@@ -224,8 +259,10 @@ int model_create_tp(struct model *m, const struct model_config *mc, int max_toke
   int weights_rc = weights_create(&m->weights, m->table.total, ops);
   if (!weights_rc) weights_rc = weights_device_alloc(&m->weights);
   m->params = m->weights.host;
-  m->grads = huge_floats(m->table.total);
-  m->dgrads = m->on_device ? ops->alloc(sizeof(float) * m->table.total) : m->grads;
+  if (!forward_only) {
+    m->grads = huge_floats(m->table.total);
+    m->dgrads = m->on_device ? ops->alloc(sizeof(float) * m->table.total) : m->grads;
+  }
   int arrays_rc = batch_arrays_alloc(m);
   m->rope_cos = dmem_alloc(m, sizeof(float) * half * mc->max_seq);
   m->rope_sin = dmem_alloc(m, sizeof(float) * half * mc->max_seq);
@@ -233,7 +270,7 @@ int model_create_tp(struct model *m, const struct model_config *mc, int max_toke
   struct carver count = { .base = NULL, .used = 0 };
   model_carve(m, &count);
   m->arena = dmem_alloc(m, sizeof(float) * count.used); /* count.used: whole 64-byte pieces */
-  if (weights_rc || !m->grads || !m->dgrads || arrays_rc || !m->rope_cos || !m->rope_sin ||
+  if (weights_rc || (!forward_only && (!m->grads || !m->dgrads)) || arrays_rc || !m->rope_cos || !m->rope_sin ||
       !m->layers || !m->arena || rope_tables(m)) {
     fprintf(stderr, "rlpt: out of memory for the model (%zu parameters, %zu activation floats "
             "for %d tokens)\n", m->table.total, count.used, max_tokens);
@@ -287,6 +324,7 @@ void model_init_params(struct model *m, uint64_t seed) {
 }
 
 void model_zero_grad(struct model *m) {
+  if (m->forward_only) return;  /* no gradients */
   if (!m->grads_on_device) memset(m->grads, 0, sizeof(float) * m->table.total);
   if (m->on_device) dmem_zero(m, m->dgrads, sizeof(float) * m->table.total);
 }
@@ -773,6 +811,10 @@ void model_backward(struct model *m, const float *dlogprob, const float *dentrop
                     const float *dvalue) {
   const struct model_config *mc = &m->cfg;
   int T = m->T, C = mc->dim;
+  if (m->forward_only) {  /* a caller's bug: the model was made without the backward's memory */
+    fprintf(stderr, "rlpt: model: model_backward on a forward-only model (model_create_forward)\n");
+    abort();
+  }
   if (m->on_device) { /* the ops read their own memory: the host gradients go up first */
     dlogprob = stage_in(m, m->dlp_in, dlogprob, T);
     dentropy = stage_in(m, m->dent_in, dentropy, T);

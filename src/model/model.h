@@ -76,6 +76,7 @@ struct model {
                              nothing compares, e.g. SFT). Set it before a forward and keep it
                              until that forward's backward. */
   int max_tokens;         /* token budget of one packed batch */
+  int forward_only;       /* model_create_forward: no gradients, no backward buffers */
   int logit_chunk;        /* rows of logits at a time (tests may lower it) */
   int logit_rows;         /* rows the logits buffer holds: MODEL_LOGIT_CHUNK or max_tokens */
 
@@ -118,6 +119,14 @@ int model_create(struct model *m, const struct model_config *mc, int max_tokens,
  * message otherwise). tp == NULL is model_create. */
 int model_create_tp(struct model *m, const struct model_config *mc, int max_tokens,
                     const struct backend_ops *ops, const struct tp_group *tp);
+/* A model that only runs forwards (the rollout engine, scoring, evaluation): no gradients,
+ * none of the backward's buffers, and one set of layer activations that every layer
+ * reuses, so its activation memory does not grow with the layer count. model_backward
+ * on it aborts; model_zero_grad does nothing. */
+int model_create_forward(struct model *m, const struct model_config *mc, int max_tokens,
+                         const struct backend_ops *ops);
+/* Bytes of model_create_forward's activation arena for mc and max_tokens (rlpt plan). */
+size_t model_forward_arena_bytes(const struct model_config *mc, int max_tokens);
 void model_free(struct model *m);
 
 /* normal(0, init_std) for matrices, ones for norms, zeros for biases;

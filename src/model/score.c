@@ -142,7 +142,7 @@ static int score_load(struct score_run *r, const char *model_path, const char *d
   const struct model_config *mc = &ms.mc;
   int need = longest < mc->max_seq ? longest : mc->max_seq;
   r->budget = need > SCORE_BATCH_TOKENS ? need : SCORE_BATCH_TOKENS;
-  if (!rc && model_create(&r->m, mc, r->budget, ops)) rc = 1;
+  if (!rc && model_create_forward(&r->m, mc, r->budget, ops)) rc = 1;
   if (!rc) {
     size_t b = (size_t)r->budget;
     memcpy(r->m.params, ms.params, sizeof(float) * r->m.table.total);

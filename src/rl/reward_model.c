@@ -50,7 +50,7 @@ int reward_model_load_on(struct reward_model *rm, const struct backend_ops *ops,
   int rc = open_checked(path, vocab, need_seq, rm->path, sizeof rm->path, &f, &mc, &rm->group, err, errlen);
   if (rc) return rc;
   rm->budget = budget > need_seq ? budget : need_seq;
-  if (model_create(&rm->m, &mc, rm->budget, ops) != 0) {
+  if (model_create_forward(&rm->m, &mc, rm->budget, ops) != 0) {
     snprintf(err, errlen, "[reward] rm_path: out of memory for the reward model (%zu parameters, "
              "[reward] rm_batch_tokens = %d)", model_param_count(&mc), rm->budget);
     rc = 1;

@@ -145,7 +145,7 @@ static int load_model(struct model *m, const struct generate_text_opts *o, struc
   long budget = (long)n_prompt + o->max_new + o->n;
   const struct backend_ops *ops = device_backend_named(o->device, err, sizeof err);
   if (!ops) fprintf(stderr, "rlpt: generate: %s\n", err);
-  rc = !ops ? 2 : model_create(m, &mc, (int)budget, ops) ? 1 : 0;
+  rc = !ops ? 2 : model_create_forward(m, &mc, (int)budget, ops) ? 1 : 0;
   if (!imported(o) || rc) {
     if (!rc) memcpy(m->params, ms.params, sizeof(float) * m->table.total);
     model_source_free(&ms);

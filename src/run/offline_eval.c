@@ -136,7 +136,7 @@ static int setup_engine(struct run *r, struct eval_model *em) {
   char err[1024] = "";
   int rc = 0, max_tokens = (int)r->cfg->rollout.max_batch_tokens;
   r->rmodel = calloc(1, sizeof *r->rmodel);
-  if (!r->rmodel || model_create(r->rmodel, &r->mc, max_tokens, &cpu_backend) != 0) {
+  if (!r->rmodel || model_create_forward(r->rmodel, &r->mc, max_tokens, &cpu_backend) != 0) {
     free(r->rmodel);
     r->rmodel = NULL;
     rc = 1;

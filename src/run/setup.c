@@ -174,7 +174,7 @@ static int setup_rollout(struct run *r, char *err, size_t len) {
   if (!ops) return 2;
   int max_tokens = (int)r->cfg->rollout.max_batch_tokens;
   r->rmodel = calloc(1, sizeof *r->rmodel);
-  if (!r->rmodel || model_create(r->rmodel, &r->mc, max_tokens, ops) != 0) {
+  if (!r->rmodel || model_create_forward(r->rmodel, &r->mc, max_tokens, ops) != 0) {
     free(r->rmodel);
     r->rmodel = NULL;
     snprintf(err, len, "could not allocate the rollout model ([rollout] max_batch_tokens = %d)",

@@ -43,6 +43,7 @@ static void small_config(struct config *cfg) {
   cfg->ranks.train_tp = cfg->ranks.train_pp = 1;
   cfg->ranks.micro_batch_seqs = 4;
   cfg->ranks.device_memory_gb = 0;
+  cfg->rollout.max_batch_tokens = 48;
 }
 
 static void test_counts(void) {
@@ -88,28 +89,36 @@ static void test_memory_fp32(void) {
   CHECK_NEAR(p.train.total, 559616, 0);
   /* rollout rank: 2 instances, ceil(5 / 2) = 3 prompts * group 3 = 9 sequences;
    *   KV per token = 2 * 2 layers * 2 kv heads * 8 * 4 bytes = 256,
-   *   KV = 9 * 16 tokens * 256 = 36864; weights 20640 * 4 = 82560; total 119424 */
+   *   KV = 9 * 16 tokens * 256 = 36864; weights 20640 * 4 = 82560;
+   * forward activations (model/model.c model_carve, forward only) for max_batch_tokens
+   * T = 48, in floats, each piece rounded up to 16: one layer set (every layer reuses it)
+   * of res_in, q, att, res_mid 48 * 32 = 1536, k, v 48 * 16 = 768, gate, up 48 * 64 = 3072,
+   * rstd1, rstd2 48, lse 48 * 4 = 192: 14112; res_final, xf, xn 1536, rstdf,
+   * lse/ent/lp/val_out 48, h 3072, logits 48 rows * 64 = 3072 (10992); attention scratch
+   * 2 * 16 * 16 + 16 = 528; 25632 floats = 102528 bytes; total 221952 */
   CHECK_NEAR(p.seqs_per_instance, 9, 0);
   CHECK_NEAR(p.kv_bytes_token, 256, 0);
   CHECK_NEAR(p.rollout.kv_cache, 36864, 0);
-  CHECK_NEAR(p.rollout.total, 119424, 0);
+  CHECK_NEAR(p.rollout.activations, 102528, 0);
+  CHECK_NEAR(p.rollout.total, 221952, 0);
   /* tokens = 5 prompts * 3 * 16 = 240; generation 2 * 20640 * 240 = 9907200;
    * training 6 * 20640 * 240 * 2 epochs = 59443200 */
   CHECK_NEAR(p.tokens_step, 240, 0);
   CHECK_NEAR(p.flops_gen, 9907200, 0);
   CHECK_NEAR(p.flops_train, 59443200, 0);
   /* Fit. The rollout engine's pool: kv_cache_mb 1 MiB = 1048576 bytes, so
-   * weights + pool = 82560 + 1048576 = 1131136 bytes. */
+   * weights + activations + pool = 82560 + 102528 + 1048576 = 1233664 bytes. */
   cfg.rollout.kv_cache_mb = 1;
   CHECK(plan_build(&p, &cfg, 6, err, sizeof err) == 0);
   cfg.ranks.device_memory_gb = 0.0005;  /* 500000 bytes: train (559616) and the pool do not fit */
   CHECK(plan_check_fit(&p, &cfg, err, sizeof err) == 2);
   CHECK_MSG(strstr(err, "train rank needs 0.6 MB") && !strstr(err, "rollout rank needs") &&
-            strstr(err, "kv_cache_mb = 1 MiB = 1.1 MB"), "%s", err);
+            strstr(err, "kv_cache_mb = 1 MiB = 1.2 MB"), "%s", err);
   cfg.ranks.device_memory_gb = 0.0011;  /* 1100000 bytes: only the pool does not fit */
   CHECK(plan_check_fit(&p, &cfg, err, sizeof err) == 2);
-  CHECK_MSG(!strstr(err, "train rank") && strstr(err, "rollout rank: weights 0.1 MB"), "%s", err);
-  cfg.ranks.device_memory_gb = 0.0012;  /* 1200000 bytes: everything fits */
+  CHECK_MSG(!strstr(err, "train rank") && strstr(err, "rollout rank: weights 0.1 MB + forward activations 0.1 MB"),
+            "%s", err);
+  cfg.ranks.device_memory_gb = 0.0013;  /* 1300000 bytes: everything fits */
   CHECK(plan_check_fit(&p, &cfg, err, sizeof err) == 0);
 }
 
@@ -140,10 +149,11 @@ static void test_memory_bf16(void) {
   CHECK_NEAR(p.train.total, 129600, 0);
   /* rollout: weights 20640 * 2 / 2 = 20640; 1 instance holds 5 * 3 = 15 sequences;
    * a TP rank keeps ceil(2 kv heads / 2) = 1 head: KV = 15 * 16 * (2 * 2 * 1 * 8 * 2) = 15360;
-   * total 36000 */
+   * forward activations (fp32, as test_counts) 102528 / 2 = 51264; total 87264 */
   CHECK_NEAR(p.rollout.weights, 20640, 0);
   CHECK_NEAR(p.rollout.kv_cache, 15360, 0);
-  CHECK_NEAR(p.rollout.total, 36000, 0);
+  CHECK_NEAR(p.rollout.activations, 51264, 0);
+  CHECK_NEAR(p.rollout.total, 87264, 0);
 }
 
 static void test_plan_rejects(void) {
@@ -253,8 +263,9 @@ static void test_memory_critic_rm(void) {
   CHECK_NEAR(p.train.total, 1103360, 0);
   CHECK_NEAR(p.reward.total, 0, 0);
   /* A reward model file: the same shape with a value head, 20640 + 32 = 20672 parameters.
-   * Reward rank: weights 20672 * 4 = 82688 + activations of max(rm_batch_tokens 8,
-   * max_seq 16) = 16 tokens * 2 layers * 416 * 4 bytes = 53248 -> 135936. */
+   * Reward rank: weights 20672 * 4 = 82688 + the forward arena of max(rm_batch_tokens 8,
+   * max_seq 16) = 16 tokens (as test_counts' at T = 16: the layer set 4704, the rest 3664,
+   * attention scratch 528: 8896 floats) = 35584 -> 118272. */
   struct model_config rm;
   CHECK(model_config_from_deck(&rm, &cfg, 0, err, sizeof err) == 0);
   rm.value_head = 1;
@@ -268,8 +279,8 @@ static void test_memory_critic_rm(void) {
   cfg.reward.rm_batch_tokens = 8;
   CHECK(plan_build(&p, &cfg, 6, err, sizeof err) == 0);
   CHECK_NEAR(p.reward.weights, 82688, 0);
-  CHECK_NEAR(p.reward.activations, 53248, 0);
-  CHECK_NEAR(p.reward.total, 135936, 0);
+  CHECK_NEAR(p.reward.activations, 35584, 0);
+  CHECK_NEAR(p.reward.total, 118272, 0);
   CHECK_NEAR(p.train.critic, 0, 0);
   cfg.ranks.device_memory_gb = 0.0001;  /* 100000 bytes: the reward rank does not fit */
   CHECK(plan_check_fit(&p, &cfg, err, sizeof err) == 2);
@@ -278,7 +289,7 @@ static void test_memory_critic_rm(void) {
   cfg.ranks.layout = LAYOUT_COLOCATED;
   cfg.ranks.device_memory_gb = 0;
   CHECK(plan_build(&p, &cfg, 2, err, sizeof err) == 0);
-  CHECK_NEAR(p.colocated_total, p.train.total + p.rollout.total + 135936, 0);
+  CHECK_NEAR(p.colocated_total, p.train.total + p.rollout.total + 118272, 0);
   /* a policy with another vocabulary: refused as rlpt run refuses it */
   cfg.model.vocab_size = 65;
   CHECK(plan_build(&p, &cfg, 2, err, sizeof err) == 2);

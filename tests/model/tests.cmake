@@ -2,6 +2,9 @@
 # PyTorch (label model: needs the GGUF, jobscripts/fetch-smollm2.sh; skips without it), and
 # the model on the CUDA backend (label gpu).
 add_unit_test(test_model_fd SOURCES model/test_model_fd.c)
+# model_create_forward (rollout, scoring, eval): the full model's outputs bit for bit, an
+# activation arena of two layer sets.
+add_unit_test(test_model_forward SOURCES model/test_model_forward.c)
 add_unit_test(test_model_golden SOURCES model/test_model_golden.c LABELS unit golden)
 # SmolLM2-135M-Instruct forward, greedy completions and chat prompts against PyTorch.
 add_unit_test(test_smollm2 SOURCES model/test_smollm2.c LABELS model)
