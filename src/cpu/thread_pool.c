@@ -196,14 +196,25 @@ static struct thread_pool *rank_pool;
 
 static void rank_pool_start(void) { rank_pool = thread_pool_create(0, RANK_SPIN_US); }
 
+/* A thread's own pool in place of the rank's (thread_pool_use); NULL: the rank's. */
+static _Thread_local struct thread_pool *thread_own_pool;
+
+struct thread_pool *thread_pool_use(struct thread_pool *p) {
+  struct thread_pool *before = thread_own_pool;
+  thread_own_pool = p;
+  return before;
+}
+
 struct thread_pool *thread_pool_rank(void) {
+  if (thread_own_pool) return thread_own_pool;
   pthread_once(&rank_once, rank_pool_start);
   return rank_pool;
 }
 
 void thread_pool_par_for(int nt, size_t n, thread_pool_fn fn, void *arg) {
   struct thread_pool *p = nt > 1 ? thread_pool_rank() : NULL;
-  if (p && nt > thread_pool_threads(p) && pthread_mutex_trylock(&p->busy) == 0) {
+  /* the rank's pool grows to the budget; a thread's own keeps its size (its share of it) */
+  if (p && p == rank_pool && nt > thread_pool_threads(p) && pthread_mutex_trylock(&p->busy) == 0) {
     thread_pool_grow(p, nt);
     pthread_mutex_unlock(&p->busy);
   }

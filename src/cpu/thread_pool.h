@@ -42,8 +42,14 @@ void thread_pool_run(struct thread_pool *p, int nt, size_t n, thread_pool_fn fn,
 
 /* The rank's pool: one per process (a rank is a process), started on first use
  * and grown to the rank's thread budget, which is OpenBLAS's thread count
- * (run/threads.h sets it). NULL only when it cannot be allocated. */
+ * (run/threads.h sets it); the calling thread's own instead after thread_pool_use.
+ * NULL only when it cannot be allocated. */
 struct thread_pool *thread_pool_rank(void);
+/* Makes p the calling thread's pool in place of the rank's (NULL: the rank's again) and
+ * returns the one it replaces: two threads of a rank that work at once (colocate_async's
+ * generation and training) each take their share of the cores so. Such a pool is never
+ * grown; the jobs' slices then follow its size. */
+struct thread_pool *thread_pool_use(struct thread_pool *p);
 /* thread_pool_run on the rank's pool with nt threads (at most OpenBLAS's count is
  * what callers pass); serial slices if the pool cannot be had. */
 void thread_pool_par_for(int nt, size_t n, thread_pool_fn fn, void *arg);

@@ -251,6 +251,27 @@ static const char *first_changed(const struct config *c, const struct config *d,
   return NULL;
 }
 
+/* [run] mode = colocate_async: the colocated layout, one step in flight by construction. */
+static int cross_colocate_async(const struct cross *x) {
+  const struct config *c = x->cfg;
+  if (c->ranks.layout != LAYOUT_COLOCATED)
+    return cross_fail(x, "run", "mode", "ranks", "layout", "colocate_async overlaps generation and "
+                      "training on the same ranks: set ranks.layout = colocated (with disjoint role "
+                      "ranks, use mode = separate_async)");
+  if (c->async.max_lag != 1 || c->async.capacity >= 0)
+    return cross_fail(x, "async", c->async.max_lag != 1 ? "max_lag" : "capacity", "run", "mode",
+                      "colocate_async keeps one step in flight, max_lag 1 by construction (batch "
+                      "k + 1 is generated while batch k trains): leave [async] max_lag and capacity out");
+  if (!c->async.deterministic)
+    return cross_fail(x, "async", "deterministic", "run", "mode", "colocate_async has one schedule, "
+                      "the deterministic one; the free-running schedule is separate_async's");
+  if (c->run.device == DEVICE_CUDA)
+    return cross_fail(x, "run", "device", "run", "mode", "colocate_async is built for the CPU backend "
+                      "(the rank's threads split between generation and training); on a GPU it needs "
+                      "a second stream, not built: use run.device = cpu or mode = sync");
+  return 0;
+}
+
 /* [async] against [run] mode = separate_async: what its schedule needs (run/async_step.c;
  * what `rlpt run` builds of the other async mode is its set-up's verdict, run/setup.c). */
 static int cross_async(const struct cross *x) {
@@ -268,6 +289,7 @@ static int cross_async(const struct cross *x) {
   if (c->run.mode != MODE_SEPARATE_ASYNC && c->async.stale != 0)
     return cross_fail(x, "async", "stale", "run", "mode", "tis needs mode = separate_async (only its "
                       "samples lag the trainer)");
+  if (c->run.mode == MODE_COLOCATE_ASYNC) return cross_colocate_async(x);
   if (c->run.mode != MODE_SEPARATE_ASYNC) return 0;
   long cap = c->async.capacity >= 0 ? c->async.capacity : c->algo.prompts_per_step * c->async.max_lag;
   if (c->async.stale != 0 && cap / c->algo.prompts_per_step <= c->async.max_lag)

@@ -29,7 +29,7 @@ const struct cfg_key cfg_schema[] = {
   /* [run] */
   INT("run", "seed", "1234", 0, 9.2e18, "", "Seed of every random stream (util/rng.h keys it by step, prompt, sample, position)", run.seed),
   INT("run", "steps", "10", 0, 1e9, "steps", "RL steps (0 = no RL phase, e.g. SFT only)", run.steps),
-  ENUM("run", "mode", "sync", "sync|colocate_async|separate_async", "Step scheduling: sync waits for each update; separate_async overlaps rollout and training on disjoint ranks ([async] section); colocate_async is not built (rlpt run refuses it)", run.mode),
+  ENUM("run", "mode", "sync", "sync|colocate_async|separate_async", "Step scheduling: sync waits for each update; separate_async overlaps rollout and training on disjoint ranks ([async] section); colocate_async overlaps them on the same ranks (layout = colocated; batch k + 1 generated on a second thread with half the rank's threads while batch k trains on the others; max_lag 1; CPU backend)", run.mode),
   ENUM("run", "device", "auto", "auto|cpu|cuda", "Compute device; auto = cuda when the build has it and a GPU is visible", run.device),
   ENUM("run", "weight_sync", "auto", "auto|mpi", "Weight broadcast to the rollout ranks: auto = over NCCL from device to device when every rank of weight_comm has a GPU of its own, else over MPI through host memory; mpi = always over MPI (for comparison)", run.weight_sync),
   PATH("run", "restart", "", "Checkpoint to restart from: empty, `latest` or a path", run.restart),

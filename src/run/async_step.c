@@ -30,6 +30,7 @@
 #include <stdlib.h>
 
 #include "io/ckpt.h"
+#include "model/device.h"
 #include "mpi/wait.h"
 #include "mpi/xfer.h"
 #include "rl/dynsamp.h"
@@ -38,6 +39,7 @@
 #include "run/async_step.h"
 #include "run/mode.h"
 #include "run/partial.h"
+#include "run/pregen.h"
 #include "run/route.h"
 #include "run/run.h"
 #include "run/step_parts.h"
@@ -64,16 +66,29 @@ static int async_roles_shared(const struct run *r) {
 
 int async_supported(const struct run *r, char *err, size_t len) {
   const struct config *c = r->cfg;
-  if (r->comms.counts.colocated)
+  int colocate = c->run.mode == MODE_COLOCATE_ASYNC;
+  char why[256];
+  const struct backend_ops *dev = colocate ? device_backend(c->run.device, c->model.dtype, why, sizeof why) : NULL;
+  if (!colocate && r->comms.counts.colocated)
     snprintf(err, len, "[ranks] layout = colocated: separate_async overlaps rollout and train on "
-             "disjoint ranks; use layout = separate (running both on the same ranks at once is "
-             "colocate_async, not built)");
+             "disjoint ranks; use layout = separate, or mode = colocate_async to overlap them on "
+             "the same ranks");
+  else if (colocate && !r->comms.counts.colocated)
+    snprintf(err, len, "[run] mode = colocate_async overlaps generation and training on the same "
+             "ranks: set [ranks] layout = colocated (with disjoint role ranks use separate_async)");
+  else if (colocate && dev && dev->upload)
+    snprintf(err, len, "[run] mode = colocate_async is built for the CPU backend (the rank's threads "
+             "split between generation and training); on a GPU it needs a second stream, not built: "
+             "use run.device = cpu or mode = sync");
+  else if (colocate && c->env.enabled)
+    snprintf(err, len, "[env] enabled: multi-turn rollouts are not built for colocate_async (their "
+             "tools would run on the generation thread); use mode = sync");
   else if (c->algo.dynamic_sampling)
-    snprintf(err, len, "[algo] dynamic_sampling: not built for separate_async (its resampling rounds "
-             "wait for the scores of the step being trained); use mode = sync");
+    snprintf(err, len, "[algo] dynamic_sampling: not built for %s (its resampling rounds wait for "
+             "the scores of the step being trained); use mode = sync", r->mode->name);
   else if (c->algo.difficulty_filter)
-    snprintf(err, len, "[algo] difficulty_filter: not built for separate_async (prompts are drawn "
-             "max_lag steps before the rates of the batches in flight are known); use mode = sync");
+    snprintf(err, len, "[algo] difficulty_filter: not built for %s (prompts are drawn max_lag "
+             "steps before the rates of the batches in flight are known); use mode = sync", r->mode->name);
   else if (!c->async.deterministic && async_roles_shared(r))
     snprintf(err, len, "[async] deterministic = false: the free-running schedule needs the rollout, "
              "reward and train roles on distinct ranks (a rank holds two of them here); give each "
@@ -175,7 +190,7 @@ void async_ckpt_fill(const struct run *r, struct ckpt_state *st) {
 }
 
 void async_ckpt_restore(struct run *r, const struct ckpt_state *st) {
-  if (r->cfg->run.mode != MODE_SEPARATE_ASYNC || !st->has_buffer) return;
+  if (r->cfg->run.mode == MODE_SYNC || !st->has_buffer) return;
   struct async_state *a = async_state_of(r);
   struct sample_batch all;
   sample_batch_init(&all);
@@ -264,7 +279,7 @@ static void generate_batch(struct run *r, struct async_state *a, long b) {
  * trained as if on-policy (the e2e deck learns markedly worse so: tests/run/tests.cmake). */
 static void say_schedule(const struct run *r, const struct async_state *a, long restored) {
   const struct config *c = r->cfg;
-  printf("separate_async: %ld step%s in flight (buffer %ld groups, max_lag %ld)", a->depth,
+  printf("%s: %ld step%s in flight (buffer %ld groups, max_lag %ld)", r->mode->name, a->depth,
          a->depth == 1 ? "" : "s", async_capacity_groups(c), c->async.max_lag);
   if (c->async.stale == STALE_TIS)
     printf("; stale = tis: samples lagging more than %ld version%s weighted by truncated importance "
@@ -289,6 +304,7 @@ static void async_begin(struct run *r) {
   /* stale = drop: no sample lags past max_lag; tis: as deep as the buffer, the stale ones weighted */
   a->depth = async_capacity_groups(c) / P;
   if (c->async.stale == STALE_DROP && a->depth > c->async.max_lag) a->depth = c->async.max_lag;
+  if (r->mode == &colocate_async_mode_ops) a->depth = 1;  /* max_lag 1 by construction */
   long at[2] = {0, 1};  /* RL steps done, the next batch to generate */
   if (r->is_train) {
     int cap = (int)(async_capacity_groups(c) * c->algo.group_size);
@@ -355,12 +371,18 @@ static void async_step(struct run *r, long step) {
   partial_reset(r, step, PK_RL);
   struct dynsamp ds;  /* the trained groups: all P of the batch */
   step_all_groups(&ds, P);
+  /* colocate_async: the next batch generated on a second thread while this one trains */
+  int ahead = r->mode == &colocate_async_mode_ops && a->next_gen <= r->cfg->run.steps &&
+              a->next_gen <= step + a->depth;
+  if (ahead) pregen_start(r, a->next_gen, r->threads.threads);
   if (r->is_train) train_batch(r, a, &ds, step);
+  if (ahead) pregen_join(r);
   double t1 = clock_seconds();  /* the train ranks wait from here for batch step + D */
   int synced = 0;
   for (; a->next_gen <= r->cfg->run.steps && a->next_gen <= step + a->depth; a->next_gen++) {
     if (r->cfg->async.in_flight != INFLIGHT_OFF && !synced++) generate_batch_in_flight(r, a, a->next_gen);
     else generate_batch(r, a, a->next_gen);
+    pregen_done(r);
   }
   if (r->is_train) report_buffer(r, a, clock_seconds() - t1, t0);
   int worker = r->is_rollout || r->is_reward || r->is_train;
@@ -372,4 +394,8 @@ static void async_step(struct run *r, long step) {
 }
 
 const struct mode_ops separate_async_mode_ops = {.name = "separate_async", .begin = async_begin,
+                                                 .step = async_step};
+/* The same schedule with one step in flight on colocated ranks, generation and training at
+ * once on two threads of each rank (run/pregen.h). */
+const struct mode_ops colocate_async_mode_ops = {.name = "colocate_async", .begin = async_begin,
                                                  .step = async_step};

@@ -8,6 +8,7 @@ const struct mode_ops *mode_ops_for(const struct config *cfg) {
   switch (cfg->run.mode) {
   case MODE_SYNC: return &sync_mode_ops;
   case MODE_SEPARATE_ASYNC: return cfg->async.deterministic ? &separate_async_mode_ops : &separate_async_free_mode_ops;
-  default: return NULL;  /* colocate_async: refused at setup (run/setup.c) */
+  case MODE_COLOCATE_ASYNC: return &colocate_async_mode_ops;
+  default: return NULL;
   }
 }

@@ -26,6 +26,7 @@ extern const struct mode_ops pref_mode_ops;
 /* separate_async: rollout generates the groups of later steps while train ranks train
  * (run/async_step.c). */
 extern const struct mode_ops separate_async_mode_ops;
+extern const struct mode_ops colocate_async_mode_ops;
 /* separate_async with [async] deterministic = false: the free-running schedule
  * (run/async_free.c). */
 extern const struct mode_ops separate_async_free_mode_ops;

@@ -83,6 +83,7 @@ struct run {
   MPI_Request sft_agree_req;        /* every rank: the SFT steps' pending agreement (run/loop.c) */
   int sft_agree[2];                 /* its buffer: signal, NaN/Inf parameters */
   struct progress *progress;        /* controller: the RL step's stage markers (run/progress.h) */
+  struct pregen *pregen;            /* colocate_async: the batch generated ahead (run/pregen.h) */
 };
 
 #endif

@@ -20,6 +20,7 @@
 #include "run/mode.h"
 #include "run/partial.h"
 #include "run/pref_mode.h"
+#include "run/pregen.h"
 #include "run/progress.h"
 #include "run/reward_service.h"
 #include "run/run.h"
@@ -36,13 +37,12 @@ static int run_supported(struct run *r, char *err, size_t len) {
   const struct role_counts *c = &r->comms.counts;
   r->mode = mode_ops_for(r->cfg);
   if (!r->mode)
-    snprintf(err, len, "[run] mode = colocate_async is not built (generation and training on the "
-             "same ranks at once); rlpt run implements sync and separate_async");
+    snprintf(err, len, "[run] mode %d has no schedule in this build", r->cfg->run.mode);
   else if (c->rollout_tp != 1 || c->train_pp != 1)
     snprintf(err, len, "[ranks] rollout_tp = %d, train_pp = %d: rlpt run needs 1 for both (the rollout "
              "engine is data-parallel only and pipeline-parallel training is not built; use train_dp, "
              "train_tp and more rollout ranks)", c->rollout_tp, c->train_pp);
-  else if (r->cfg->run.mode == MODE_SEPARATE_ASYNC) return async_supported(r, err, len);
+  else if (r->cfg->run.mode != MODE_SYNC) return async_supported(r, err, len);
   else return 0;
   return 2;
 }
@@ -247,6 +247,7 @@ int run_setup(struct run *r) {
 
 void run_teardown(struct run *r) {
   run_sync_free(r);
+  pregen_free(r);
   async_free(r);
   if (r->trainer && r->trainer->cfg) trainer_free(r->trainer);
   free(r->trainer);

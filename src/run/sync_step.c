@@ -39,6 +39,7 @@
 #include "run/difficulty_sync.h"
 #include "run/mode.h"
 #include "run/partial.h"
+#include "run/pregen.h"
 #include "run/progress.h"
 #include "run/reward_service.h"
 #include "run/route.h"
@@ -67,15 +68,19 @@ static void generate_share(struct run *r, long step, int round) {
   struct sample_batch prompts, out;
   sample_batch_init(&prompts);
   sample_batch_init(&out);
-  route_recv(r, &prompts, 0, BOX_PROMPTS, XFER_TAG_PROMPTS);
-  progress_stall_point(r, "rollout:generate", step);
-  struct rollout_prompt *rp = rollout_prompts_of(&prompts);
-  char err[512];
-  double t0 = clock_seconds();
-  int rc = rollout_generate(r->engine, rp, prompts.n, (int)r->cfg->algo.group_size, step, r->weight_version,
-                            &out, NULL, err, sizeof err);
-  if (rc) die_local("step %ld: generation failed: %s", step, err);
-  double t_gen = clock_seconds() - t0;
+  struct rollout_prompt *rp = NULL;
+  double t_gen = 0;
+  if (!pregen_take(r, step, &prompts, &out, &t_gen)) {  /* colocate_async: generated while training */
+    route_recv(r, &prompts, 0, BOX_PROMPTS, XFER_TAG_PROMPTS);
+    progress_stall_point(r, "rollout:generate", step);
+    rp = rollout_prompts_of(&prompts);
+    char err[512];
+    double t0 = clock_seconds();
+    int rc = rollout_generate(r->engine, rp, prompts.n, (int)r->cfg->algo.group_size, step, r->weight_version,
+                              &out, NULL, err, sizeof err);
+    if (rc) die_local("step %ld: generation failed: %s", step, err);
+    t_gen = clock_seconds() - t0;
+  }
   partial_time(r, RUN_PHASE_GEN, t_gen - async_after_generate(r));
   r->partial[PS_GEN_TOK] += (double)sample_batch_resp_tokens(&out);
   if (r->env) {  /* the episodes of this instance's share */
@@ -390,7 +395,7 @@ void run_rounds(struct run *r, long step, struct dynsamp *ds, struct sample_batc
     held = realloc_check(held, sizeof *held * (size_t)(ds->rounds + 1));
     sample_batch_init(&held[ds->rounds]);
     memset(pass, 0, sizeof(int64_t) * 3 * (size_t)ds->P);
-    if (r->is_ctl) controller_send_prompts(r, step, ds->rounds);
+    if (r->is_ctl && !pregen_prompts_sent(r, step)) controller_send_prompts(r, step, ds->rounds);
     if (r->is_rollout) generate_share(r, step, ds->rounds);
     if (r->is_reward) n_mine = score_round(r, ds, &held[ds->rounds], mine, pass);
     round_agree(r, ds, step, mine, n_mine);

@@ -216,6 +216,22 @@ static void test_rank_pool(void) {
   free(c);
 }
 
+/* thread_pool_use: the thread's own pool of 2 threads takes its jobs in 2 slices, whatever nt
+ * the caller asks for, and is never grown; NULL gives the rank's pool back. */
+static void test_own_pool(void) {
+  struct thread_pool *own = thread_pool_create(1, 0), *rank = thread_pool_rank();
+  struct cover *c = calloc(1, sizeof *c);
+  CHECK(own && c && thread_pool_threads(own) == 2);
+  CHECK(thread_pool_use(own) == NULL && thread_pool_rank() == own);
+  thread_pool_par_for(4, 90, cover_fn, c);
+  for (int i = 0; i < 90; i++) CHECK(c->count[i] == 1);
+  CHECK(atomic_load(&c->calls) == 2 && thread_pool_threads(own) == 2);
+  for (int k = 0; k < 2; k++) CHECK(is_slice(90, 2, c->lo[k], c->hi[k]));
+  CHECK(thread_pool_use(NULL) == own && thread_pool_rank() == rank);
+  thread_pool_free(own);
+  free(c);
+}
+
 int main(void) {
   for (int spin = 0; spin <= 50; spin += 50) {
     struct thread_pool *p = thread_pool_create(3, spin);
@@ -230,5 +246,6 @@ int main(void) {
   }
   test_shutdown();
   test_rank_pool();
+  test_own_pool();
   return TEST_RESULT("test_thread_pool");
 }

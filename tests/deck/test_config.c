@@ -116,7 +116,8 @@ static const char *good =
     "[ranks]\n"
     "train = auto\n"
     "cores_per_node = 16\n"
-    "device_memory_gb = 1.5\r\n";
+    "device_memory_gb = 1.5\r\n"
+    "layout = colocated\n";  /* colocate_async's */
 
 static void test_good_deck(void) {
   int rc = parse(good);

@@ -79,6 +79,18 @@ add_test(NAME e2e_async_in_flight_log
 set_tests_properties(e2e_async_in_flight_log PROPERTIES LABELS e2e ENVIRONMENT "${RLPT_E2E_ENV}"
   PROCESSORS 4 TIMEOUT 60 FAIL_REGULAR_EXPRESSION "IN_FLIGHT_RUN_FAILED")
 set_tests_properties(e2e_async_4 PROPERTIES ENVIRONMENT "${RLPT_E2E_ENV};E2E_ASYNC_DEPTH=1")
+# [run] mode = colocate_async (run/pregen.c): on 2 colocated ranks each generates batch k + 1 on
+# a second thread while it trains batch k, the deterministic schedule with one step in flight
+# (E2E_ASYNC_DEPTH=1: lag min(1, k - 1) every step); it learns by the sync margins and the
+# sign-flipped reward fails them.
+e2e_test(colocate_async_2 2 60 200 0.10 0.03 ${RLPT_E2E_COLOCATED} run.mode=colocate_async
+  algo.old_logprobs=rollout)
+set_tests_properties(e2e_colocate_async_2 PROPERTIES ENVIRONMENT "${RLPT_E2E_ENV};E2E_ASYNC_DEPTH=1")
+e2e_test(colocate_async_sign_flip_2 2 60 200 0.10 0.03 ${RLPT_E2E_COLOCATED} run.mode=colocate_async
+  algo.old_logprobs=rollout reward.correct_weight=-1)
+set_tests_properties(e2e_colocate_async_sign_flip_2 PROPERTIES ENVIRONMENT "${RLPT_E2E_ENV};E2E_ASYNC_DEPTH=1"
+  PASS_REGULAR_EXPRESSION "CHECK failed: a1 - a0 >= min_rise.*CHECK failed: samp_rl - samp_sft >= min_gain"
+  FAIL_REGULAR_EXPRESSION "E2E_RUN_FAILED|FAIL: rl step")
 # [async] deterministic = false (run/async_free.c): the free-running schedule learns by the
 # sync margin (E2E_FREE_MAX_LAG: every step's lag_max <= max_lag 1, nothing kept stale) and
 # the sign-flipped reward fails it; a buffer of 2 steps past max_lag 1 (groups dropped) must
@@ -130,6 +142,13 @@ add_test(NAME bench_async
           ${CMAKE_SOURCE_DIR}/inputs/quickstart.ini ${CMAKE_CURRENT_SOURCE_DIR}/decks/async_balanced.ini)
 set_tests_properties(bench_async PROPERTIES LABELS bench ENVIRONMENT "${RLPT_E2E_ENV}" PROCESSORS 4
   TIMEOUT 600)
+# colocate_async against sync on one colocated rank of 2 threads (label bench; ctest -L bench
+# -R bench_colocate_async -V).
+add_test(NAME bench_colocate_async
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/bench/bench_colocate_async.sh $<TARGET_FILE:rlpt>
+          ${CMAKE_SOURCE_DIR}/inputs/quickstart.ini ${CMAKE_CURRENT_SOURCE_DIR}/decks/async_balanced.ini)
+set_tests_properties(bench_colocate_async PROPERTIES LABELS bench ENVIRONMENT "${RLPT_E2E_ENV}"
+  PROCESSORS 2 TIMEOUT 600)
 
 # run_fail_test(NAME NP WANT_RC REGEX [args...]): `mpirun -np NP rlpt run args...` exits WANT_RC
 # (any nonzero with WANT_RC = nonzero) and prints REGEX; RLPT_MESSAGES=N counts the lines
@@ -170,6 +189,15 @@ run_fail_test(async_in_flight_cuda 4 2
 run_fail_test(async_in_flight_step_alone 4 2
   "\\[async\\] in_flight_step: is read only with in-flight updates.*RLPT_MESSAGES=1"
   ${RLPT_E2E_DECK} run.mode=separate_async async.in_flight_step=3 log.metrics_path=async_bad.jsonl)
+run_fail_test(colocate_async_separate 4 2
+  "\\[run\\] mode: colocate_async overlaps generation and training on the same ranks.*RLPT_MESSAGES=1"
+  ${RLPT_E2E_DECK} run.mode=colocate_async log.metrics_path=async_bad.jsonl)
+run_fail_test(colocate_async_lag 2 2
+  "\\[async\\] max_lag: colocate_async keeps one step in flight.*RLPT_MESSAGES=1"
+  ${RLPT_E2E_DECK} ${RLPT_E2E_COLOCATED} run.mode=colocate_async async.max_lag=2 log.metrics_path=async_bad.jsonl)
+run_fail_test(colocate_async_cuda 2 2
+  "\\[run\\] device: colocate_async is built for the CPU backend.*RLPT_MESSAGES=1"
+  ${RLPT_E2E_DECK} ${RLPT_E2E_COLOCATED} run.mode=colocate_async run.device=cuda log.metrics_path=async_bad.jsonl)
 run_fail_test(samples_groups_alone 4 2
   "\\[log\\] samples_groups: is read only when samples are written.*RLPT_MESSAGES=1"
   ${RLPT_E2E_DECK} log.samples_groups=0 log.metrics_path=async_bad.jsonl)
@@ -192,9 +220,6 @@ run_fail_test(async_dynsamp 4 2
 run_fail_test(async_difficulty 4 2
   "rlpt: run: \\[algo\\] difficulty_filter: not built for separate_async.*RLPT_MESSAGES=1"
   ${RLPT_E2E_DECK} run.mode=separate_async algo.difficulty_filter=true log.metrics_path=async_bad.jsonl)
-run_fail_test(colocate_async_refused 4 2
-  "rlpt: run: \\[run\\] mode = colocate_async is not built.*RLPT_MESSAGES=1"
-  ${RLPT_E2E_DECK} run.mode=colocate_async log.metrics_path=async_bad.jsonl)
 
 # The console warnings of separate_async at the practitioners' threshold: 3 steps in flight
 # without an off-policy correction warns at start, and the doctor's watch names the mean
@@ -297,6 +322,16 @@ restart_async_test(restart_free_kill free_kill 4 async.deterministic=false)
 # buffered samples span two versions (per-token versions in /buffer); the restart still
 # equals the straight run bit for bit.
 restart_async_test(restart_exact_async_in_flight exact 4 async.in_flight=continue async.in_flight_step=2)
+# colocate_async on 2 colocated ranks (train_dp 2): the checkpoint after step 3 holds batch 4,
+# generated on the second thread; the restart equals the straight run bit for bit.
+add_test(NAME restart_exact_colocate_async
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_restart.sh exact $<TARGET_FILE:rlpt>
+          $<TARGET_FILE:test_restart_cmp> ${CMAKE_CURRENT_SOURCE_DIR}/decks/restart_tiny.ini
+          ranks.layout=colocated ranks.controller=auto ranks.reward=auto ranks.rollout=auto
+          ranks.train=auto ranks.train_dp=2 run.mode=colocate_async)
+set_tests_properties(restart_exact_colocate_async PROPERTIES LABELS "e2e;mpi"
+  ENVIRONMENT "${RLPT_RESTART_ENV};RESTART_NP=2" PROCESSORS 2 TIMEOUT 90
+  FAIL_REGULAR_EXPRESSION "RESTART_TEST_FAILED|CHECK failed")
 
 # separate_async's first RL step equals sync's to the bit (the same batch at version 0):
 # the train rank's reward statistics (run/async_stats.c) against the reward rank's, and the
