@@ -7,8 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/gguf.h"
+#include "io/safetensors.h"
 #include "model/params.h"
 #include "mpi/wait.h"
+#include "util/alloc.h"
 #include "util/clock.h"
 #include "util/error.h"
 
@@ -397,8 +400,34 @@ static void bcast_floats(float *p, size_t n, int root, MPI_Comm comm, int *calls
   }
 }
 
+/* n floats as bf16 (round to nearest even) from root, widened back to fp32 on the others;
+ * root's own stay fp32. In pieces of at most 2^28 through one buffer of the piece's size. */
+static void bcast_bf16(float *p, size_t n, int root, int me, MPI_Comm comm, int *calls) {
+  const size_t piece = (size_t)1 << 28;
+  uint16_t *h = malloc_check(sizeof *h * (n < piece ? n : piece) + 1);
+  for (size_t off = 0; off < n; off += piece) {
+    size_t c = n - off < piece ? n - off : piece;
+    if (me == root)
+      for (size_t i = 0; i < c; i++) h[i] = st_f32_to_bf16(p[off + i]);
+    MPI_CHECK(MPI_Bcast(h, (int)c, MPI_UINT16_T, root, comm));
+    if (me != root)
+      for (size_t i = 0; i < c; i++) p[off + i] = gguf_bf16_to_f32(h[i]);
+    (*calls)++;
+  }
+  free(h);
+}
+
+void xfer_round_bf16(float *p, size_t n) {
+  for (size_t i = 0; i < n; i++) p[i] = gguf_bf16_to_f32(st_f32_to_bf16(p[i]));
+}
+
 int xfer_bcast_weights(float *params, const struct param_table *t, int root, MPI_Comm comm,
                        struct xfer_stats *st) {
+  return xfer_bcast_weights_as(params, t, root, comm, 0, st);
+}
+
+int xfer_bcast_weights_as(float *params, const struct param_table *t, int root, MPI_Comm comm, int bf16,
+                          struct xfer_stats *st) {
   double t0 = clock_seconds();
   wait_barrier(comm);
   double t1 = clock_seconds();
@@ -406,18 +435,20 @@ int xfer_bcast_weights(float *params, const struct param_table *t, int root, MPI
   long long mine[4] = {(long long)t->total, -(long long)t->total, t->n, -(long long)t->n}, all[4];
   MPI_CHECK(MPI_Allreduce(mine, all, 4, MPI_LONG_LONG, MPI_MAX, comm));
   if (all[0] != -all[1] || all[2] != -all[3]) return XFER_EMISMATCH;
-  int calls = 0;
+  int calls = 0, me = 0;
+  MPI_CHECK(MPI_Comm_rank(comm, &me));
   for (int i = 0; i < t->n;) {
     int j = chunk_end(t, i);
     size_t off = t->e[i].offset, n = t->e[j - 1].offset + t->e[j - 1].numel - off;
-    bcast_floats(params + off, n, root, comm, &calls);
+    if (bf16) bcast_bf16(params + off, n, root, me, comm, &calls);
+    else bcast_floats(params + off, n, root, comm, &calls);
     i = j;
   }
   double t2 = clock_seconds();
   if (st) {
     st->t_sync = t2 - t0;
     st->t_wait = t1 - t0;
-    st->bytes = (double)t->total * sizeof(float);
+    st->bytes = (double)t->total * (bf16 ? sizeof(uint16_t) : sizeof(float));
     st->sync_gbps = t2 > t1 ? st->bytes / (t2 - t1) / 1e9 : 0.0;
     st->chunks = calls;
   }

@@ -121,5 +121,12 @@ struct xfer_stats {
  * same table size (XFER_EMISMATCH on all ranks otherwise). st may be NULL. */
 int xfer_bcast_weights(float *params, const struct param_table *t, int root, MPI_Comm comm,
                        struct xfer_stats *st);
+/* The same with bf16 != 0: each chunk sent as bf16 (round to nearest even, half the bytes)
+ * and widened back to fp32 on the receivers, root's params unchanged (st->bytes counts the
+ * bf16 bytes); the receivers end with xfer_round_bf16 of root's params. */
+int xfer_bcast_weights_as(float *params, const struct param_table *t, int root, MPI_Comm comm, int bf16,
+                          struct xfer_stats *st);
+/* p[n] = fp32(bf16(p[n])): what a bf16 broadcast delivers. */
+void xfer_round_bf16(float *p, size_t n);
 
 #endif

@@ -44,6 +44,7 @@ enum run_device { DEVICE_AUTO, DEVICE_CPU, DEVICE_CUDA };
 /* [async] in_flight: off, or the rollout/scheduler.h gen_in_flight policy + 1 */
 enum async_in_flight { INFLIGHT_OFF, INFLIGHT_CONTINUE, INFLIGHT_RECOMPUTE, INFLIGHT_ABORT };
 enum run_weight_sync { WSYNC_AUTO, WSYNC_MPI };
+enum run_weight_sync_dtype { WSYNC_FP32, WSYNC_BF16 };
 enum ranks_layout { LAYOUT_SEPARATE, LAYOUT_COLOCATED };
 enum model_dtype { DTYPE_FP32, DTYPE_BF16 };
 enum lr_schedule { SCHED_CONSTANT, SCHED_LINEAR, SCHED_COSINE };
@@ -78,7 +79,7 @@ struct config {
   int src[CFG_KEYS_MAX];
   struct {
     long seed, steps;
-    int mode, device, weight_sync;
+    int mode, device, weight_sync, weight_sync_dtype;
     char restart[CFG_STR_MAX];
     long stop_after;
     double phase_timeout_s;

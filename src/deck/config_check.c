@@ -289,6 +289,10 @@ static int cross_async(const struct cross *x) {
   if (c->run.mode != MODE_SEPARATE_ASYNC && c->async.stale != 0)
     return cross_fail(x, "async", "stale", "run", "mode", "tis needs mode = separate_async (only its "
                       "samples lag the trainer)");
+  if (c->run.weight_sync_dtype == WSYNC_BF16 && c->run.mode == MODE_SEPARATE_ASYNC && !c->async.deterministic)
+    return cross_fail(x, "run", "weight_sync_dtype", "async", "deterministic", "bf16 is built for the "
+                      "collective weight broadcast; the free-running schedule posts fp32 weights with "
+                      "point-to-point sends: use weight_sync_dtype = fp32 or deterministic = true");
   if (c->run.mode == MODE_COLOCATE_ASYNC) return cross_colocate_async(x);
   if (c->run.mode != MODE_SEPARATE_ASYNC) return 0;
   long cap = c->async.capacity >= 0 ? c->async.capacity : c->algo.prompts_per_step * c->async.max_lag;

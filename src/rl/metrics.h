@@ -29,7 +29,8 @@ struct step_metrics {
   double logprob_diff_max, lag_mean, lag_max, drop_ratio, tis_clipfrac;
   double buffer_groups, idle_train, idle_rollout;  /* separate_async (run/async_step.c) */
   double weight_sync_overlap_frac;                /* free-running separate_async (run/async_free.c) */
-  double rss_train_gb, rss_rollout_gb;               /* peak resident memory, max over the role's ranks */
+  double rss_train_gb, rss_rollout_gb;
+  double logprob_diff_mean, logprob_diff_frac;       /* the mismatch's mean and share past 1e-3 */               /* peak resident memory, max over the role's ranks */
   double version_mixed_frac, stale_kept;             /* separate_async in_flight: trained samples spanning versions */
   double groups_filtered, skipped_nonfinite, params_nonfinite, reward_nonfinite, reward_parts_const_frac;
   double reward_errors;                  /* failed sandbox starts and [reward] command requests */
@@ -38,7 +39,7 @@ struct step_metrics {
   double sft_generated, sft_kept;       /* rejection SFT: a round's samples, those kept */
   double sc_label_acc;                  /* self_consistency: majority answers the reference accepts */
   double t_gen, t_reward, t_ref, t_train, t_sync, t_ckpt;
-  double gen_tok_per_s, train_tok_per_s, sync_gbps, mfu;
+  double gen_tok_per_s, train_tok_per_s, sync_gbps, sync_mb, mfu;
   /* preference steps ([algo] name = dpo | ipo | rm; train/pref_step.h): means over the pairs */
   double pref_loss, pref_chosen, pref_rejected, pref_margin, pref_acc, pref_eval_acc;
   double sandbox_exec_per_s;             /* code verifier: sandbox executions per second */

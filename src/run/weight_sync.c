@@ -12,7 +12,8 @@
  *         write the checkpoints from their own copy), and a reader would make them
  *         current first (weights_to_host).
  *   MPI   the root makes its policy's host weights current (weights_to_host),
- *         xfer_bcast_weights moves them, and each rollout rank uploads them at its next
+ *         xfer_bcast_weights moves them (with [run] weight_sync_dtype = bf16 as bf16: half
+ *         the bytes, the rollout ranks holding the rounded weights; always this path), and each rollout rank uploads them at its next
  *         forward (rollout_weights_changed): CPU runs, [run] weight_sync = mpi, and device
  *         runs NCCL cannot serve (a member on the CPU, two members of a node on one GPU).
  *         With [ranks] train_tp > 1 the train members (dp 0's TP group) first gather their
@@ -67,6 +68,11 @@ static int member_on_device(const struct run *r, int root) {
  * ranks, which may share a GPU with a member or have none), and no NCCL state is held
  * for ranks that never broadcast. */
 static void choose_path(struct run *r, struct weight_sync *ws, MPI_Comm wc, int root) {
+  if (r->cfg->run.weight_sync_dtype == WSYNC_BF16) {
+    if (root) printf("weight sync: MPI through host memory, as bf16 ([run] weight_sync_dtype = bf16)\n");
+    fflush(stdout);
+    return;
+  }
   if (r->cfg->run.weight_sync == WSYNC_MPI) {
     if (root) printf("weight sync: MPI through host memory ([run] weight_sync = mpi)\n");
     fflush(stdout);
@@ -126,10 +132,13 @@ static void sync_mpi(struct run *r, int64_t v, struct xfer_stats *st) {
   /* a train rank sends full tensors: with train_tp > 1 its TP group's shards gathered */
   const struct param_table *table = &m->table;
   float *params = r->is_train ? (float *)trainer_full_params(r->trainer, &table) : m->params;
-  int rc = xfer_bcast_weights(params, table, 0, r->comms.weight_comm, st);
+  int bf16 = r->cfg->run.weight_sync_dtype == WSYNC_BF16;
+  int rc = xfer_bcast_weights_as(params, table, 0, r->comms.weight_comm, bf16, st);
   if (rc != XFER_OK) die_local("weight broadcast failed: %s", xfer_strerror(rc));
-  if (r->is_rollout && r->is_train)
+  if (r->is_rollout && r->is_train) {  /* both ends here: the rollout's copy as a receiver gets it */
     memcpy(r->rmodel->params, params, sizeof(float) * table->total);
+    if (bf16) xfer_round_bf16(r->rmodel->params, table->total);
+  }
   if (r->is_rollout) rollout_weights_changed(r->engine, v);
   st->t_sync += t_down;
 }
@@ -156,6 +165,7 @@ void run_sync_weights(struct run *r) {
   if (root) {
     partial_time(r, RUN_PHASE_SYNC, st.t_sync);
     partial_set_train(r, "sync_gbps", st.sync_gbps);
+    partial_set_train(r, "sync_mb", st.bytes / 1e6);
     r->partial[PS_VERSION] = (double)v;
   }
 }

@@ -194,12 +194,15 @@ static int rl_logprobs(struct trainer *t, struct rl_data *d, int use_ref, int mo
   return rc;
 }
 
-/* max |lp_roll - lp| over response tokens of samples [i0, i1) generated at the
- * current weights (lp: logprobs under the current weights, before any update);
- * -1 when none. */
-static double rl_diff_max(const struct trainer *t, const struct rl_data *d,
-                          const struct sample_batch *b, const float *lp, int i0, int i1) {
-  double mx = -1.0;
+/* |lp_roll - lp| over the response tokens of samples [i0, i1) generated at the current
+ * weights (lp: logprobs under the current weights, before any update): its max (-1 when
+ * none), sum, the tokens, and those beyond LP_DIFF_FAR. */
+#define LP_DIFF_FAR 1e-3
+struct lp_diff { double max, sum, n, far; };
+
+static struct lp_diff rl_diff(const struct trainer *t, const struct rl_data *d,
+                              const struct sample_batch *b, const float *lp, int i0, int i1) {
+  struct lp_diff r = {.max = -1.0};
   for (int i = i0; i < i1; i++) {
     const struct sample *s = &b->s[d->sample[i]];
     if (!d->has_roll[i] || s->weight_version != t->weight_version) continue;
@@ -207,10 +210,13 @@ static double rl_diff_max(const struct trainer *t, const struct rl_data *d,
     for (int j = 0; j < s->n_resp; j++) {
       if (!sample_tok_trained(s, j)) continue;  /* a tool token was never sampled */
       double x = fabs((double)d->lp_roll[o + j] - lp[o + j]);
-      mx = x > mx || x != x ? x : mx;
+      r.max = x > r.max || x != x ? x : r.max;
+      r.sum += x;
+      r.n += 1.0;
+      r.far += x > LP_DIFF_FAR;
     }
   }
-  return mx;
+  return r;
 }
 
 /* (x - mu)/sqrt(var + 1e-8) over the valid tokens of every DP rank, var unbiased:
@@ -401,9 +407,10 @@ struct rl_totals {
   double pg_loss, entropy, n_tok, n_clip_low, n_clip_high, ratio_sum;  /* struct algo_stats' */
   double tok_trained, kl_sum, n_valid, tis_clipped;                    /* struct rl_sums' */
   double tis_ranks;  /* ranks with importance weights on */
+  double diff_sum, diff_n, diff_far;                                   /* struct lp_diff's */
 };
 
-static void rl_metrics(struct rl_ctx *x, double diff, int n_upd, long skipped, double t_ref,
+static void rl_metrics(struct rl_ctx *x, struct lp_diff df, int n_upd, long skipped, double t_ref,
                        double t_train, struct step_metrics *m) {
   struct trainer *t = x->t;
   const struct rl_sums *sum = &x->sum;
@@ -412,7 +419,9 @@ static void rl_metrics(struct rl_ctx *x, double diff, int n_upd, long skipped, d
                         .n_clip_high = sum->st.n_clip_high, .ratio_sum = sum->st.ratio_sum,
                         .tok_trained = sum->tok_trained, .kl_sum = sum->kl_sum,
                         .n_valid = sum->n_valid, .tis_clipped = sum->tis_clipped,
-                        .tis_ranks = x->tis != TIS_OFF};
+                        .tis_ranks = x->tis != TIS_OFF, .diff_sum = df.sum, .diff_n = df.n,
+                        .diff_far = df.far};
+  double diff = df.max;
   allreduce_polite(&v, (int)(sizeof v / sizeof(double)), MPI_DOUBLE, MPI_SUM, t->dp);
   allreduce_polite(&diff, 1, MPI_DOUBLE, MPI_MAX, t->dp);
   double nu = n_upd > 0 ? n_upd : 1;
@@ -425,6 +434,8 @@ static void rl_metrics(struct rl_ctx *x, double diff, int n_upd, long skipped, d
   m->kl = x->use_ref ? v.kl_sum / (v.n_valid > 1.0 ? v.n_valid : 1.0) : NAN;
   m->tis_clipfrac = v.tis_ranks > 0.0 ? algo_frac(v.tis_clipped, v.n_valid) : NAN;
   m->logprob_diff_max = diff >= 0.0 ? diff : NAN;
+  m->logprob_diff_mean = v.diff_n > 0.0 ? v.diff_sum / v.diff_n : NAN;
+  m->logprob_diff_frac = v.diff_n > 0.0 ? v.diff_far / v.diff_n : NAN;
   m->grad_norm = x->norm;
   m->lr = x->lr;
   m->skipped_nonfinite = (double)(t->skipped_nonfinite - skipped);
@@ -497,7 +508,8 @@ int trainer_rl_step(struct trainer *t, struct sample_batch *b, struct step_metri
   x.norm = NAN;
   algo_params_from_config(cfg, &x.p);
   struct rl_data *d = &x.d;
-  double t0 = clock_seconds(), diff = -1.0;
+  double t0 = clock_seconds();
+  struct lp_diff diff = {.max = -1.0};
   int E = (int)cfg->algo.ppo_epochs, M = (int)cfg->algo.mini_batches, applied = 0, n_upd = 0;
   int rc = rl_pack(d, b, M);
   if (!rc) rl_tis_mode(&x, b);
@@ -509,7 +521,7 @@ int trainer_rl_step(struct trainer *t, struct sample_batch *b, struct step_metri
     return 1;
   }
   double t1 = clock_seconds();
-  if (x.mode == OLD_RECOMPUTE) diff = rl_diff_max(t, d, b, d->lp_old, 0, d->n);
+  if (x.mode == OLD_RECOMPUTE) diff = rl_diff(t, d, b, d->lp_old, 0, d->n);
   long skipped = t->skipped_nonfinite;
   for (int ep = 0; ep < E && !rc; ep++)
     for (int j = 0; j < M && !rc; j++) {
@@ -519,11 +531,11 @@ int trainer_rl_step(struct trainer *t, struct sample_batch *b, struct step_metri
       n_upd += r == UPDATE_APPLIED || r == UPDATE_SKIPPED;
       /* lp_old from the rollout: d->lp of the first mini-batch predates every update */
       if (!rc && x.mode == OLD_ROLLOUT && ep == 0 && j == 0)
-        diff = rl_diff_max(t, d, b, d->lp, d->mb[0], d->mb[1]);
+        diff = rl_diff(t, d, b, d->lp, d->mb[0], d->mb[1]);
     }
   if (!rc && x.mode == OLD_FUSED) {
     rl_finish_logprobs(t, d, x.use_ref);
-    diff = rl_diff_max(t, d, b, d->lp_old, 0, d->n);
+    diff = rl_diff(t, d, b, d->lp_old, 0, d->n);
   }
   if (!rc) rc = rl_record_adv(d, b);
   rl_kl_sums(&x);

@@ -207,6 +207,25 @@ static void test_weights(int rank, MPI_Comm comm) {
   if (rank == 1)
     printf("weights: %zu floats in %d chunks, t_sync %.2e s, %.3f GB/s\n", t.total, st.chunks,
            st.t_sync, st.sync_gbps);
+  /* bf16: half the bytes; root keeps its fp32 weights, every other rank gets each rounded to
+   * 8 significant bits, ties to even (the reference: frexp, rint in the default rounding
+   * mode, ldexp), within 2^-8 relative (half a unit of the 8th bit) */
+  if (rank != 1) fill_params(p, t.total, (uint64_t)rank);
+  CHECK(xfer_bcast_weights_as(p, &t, 1, comm, 1, &st) == XFER_OK);
+  CHECK(st.bytes == (double)t.total * 2 && st.chunks == 6);
+  size_t exact = 0, rounded = 0;
+  for (size_t i = 0; i < t.total; i++) {
+    int e = 0;
+    double m = frexp((double)want[i], &e), ref = ldexp(rint(m * 256.0), e - 8);
+    if (rank == 1) exact += p[i] == want[i];
+    else exact += (double)p[i] == ref && fabs(ref - want[i]) <= fabs((double)want[i]) / 256.0;
+    rounded += p[i] != want[i];
+  }
+  CHECK_MSG(exact == t.total, "%zu of %zu weights as expected on rank %d", exact, t.total, rank);
+  CHECK(rank == 1 ? rounded == 0 : rounded > t.total / 2);
+  float copy[3] = {want[0], want[1], want[2]};
+  xfer_round_bf16(copy, 3);
+  for (int i = 0; i < 3 && rank != 1; i++) CHECK(copy[i] == p[i]);
   /* a rank with another model: every rank refuses, nobody hangs */
   struct param_table t2;
   mc.layers = rank == 2 ? 2 : 3;

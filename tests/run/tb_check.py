@@ -45,6 +45,7 @@ TAGS = {
     "pg_clipfrac_low": "actor/pg_clipfrac_low", "pg_clipfrac_high": "actor/pg_clipfrac_high",
     "ratio_mean": "actor/ratio_mean", "grad_norm": "actor/grad_norm", "lr": "actor/lr",
     "logprob_diff_max": "training/rollout_logprob_diff_max",
+    "logprob_diff_mean": "training/rollout_logprob_diff_mean", "logprob_diff_frac": "training/rollout_logprob_diff_frac",
     "lag_mean": "staleness/mean_lag", "lag_max": "staleness/max_lag",
     "drop_ratio": "staleness/drop_ratio", "tis_clipfrac": "rollout_corr/tis_clipfrac",
     "buffer_groups": "async/buffer_groups", "idle_train": "async/trainer_idle_frac",
@@ -65,7 +66,7 @@ TAGS = {
     "t_gen": "timing_s/gen", "t_reward": "timing_s/reward", "t_ref": "timing_s/ref",
     "t_train": "timing_s/update_actor", "t_sync": "timing_s/update_weights",
     "t_ckpt": "timing_s/save_checkpoint", "gen_tok_per_s": "perf/gen_tokens_per_s",
-    "train_tok_per_s": "perf/train_tokens_per_s", "sync_gbps": "perf/update_weights_gbps",
+    "train_tok_per_s": "perf/train_tokens_per_s", "sync_gbps": "perf/update_weights_gbps", "sync_mb": "perf/update_weights_mb",
     "mfu": "perf/mfu/actor",
     # preference steps ([algo] name = dpo | ipo | rm): TRL DPOTrainer's names
     "pref_loss": "loss", "pref_chosen": "rewards/chosen", "pref_rejected": "rewards/rejected",

@@ -79,6 +79,17 @@ add_test(NAME e2e_async_in_flight_log
 set_tests_properties(e2e_async_in_flight_log PROPERTIES LABELS e2e ENVIRONMENT "${RLPT_E2E_ENV}"
   PROCESSORS 4 TIMEOUT 60 FAIL_REGULAR_EXPRESSION "IN_FLIGHT_RUN_FAILED")
 set_tests_properties(e2e_async_4 PROPERTIES ENVIRONMENT "${RLPT_E2E_ENV};E2E_ASYNC_DEPTH=1")
+# [run] weight_sync_dtype = bf16: the rollout rank generates with the bf16 rounding of the
+# trainer's weights; the mismatch shows (logprob_diff_frac > 0 on some step, E2E_MISMATCH;
+# logprob_diff_max within E2E_LP_DIFF_TOL) and, corrected by [algo] tis = token_truncate, the
+# run learns by the sync margins; the sign-flipped reward fails them.
+e2e_test(bf16_sync_4 4 60 200 0.10 0.03 run.weight_sync_dtype=bf16 algo.tis=token_truncate)
+set_tests_properties(e2e_bf16_sync_4 PROPERTIES ENVIRONMENT "${RLPT_E2E_ENV};E2E_LP_DIFF_TOL=0.5;E2E_MISMATCH=1")
+e2e_test(bf16_sync_sign_flip_4 4 60 200 0.10 0.03 run.weight_sync_dtype=bf16 algo.tis=token_truncate
+  reward.correct_weight=-1)
+set_tests_properties(e2e_bf16_sync_sign_flip_4 PROPERTIES ENVIRONMENT "${RLPT_E2E_ENV};E2E_LP_DIFF_TOL=0.5;E2E_MISMATCH=1"
+  PASS_REGULAR_EXPRESSION "CHECK failed: a1 - a0 >= min_rise.*CHECK failed: samp_rl - samp_sft >= min_gain"
+  FAIL_REGULAR_EXPRESSION "E2E_RUN_FAILED|FAIL: rl step")
 # [run] mode = colocate_async (run/pregen.c): on 2 colocated ranks each generates batch k + 1 on
 # a second thread while it trains batch k, the deterministic schedule with one step in flight
 # (E2E_ASYNC_DEPTH=1: lag min(1, k - 1) every step); it learns by the sync margins and the
@@ -149,6 +160,13 @@ add_test(NAME bench_colocate_async
           ${CMAKE_SOURCE_DIR}/inputs/quickstart.ini ${CMAKE_CURRENT_SOURCE_DIR}/decks/async_balanced.ini)
 set_tests_properties(bench_colocate_async PROPERTIES LABELS bench ENVIRONMENT "${RLPT_E2E_ENV}"
   PROCESSORS 2 TIMEOUT 600)
+# Post-RL held-out pass@1 of the full quickstart under each schedule (label bench; ctest -L
+# bench -R bench_async_quality -V).
+add_test(NAME bench_async_quality
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/bench/bench_async_quality.sh $<TARGET_FILE:rlpt>
+          ${CMAKE_SOURCE_DIR}/inputs/quickstart.ini)
+set_tests_properties(bench_async_quality PROPERTIES LABELS bench ENVIRONMENT "${RLPT_E2E_ENV}"
+  PROCESSORS 4 TIMEOUT 1800)
 
 # run_fail_test(NAME NP WANT_RC REGEX [args...]): `mpirun -np NP rlpt run args...` exits WANT_RC
 # (any nonzero with WANT_RC = nonzero) and prints REGEX; RLPT_MESSAGES=N counts the lines
@@ -198,6 +216,10 @@ run_fail_test(colocate_async_lag 2 2
 run_fail_test(colocate_async_cuda 2 2
   "\\[run\\] device: colocate_async is built for the CPU backend.*RLPT_MESSAGES=1"
   ${RLPT_E2E_DECK} ${RLPT_E2E_COLOCATED} run.mode=colocate_async run.device=cuda log.metrics_path=async_bad.jsonl)
+run_fail_test(bf16_sync_free 4 2
+  "\\[run\\] weight_sync_dtype: bf16 is built for the collective weight broadcast.*RLPT_MESSAGES=1"
+  ${RLPT_E2E_DECK} run.weight_sync_dtype=bf16 run.mode=separate_async async.deterministic=false
+  log.metrics_path=async_bad.jsonl)
 run_fail_test(samples_groups_alone 4 2
   "\\[log\\] samples_groups: is read only when samples are written.*RLPT_MESSAGES=1"
   ${RLPT_E2E_DECK} log.samples_groups=0 log.metrics_path=async_bad.jsonl)
