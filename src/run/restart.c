@@ -134,33 +134,27 @@ static void restart_print(const struct run *r, const struct restart_summary *m) 
   fflush(stdout);
 }
 
-/* With train_tp > 1: the checkpoint's full policy, moments and reference replaced by this
- * rank's shards of them (the rest of the restart copies table.total floats). */
-static void tp_localize(const struct trainer *t, struct ckpt_state *st) {
-  if (!t->full) return;
-  float **v[4] = {&st->params, &st->adam_m, &st->adam_v, &st->ref_params};
-  for (int i = 0; i < 4; i++) {
-    if (!*v[i]) continue;
-    float *l = trainer_local_copy(t, *v[i]);
-    if (!l) die_local("out of memory taking this rank's tensor-parallel shards of the checkpoint");
-    free(*v[i]);  /* ckpt_read's own (st->owned) */
-    *v[i] = l;
-  }
+/* ckpt_read_shards take with train_tp > 1: this rank's shard of full tensor i. */
+static void tp_take(void *ctx, int i, const float *x, float *local) {
+  trainer_tensor_local(ctx, i, x, local);
 }
 
 /* Train ranks: read and check the checkpoint at `where` over the train communicator
  * (the tensors are full logical ones, so any number of train ranks can). 0, 1 or 2. */
 static int restart_read(struct run *r, const char *where, struct ckpt_state *st, char *path, size_t len) {
   MPI_Comm tc = r->comms.role_comm[ROLE_TRAIN];
+  struct trainer *t = r->trainer;
+  /* with train_tp > 1 each rank keeps its shards of the full tensors, read one at a time */
+  struct ckpt_read_shards sh = {.local_total = t->policy.table.total, .take = tp_take, .ctx = t};
+  const struct ckpt_read_shards *shp = trainer_tp(t) ? &sh : NULL;
   int rc;
   if (!strcmp(r->cfg->run.restart, "latest"))
-    rc = ckpt_read_latest(where, st, &r->mc, tc, path, len);
+    rc = ckpt_read_latest_sharded(where, st, &r->mc, tc, path, len, shp);
   else {
     snprintf(path, len, "%s", where);
-    rc = ckpt_read(where, st, &r->mc, tc);
+    rc = ckpt_read_sharded(where, st, &r->mc, tc, shp);
   }
   if (!rc) rc = restart_check(r, st, path);
-  if (!rc) tp_localize(r->trainer, st);
   return rc;
 }
 
