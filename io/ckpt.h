@@ -154,10 +154,13 @@ void ckpt_state_free(struct ckpt_state *st);
  * groups (params, adam_m, adam_v, ref_params) are read by rank 0 one tensor at a time (shape
  * and crc32 checked), broadcast, and take(ctx, i, x, local) keeps this rank's part of full
  * tensor i (x) in local, a buffer of local_total floats; those four buffers of st are then
- * in the caller's layout. No rank holds more than one full tensor of them. sh NULL:
+ * in the caller's layout. No rank holds more than one full tensor of them. into[g] non-NULL
+ * (g: params, adam_m, adam_v, ref_params): that group goes straight into the caller's buffer
+ * and its pointer in st stays NULL (the has_ flags say whether it was there). sh NULL:
  * ckpt_read / ckpt_read_latest. */
 struct ckpt_read_shards {
   size_t local_total;
+  float *into[4];
   void (*take)(void *ctx, int i, const float *x, float *local);
   void *ctx;
 };

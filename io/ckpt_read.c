@@ -372,14 +372,15 @@ static int shards_read(hid_t f, struct ckpt_state *st, int rank, MPI_Comm comm,
   int rc = error_agree(comm, x ? 0 : 1);
   for (int g = 0; g < 4 && !rc; g++) {
     if (!on[g]) continue;
-    *bufs[g] = malloc(sizeof(float) * (sh->local_total ? sh->local_total : 1));
-    rc = error_agree(comm, *bufs[g] ? 0 : 1);
+    float *dst = sh->into[g];
+    if (!dst) dst = *bufs[g] = malloc(sizeof(float) * (sh->local_total ? sh->local_total : 1));
+    rc = error_agree(comm, dst ? 0 : 1);
     for (int i = 0; i < t.n && !rc; i++) {
       if (rank == 0) rc = tensor_read(f, names[g], &t, i, x, path);
       MPI_CHECK(MPI_Bcast(&rc, 1, MPI_INT, 0, comm));
       if (rc) break;
       bcast_bytes(x, sizeof(float) * t.e[i].numel, comm);
-      sh->take(sh->ctx, i, x, *bufs[g]);
+      sh->take(sh->ctx, i, x, dst);
     }
   }
   if (!rc && rank == 0 && has[0]) {

@@ -13,16 +13,39 @@ void tp_group_init(struct tp_group *g, MPI_Comm comm) {
   MPI_CHECK(MPI_Comm_size(comm, &g->size));
 }
 
+static struct tp_traffic traffic;  /* this process's, since it started */
+
+void tp_traffic_get(struct tp_traffic *out) {
+  *out = traffic;
+}
+
+/* One all-reduce of n values of size bytes, counted as the model's (forward, backward and
+ * logprob: kind 0) or a weight gather's (kind 1). */
+static void count(int kind, size_t n, size_t size) {
+  traffic.bytes[kind] += (double)n * (double)size;
+  traffic.calls[kind]++;
+}
+
+static void sum_floats(const struct tp_group *g, float *x, size_t n, int kind) {
+  if (g->size == 1) return;
+  count(kind, n, sizeof(float));
+  allreduce_sum_floats(x, n, 0, g->comm);
+}
+
 void tp_sum_floats(const struct tp_group *g, float *x, size_t n) {
-  if (g->size > 1) allreduce_sum_floats(x, n, 0, g->comm);
+  sum_floats(g, x, n, 0);
 }
 
 void tp_sum_doubles(const struct tp_group *g, double *x, int n) {
-  if (g->size > 1) allreduce_polite(x, n, MPI_DOUBLE, MPI_SUM, g->comm);
+  if (g->size == 1) return;
+  count(0, (size_t)n, sizeof(double));
+  allreduce_polite(x, n, MPI_DOUBLE, MPI_SUM, g->comm);
 }
 
 void tp_max_floats(const struct tp_group *g, float *x, int n) {
-  if (g->size > 1) allreduce_polite(x, n, MPI_FLOAT, MPI_MAX, g->comm);
+  if (g->size == 1) return;
+  count(0, (size_t)n, sizeof(float));
+  allreduce_polite(x, n, MPI_FLOAT, MPI_MAX, g->comm);
 }
 
 /* One tensor between its full form f (entry fe; f at its first value) and this rank's
@@ -51,7 +74,7 @@ void tp_gather_tensor(const struct tp_group *g, const struct param_entry *fe, fl
   /* a replicated tensor from rank 0 alone: the sum adds zeros to it */
   if (param_split(le->kind) != SPLIT_NONE || g->rank == 0)
     shard_copy(g, fe, full, le, (float *)local, 1);
-  tp_sum_floats(g, full, fe->numel);
+  sum_floats(g, full, fe->numel, 1);
 }
 
 void tp_scatter_tensor(const struct tp_group *g, const struct param_entry *fe, const float *full,

@@ -30,6 +30,17 @@ struct tp_group {
   int rank, size;
 };
 
+/* What this process's TP collectives moved since it started: the payload bytes (what each
+ * rank hands to the all-reduce; a ring all-reduce sends 2 (size - 1) / size of it) and the
+ * calls, [0] the model's (forward, backward, the vocabulary-parallel logprob), [1] the
+ * weight gathers (tp_gather_tensor: the weight sync, checkpoints). One-rank groups move
+ * nothing and count nothing. */
+struct tp_traffic {
+  double bytes[2];
+  long calls[2];
+};
+void tp_traffic_get(struct tp_traffic *out);
+
 /* The group of comm (MPI_Comm_rank / size). */
 void tp_group_init(struct tp_group *g, MPI_Comm comm);
 

@@ -176,7 +176,19 @@ int trainer_create_tp(struct trainer *t, const struct config *cfg, const struct 
   return rc;
 }
 
+/* RLPT_TP_TRAFFIC set (bench/bench_tp.sh): what this TP rank's collectives moved (tp.h). */
+static void tp_traffic_print(const struct trainer *t) {
+  if (!trainer_tp(t) || !getenv("RLPT_TP_TRAFFIC")) return;
+  struct tp_traffic x;
+  tp_traffic_get(&x);
+  printf("tp traffic: dp %d tp %d of %d: model %.0f bytes in %ld all-reduces, weight gathers %.0f "
+         "bytes in %ld\n", t->dp_rank, t->tp.rank, t->tp.size, x.bytes[0], x.calls[0], x.bytes[1],
+         x.calls[1]);
+  fflush(stdout);
+}
+
 void trainer_free(struct trainer *t) {
+  tp_traffic_print(t);
   device_update_free(t->dev);
   model_free(&t->policy);
   adamw_free(&t->opt);
@@ -203,7 +215,7 @@ static void reset_optimizer(struct trainer *t) {
   /* a phase starts from the host copies, made current first */
   trainer_sync_host(t, 0);
   trainer_host_changed(t);
-  adamw_reset(&t->opt);
+  if (!t->restored) adamw_reset(&t->opt);
   t->update = 0;
   t->step = 0;
 }
@@ -211,6 +223,7 @@ static void reset_optimizer(struct trainer *t) {
 void trainer_begin_sft(struct trainer *t) {
   const struct config *cfg = t->cfg;
   reset_optimizer(t);
+  t->restored = t->restored_ref = 0;
   t->sched.lr = cfg->sft.lr;
   t->sched.min_lr_ratio = cfg->optim.min_lr_ratio;
   t->sched.warmup = cfg->sft.warmup_steps;
@@ -219,10 +232,12 @@ void trainer_begin_sft(struct trainer *t) {
 }
 
 void trainer_begin_rl(struct trainer *t) {
+  int keep_ref = t->restored && t->restored_ref;
   reset_optimizer(t);
+  t->restored = t->restored_ref = 0;
   optim_sched_from_config(t->cfg, &t->sched);
   if (t->ref.host) {
-    memcpy(t->ref.host, t->policy.params, sizeof(float) * t->policy.table.total);
+    if (!keep_ref) memcpy(t->ref.host, t->policy.params, sizeof(float) * t->policy.table.total);
     weights_host_written(&t->ref);
   }
   if (t->has_critic) {

@@ -67,6 +67,11 @@ struct trainer {
   struct tp_group tp;
   struct param_table full_table;
   struct model_config full_table_cfg;  /* the full model's config (the deck's) */
+  int restored;              /* a restart read the checkpoint's AdamW moments (and with
+                                restored_ref the reference) into opt and ref in place
+                                (run/restart.c, train_tp > 1): the next trainer_begin_sft /
+                                trainer_begin_rl keeps them instead of resetting */
+  int restored_ref;
   int zero;                  /* [optim] zero = 1 over dp_size > 1: opt and critic_opt hold
                                 this rank's ZeRO-1 slice only (train/zero.h zero_opt_range) */
   long skipped_nonfinite;     /* updates skipped for a non-finite gradient norm, since create */
