@@ -131,6 +131,16 @@ add_test(NAME bench_async
 set_tests_properties(bench_async PROPERTIES LABELS bench ENVIRONMENT "${RLPT_E2E_ENV}" PROCESSORS 4
   TIMEOUT 600)
 
+# One SFT step of the SmolLM2-135M shape with train_tp = 3 on 3 ranks of 1 thread against one
+# train rank of 3 threads: the time ratio and each TP rank's all-reduce bytes against
+# Megatron's formula (label bench: prints figures, asserts nothing; ctest -L bench -R bench_tp
+# -V; README "Ranks and layouts").
+add_test(NAME bench_tp
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/bench/bench_tp.sh $<TARGET_FILE:rlpt>
+          ${CMAKE_CURRENT_SOURCE_DIR}/decks/tp_tiny.ini)
+set_tests_properties(bench_tp PROPERTIES LABELS bench ENVIRONMENT "${RLPT_E2E_ENV}" PROCESSORS 6
+  TIMEOUT 900)
+
 # run_fail_test(NAME NP WANT_RC REGEX [args...]): `mpirun -np NP rlpt run args...` exits WANT_RC
 # (any nonzero with WANT_RC = nonzero) and prints REGEX; RLPT_MESSAGES=N counts the lines
 # rlpt printed as errors (mpirun adds its own notice about the exit code).
