@@ -281,7 +281,8 @@ void model_param_init_one(const struct param_table *t, int n, float *p, double i
 
 void model_params_init(const struct param_table *t, float *params, double init_std,
                        uint64_t seed) {
-  for (int n = 0; n < t->n; n++) model_param_init_one(t, n, params + t->e[n].offset, init_std, seed);
+  for (int n = 0; n < t->n; n++)
+    model_param_init_one(t, n, params + t->e[n].offset, init_std, seed);
 }
 
 void model_init_params(struct model *m, uint64_t seed) {

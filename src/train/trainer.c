@@ -71,7 +71,8 @@ static int init_params_tp(struct trainer *t, char *err, size_t errlen) {
   float *x = malloc(sizeof(float) * param_table_max_numel(&t->full_table));
   if (!x) return snprintf(err, errlen, "out of memory for one tensor of the initial weights"), 1;
   for (int i = 0; i < t->full_table.n; i++) {
-    model_param_init_one(&t->full_table, i, x, t->full_table_cfg.init_std, (uint64_t)t->cfg->run.seed);
+    model_param_init_one(&t->full_table, i, x, t->full_table_cfg.init_std,
+                         (uint64_t)t->cfg->run.seed);
     take_shard(t, i, x);
   }
   free(x);
@@ -147,7 +148,8 @@ int trainer_create_tp(struct trainer *t, const struct config *cfg, const struct 
     return 2;
   }
   tp_setup(t, mc, tp);
-  if (max_tokens < 1 || model_create_tp(&t->policy, mc, max_tokens, ops, trainer_tp(t) ? &t->tp : NULL)) {
+  if (max_tokens < 1 ||
+      model_create_tp(&t->policy, mc, max_tokens, ops, trainer_tp(t) ? &t->tp : NULL)) {
     snprintf(err, errlen, "could not allocate the policy model for %d tokens", max_tokens);
     trainer_free(t);
     return 1;

@@ -866,8 +866,8 @@ endforeach()
 
 # Tensor-parallel training ([ranks] train_tp = 2, model/tp.h; run/test_tp_run.sh, deck
 # tests/decks/tp_tiny.ini): SFT and GRPO against one train rank, DP 2 x TP 2, and restarts
-# from TP 2 on one rank and back, and a TP 2 mid-SFT restart; test_tp_cmp checks the metrics and every checkpoint tensor
-# within 1e-5 relative.
+# from TP 2 on one rank and back, and a TP 2 mid-SFT restart; test_tp_cmp checks the
+# metrics and every checkpoint tensor within 1e-5 relative.
 foreach(mode sft grpo dp2 restart restart_sft)
   set(np 5)
   if(mode STREQUAL dp2)

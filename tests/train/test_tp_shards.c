@@ -79,7 +79,8 @@ int main(int argc, char **argv) {
     bad += memcmp(x, ref + ft->e[i].offset, sizeof(float) * ft->e[i].numel) != 0;
     trainer_tensor_local(&t, i, x, back);
     const struct param_entry *le = &t.policy.table.e[i];
-    bad_back += memcmp(back + le->offset, t.policy.params + le->offset, sizeof(float) * le->numel) != 0;
+    bad_back +=
+        memcmp(back + le->offset, t.policy.params + le->offset, sizeof(float) * le->numel) != 0;
   }
   CHECK_MSG(bad == 0, "%ld tensors gathered differ from the one-rank init\n", bad);
   CHECK_MSG(bad_back == 0, "%ld shards taken back differ\n", bad_back);
