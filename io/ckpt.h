@@ -115,6 +115,13 @@ struct ckpt_write_opts {
   int keep_last;                    /* complete checkpoints kept (>= 1; the newest always) */
   const struct ckpt_rows *rows;     /* per entry of the model's table; NULL = even split */
   const struct ckpt_rows *critic_rows; /* per entry of the critic's table; NULL = even split */
+  /* NULL, or: the model's groups (params, adam_m, adam_v, ref_params) are in the caller's
+   * layout (a tensor-parallel shard) and tensor(ctx, buf, i, x) writes full tensor i of the
+   * group whose buffer is buf into x (e[i].numel floats of the model's table). The writer
+   * calls it for every tensor of those groups in file order on every rank of comm, twice
+   * (checksums, then the write), so it may be collective; it keeps one tensor at a time. */
+  void (*tensor)(void *ctx, const float *buf, int i, float *x);
+  void *ctx;
 };
 
 /* DIR/step_%08d.h5 into buf. */
@@ -143,6 +150,25 @@ int ckpt_read(const char *path, struct ckpt_state *st, const struct model_config
 int ckpt_read_latest(const char *dir, struct ckpt_state *st, const struct model_config *expect,
                      MPI_Comm comm, char *path_out, size_t len);
 void ckpt_state_free(struct ckpt_state *st);
+/* The same for a reader that keeps a shard of each tensor (tensor parallelism): the model's
+ * groups (params, adam_m, adam_v, ref_params) are read by rank 0 one tensor at a time (shape
+ * and crc32 checked), broadcast, and take(ctx, i, x, local) keeps this rank's part of full
+ * tensor i (x) in local, a buffer of local_total floats; those four buffers of st are then
+ * in the caller's layout. No rank holds more than one full tensor of them. into[g] non-NULL
+ * (g: params, adam_m, adam_v, ref_params): that group goes straight into the caller's buffer
+ * and its pointer in st stays NULL (the has_ flags say whether it was there). sh NULL:
+ * ckpt_read / ckpt_read_latest. */
+struct ckpt_read_shards {
+  size_t local_total;
+  float *into[4];
+  void (*take)(void *ctx, int i, const float *x, float *local);
+  void *ctx;
+};
+int ckpt_read_sharded(const char *path, struct ckpt_state *st, const struct model_config *expect,
+                      MPI_Comm comm, const struct ckpt_read_shards *sh);
+int ckpt_read_latest_sharded(const char *dir, struct ckpt_state *st,
+                             const struct model_config *expect, MPI_Comm comm, char *path_out,
+                             size_t len, const struct ckpt_read_shards *sh);
 
 /* No MPI. The file a restart would use: which = "latest" (or NULL / "") reads
  * dir_or_path/latest and checks that the file opens as a checkpoint; if not,

@@ -275,8 +275,10 @@ static int bcast_alloc(void **p, size_t n, int rank, MPI_Comm comm) {
   return 0;
 }
 
-/* Rank 0's state to every rank (the others allocate). */
-static int state_bcast(struct ckpt_state *st, int rank, MPI_Comm comm) {
+/* Rank 0's state to every rank (the others allocate). With sharded, the model's groups
+ * (params, adam_m, adam_v, ref_params) are each rank's own already and stay. */
+static int state_bcast(struct ckpt_state *st, int rank, MPI_Comm comm, int sharded) {
+  float *own[4] = {st->params, st->adam_m, st->adam_v, st->ref_params};
   struct ckpt_state root = *st;
   bcast_bytes(&root, sizeof root, comm);
   size_t lens[2] = {st->deck ? strlen(st->deck) + 1 : 0, st->used_keys ? strlen(st->used_keys) + 1 : 0};
@@ -291,10 +293,18 @@ static int state_bcast(struct ckpt_state *st, int rank, MPI_Comm comm) {
   }
   size_t n = sizeof(float) * model_param_count(&st->mc);
   size_t nc = st->has_critic ? sizeof(float) * model_param_count(&st->critic_mc) : 0;
-  int rc = bcast_alloc((void **)&st->params, n, rank, comm);
-  if (!rc && st->has_optim) rc = bcast_alloc((void **)&st->adam_m, n, rank, comm);
-  if (!rc && st->has_optim) rc = bcast_alloc((void **)&st->adam_v, n, rank, comm);
-  if (!rc && st->has_ref) rc = bcast_alloc((void **)&st->ref_params, n, rank, comm);
+  int rc = 0;
+  if (sharded) {
+    st->params = own[0];
+    st->adam_m = own[1];
+    st->adam_v = own[2];
+    st->ref_params = own[3];
+  } else {
+    rc = bcast_alloc((void **)&st->params, n, rank, comm);
+    if (!rc && st->has_optim) rc = bcast_alloc((void **)&st->adam_m, n, rank, comm);
+    if (!rc && st->has_optim) rc = bcast_alloc((void **)&st->adam_v, n, rank, comm);
+    if (!rc && st->has_ref) rc = bcast_alloc((void **)&st->ref_params, n, rank, comm);
+  }
   if (!rc && st->has_critic) rc = bcast_alloc((void **)&st->critic_params, nc, rank, comm);
   if (!rc && st->has_critic && st->has_critic_optim) {
     rc = bcast_alloc((void **)&st->critic_adam_m, nc, rank, comm);
@@ -317,13 +327,124 @@ int ckpt_read(const char *path, struct ckpt_state *st, const struct model_config
   int rc = rank == 0 ? file_read(path, st, expect) : 0;
   wait_barrier(comm); /* the others sleep, not spin, while rank 0 reads */
   rc = error_agree(comm, rc);
-  if (!rc && state_bcast(st, rank, comm)) {
+  if (!rc && state_bcast(st, rank, comm, 0)) {
     if (rank == 0) fprintf(stderr, "rlpt: %s: out of memory on a rank receiving the checkpoint\n",
                            path);
     rc = 1;
   }
   if (rc) ckpt_state_free(st);
   return rc;
+}
+
+/* ---- sharded reading (ckpt_read_sharded) ------------------------------- */
+
+/* Rank 0: tensor i of /group into x (its numel floats), shape and crc32 checked. */
+static int tensor_read(hid_t f, const char *group, const struct param_table *t, int i, float *x,
+                       const char *path) {
+  struct param_entry e1 = t->e[i];
+  e1.offset = 0;
+  struct param_table t1 = {.n = 1, .e = &e1, .total = e1.numel};
+  int rc = h5_params_read(f, group, &t1, x, path);
+  char obj[256];
+  snprintf(obj, sizeof obj, "/%s/%s", group, e1.name);
+  return rc ? rc : crc_check(f, obj, x, sizeof(float) * e1.numel, path);
+}
+
+/* The model's groups tensor by tensor: rank 0 reads each into x, broadcasts it, every rank
+ * keeps its shard (sh->take) in a buffer of sh->local_total floats. Then rank 0 reads the
+ * /optim attributes. 0, 1 or 2 on every rank (the rest of the state is rank 0's). */
+static int shards_read(hid_t f, struct ckpt_state *st, int rank, MPI_Comm comm,
+                       const struct ckpt_read_shards *sh, const char *path) {
+  struct param_table t;
+  param_table_build(&t, &st->mc);
+  float *x = malloc(sizeof(float) * param_table_max_numel(&t));
+  int has[2] = {0, 0};  /* /optim, /ref */
+  if (rank == 0) {
+    has[0] = H5Lexists(f, "optim", H5P_DEFAULT) > 0;
+    has[1] = H5Lexists(f, "ref", H5P_DEFAULT) > 0;
+  }
+  MPI_CHECK(MPI_Bcast(has, 2, MPI_INT, 0, comm));
+  st->has_optim = has[0];
+  st->has_ref = has[1];
+  const char *names[4] = {"model", "optim/m", "optim/v", "ref"};
+  float **bufs[4] = {&st->params, &st->adam_m, &st->adam_v, &st->ref_params};
+  int on[4] = {1, has[0], has[0], has[1]};
+  int rc = error_agree(comm, x ? 0 : 1);
+  for (int g = 0; g < 4 && !rc; g++) {
+    if (!on[g]) continue;
+    float *dst = sh->into[g];
+    if (!dst) dst = *bufs[g] = malloc(sizeof(float) * (sh->local_total ? sh->local_total : 1));
+    rc = error_agree(comm, dst ? 0 : 1);
+    for (int i = 0; i < t.n && !rc; i++) {
+      if (rank == 0) rc = tensor_read(f, names[g], &t, i, x, path);
+      MPI_CHECK(MPI_Bcast(&rc, 1, MPI_INT, 0, comm));
+      if (rc) break;
+      bcast_bytes(x, sizeof(float) * t.e[i].numel, comm);
+      sh->take(sh->ctx, i, x, dst);
+    }
+  }
+  if (!rc && rank == 0 && has[0]) {
+    int64_t adam_t = 0;
+    rc = attr_i64(f, "optim", "t", &adam_t, path);
+    if (!rc) rc = attr_f64(f, "optim", "lr", &st->lr, path);
+    st->adam_t = (long)adam_t;
+  }
+  free(x);
+  param_table_free(&t);
+  return rc;
+}
+
+/* Rank 0: /meta, then (with the model's table known everywhere) the sharded groups, the
+ * critic and the small datasets; the rest broadcast. As ckpt_read. */
+static int read_sharded(const char *path, struct ckpt_state *st, const struct model_config *expect,
+                        MPI_Comm comm, const struct ckpt_read_shards *sh) {
+  int rank;
+  MPI_Comm_rank(comm, &rank);
+  memset(st, 0, sizeof *st);
+  st->owned = 1;
+  hid_t f = -1;
+  struct h5_quiet q;
+  int rc = 0;
+  if (rank == 0) {
+    rc = ckpt_probe(path, 0) ? 2 : 0;
+    h5_quiet_begin(&q);
+    if (!rc && (f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0) {
+      fprintf(stderr, "rlpt: %s: cannot open as HDF5 (truncated or damaged file)\n", path);
+      rc = 2;
+    }
+    if (!rc) rc = meta_read(f, st, expect, path);
+  }
+  wait_barrier(comm);
+  rc = error_agree(comm, rc);
+  if (!rc) {
+    MPI_CHECK(MPI_Bcast(&st->mc, (int)sizeof st->mc, MPI_BYTE, 0, comm));
+    rc = shards_read(f, st, rank, comm, sh, path);
+  }
+  if (!rc && rank == 0) {
+    st->has_critic = H5Lexists(f, "critic", H5P_DEFAULT) > 0;
+    if (st->has_critic) rc = critic_read(f, st, path);
+    if (!rc) rc = smalls_read(f, st, path);
+  }
+  if (rank == 0) {
+    if (f >= 0 && H5Fclose(f) < 0 && !rc) {
+      fprintf(stderr, "rlpt: %s: error closing the checkpoint\n", path);
+      rc = 2;
+    }
+    h5_quiet_end(&q);
+  }
+  rc = error_agree(comm, rc);
+  if (!rc && state_bcast(st, rank, comm, 1)) {
+    if (rank == 0) fprintf(stderr, "rlpt: %s: out of memory on a rank receiving the checkpoint\n",
+                           path);
+    rc = 1;
+  }
+  if (rc) ckpt_state_free(st);
+  return rc;
+}
+
+int ckpt_read_sharded(const char *path, struct ckpt_state *st, const struct model_config *expect,
+                      MPI_Comm comm, const struct ckpt_read_shards *sh) {
+  return sh ? read_sharded(path, st, expect, comm, sh) : ckpt_read(path, st, expect, comm);
 }
 
 /* Rank 0: the candidate files of dir, `latest`'s first, then the step files
@@ -351,6 +472,12 @@ static char **candidates(const char *dir, int *n) {
 
 int ckpt_read_latest(const char *dir, struct ckpt_state *st, const struct model_config *expect,
                      MPI_Comm comm, char *path_out, size_t len) {
+  return ckpt_read_latest_sharded(dir, st, expect, comm, path_out, len, NULL);
+}
+
+int ckpt_read_latest_sharded(const char *dir, struct ckpt_state *st,
+                             const struct model_config *expect, MPI_Comm comm, char *path_out,
+                             size_t len, const struct ckpt_read_shards *sh) {
   int rank, n = 0, rc = 2;
   MPI_Comm_rank(comm, &rank);
   char **c = rank == 0 ? candidates(dir, &n) : NULL;
@@ -359,7 +486,7 @@ int ckpt_read_latest(const char *dir, struct ckpt_state *st, const struct model_
   for (int i = 0; i < n && rc == 2; i++) {
     if (rank == 0) snprintf(path, sizeof path, "%s", c[i] ? c[i] : "");
     MPI_CHECK(MPI_Bcast(path, (int)sizeof path, MPI_CHAR, 0, comm));
-    rc = ckpt_read(path, st, expect, comm);
+    rc = ckpt_read_sharded(path, st, expect, comm, sh);
     if (rc == 2 && rank == 0)
       fprintf(stderr, "rlpt: warning: %s is not usable; %s\n", path,
               i + 1 < n ? "falling back to the previous checkpoint" : "no older checkpoint left");

@@ -49,10 +49,23 @@ struct writer {
   int nparts;
   struct small_info small;
   hid_t fapl, dcpl, dxpl, lcpl;
+  void (*tensor)(void *ctx, const float *buf, int i, float *x);  /* ckpt_write_opts */
+  void *ctx;
+  float *scratch;                  /* one tensor of the model's table, with tensor */
 };
 
 static const struct ckpt_rows *group_rows(const struct writer *w, int gi) {
   return w->g[gi].t == &w->ct ? w->crows : w->rows;
+}
+
+/* The first value of full tensor i of group gi: in the group's buffer, or with a tensor
+ * callback (the model's groups) made in the scratch. Called for every tensor of every group
+ * in file order on every rank (the callback may be collective). */
+static const float *tensor_base(struct writer *w, int gi, int i) {
+  const struct ckpt_group *gr = &w->g[gi];
+  if (!w->tensor || gr->t != &w->t) return gr->buf + gr->t->e[i].offset;
+  w->tensor(w->ctx, gr->buf, i, w->scratch);
+  return w->scratch;
 }
 
 /* ---- 1. checksums before writing ---------------------------------------- */
@@ -91,11 +104,12 @@ static int checksum_all(struct writer *w) {
     const struct ckpt_rows *r = group_rows(w, gi);
     for (int i = 0; i < w->g[gi].t->n; i++, k++) {
       const struct param_entry *e = &w->g[gi].t->e[i];
+      const float *base = tensor_base(w, gi, i);
       if (r[i].row0 < 0 || r[i].nrows < 0 || r[i].row0 + r[i].nrows > e->rows) {
         w->parts[k] = (struct crc_part){.flags = CRC_PART_BADTILE}; /* never read past the tensor */
         continue;
       }
-      crc_part_floats(&w->parts[k], w->g[gi].buf + e->offset + (size_t)r[i].row0 * e->cols,
+      crc_part_floats(&w->parts[k], base + (size_t)r[i].row0 * e->cols,
                       (uint64_t)r[i].row0, (uint64_t)r[i].nrows, (uint64_t)e->cols);
     }
   }
@@ -177,8 +191,9 @@ static int meta_write(struct writer *w, hid_t f) {
   return bad;
 }
 
-/* One tensor, each rank its rows r; the CRC of the whole goes in its attribute. */
-static int tensor_write(struct writer *w, hid_t g, const struct param_entry *e, const float *buf,
+/* One tensor (its first value at base), each rank its rows r; the CRC of the whole goes in
+ * its attribute. */
+static int tensor_write(struct writer *w, hid_t g, const struct param_entry *e, const float *base,
                         const struct ckpt_rows *r, uint32_t crc) {
   hsize_t dims[2], start[2] = {(hsize_t)r->row0, 0}, count[2];
   int rank = h5_param_dims(e, dims);
@@ -197,7 +212,7 @@ static int tensor_write(struct writer *w, hid_t g, const struct param_entry *e, 
   int bad = ds < 0;
   if (ds >= 0) {
     bad |= H5Dwrite(ds, H5T_NATIVE_FLOAT, ms, fs, w->dxpl,
-                    buf + e->offset + (size_t)r->row0 * e->cols) < 0;
+                    base + (size_t)r->row0 * e->cols) < 0;
     bad |= attr_u32(ds, "crc32", crc);
     bad |= H5Dclose(ds) < 0;
   }
@@ -226,7 +241,7 @@ static int groups_write(struct writer *w, hid_t f) {
     snprintf(what, sizeof what, "group /%s", gr->name);
     if (agree(w, g < 0, what)) return 1;
     for (int i = 0; i < gr->t->n; i++, k++) {
-      int bad = tensor_write(w, g, &gr->t->e[i], gr->buf, &r[i], w->parts[k].crc);
+      int bad = tensor_write(w, g, &gr->t->e[i], tensor_base(w, gi, i), &r[i], w->parts[k].crc);
       snprintf(what, sizeof what, "dataset /%s/%s", gr->name, gr->t->e[i].name);
       if (agree(w, bad, what)) {
         H5Gclose(g);
@@ -528,7 +543,12 @@ static int writer_init(struct writer *w, const char *dir, const struct ckpt_stat
   w->rows = malloc(sizeof *w->rows * (size_t)w->t.n);
   w->crows = malloc(sizeof *w->crows * (size_t)(w->ct.n + 1));
   w->parts = calloc((size_t)w->nparts, sizeof *w->parts);
-  if (!w->rows || !w->crows || !w->parts) return 1;
+  if (o && o->tensor) {
+    w->tensor = o->tensor;
+    w->ctx = o->ctx;
+    w->scratch = malloc(sizeof(float) * param_table_max_numel(&w->t));
+  }
+  if (!w->rows || !w->crows || !w->parts || (w->tensor && !w->scratch)) return 1;
   if (o && o->rows) memcpy(w->rows, o->rows, sizeof *w->rows * (size_t)w->t.n);
   else ckpt_rows_even(&w->t, w->rank, w->size, w->rows);
   if (o && o->critic_rows) memcpy(w->crows, o->critic_rows, sizeof *w->crows * (size_t)w->ct.n);
@@ -555,6 +575,7 @@ static void writer_free(struct writer *w) {
   free(w->rows);
   free(w->crows);
   free(w->parts);
+  free(w->scratch);
   param_table_free(&w->t);
   if (w->st->has_critic) param_table_free(&w->ct);
 }

@@ -247,3 +247,41 @@ int model_h5_read_params(const char *path, const struct param_table *t, float *p
   H5Fclose(f);
   return rc;
 }
+
+/* The entry e alone, at offset 0: a table that reads one tensor into a scratch. */
+static struct param_table one_tensor(const struct param_entry *e, struct param_entry *copy) {
+  *copy = *e;
+  copy->offset = 0;
+  return (struct param_table){.n = 1, .e = copy, .total = e->numel};
+}
+
+int h5_params_read_each(hid_t loc, const char *group, const struct param_table *t,
+                        float *scratch, h5_take_fn take, void *ctx, const char *path) {
+  int rc = 0;
+  for (int i = 0; !rc && i < t->n; i++) {
+    struct param_entry e1;
+    struct param_table t1 = one_tensor(&t->e[i], &e1);
+    rc = h5_params_read(loc, group, &t1, scratch, path);
+    if (!rc) take(ctx, i, scratch);
+  }
+  return rc;
+}
+
+size_t param_table_max_numel(const struct param_table *t) {
+  size_t most = 1;
+  for (int i = 0; i < t->n; i++) most = t->e[i].numel > most ? t->e[i].numel : most;
+  return most;
+}
+
+int model_h5_read_each(const char *path, const struct param_table *t, h5_take_fn take, void *ctx) {
+  float *scratch = malloc(sizeof(float) * param_table_max_numel(t));
+  if (!scratch) {
+    fprintf(stderr, "rlpt: %s: out of memory for one tensor\n", path);
+    return 1;
+  }
+  hid_t f = open_ro(path);
+  int rc = f < 0 ? 2 : h5_params_read_each(f, "model", t, scratch, take, ctx, path);
+  if (f >= 0) H5Fclose(f);
+  free(scratch);
+  return rc;
+}

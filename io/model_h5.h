@@ -46,5 +46,15 @@ int model_h5_write(const char *path, const struct model_config *mc, const float 
 int model_h5_read_config(const char *path, struct model_config *mc);
 /* /model of path into params, laid out by t (built from the same config). */
 int model_h5_read_params(const char *path, const struct param_table *t, float *params);
+/* The same tensor by tensor: each tensor i of t read into a scratch of one tensor (shape
+ * checked) and handed to take(ctx, i, x) (x: t->e[i].numel floats, valid during the call).
+ * A reader that keeps a shard of each never holds the model whole. 0, 1 (no memory) or 2. */
+typedef void (*h5_take_fn)(void *ctx, int i, const float *x);
+int model_h5_read_each(const char *path, const struct param_table *t, h5_take_fn take, void *ctx);
+/* /group of loc the same way into scratch (param_table_max_numel(t) floats). */
+int h5_params_read_each(hid_t loc, const char *group, const struct param_table *t,
+                        float *scratch, h5_take_fn take, void *ctx, const char *path);
+/* The largest tensor of t in floats (at least 1). */
+size_t param_table_max_numel(const struct param_table *t);
 
 #endif

@@ -421,6 +421,25 @@ void xfer_round_bf16(float *p, size_t n) {
   for (size_t i = 0; i < n; i++) p[i] = gguf_bf16_to_f32(st_f32_to_bf16(p[i]));
 }
 
+/* The table check of the weight broadcast: 1 when every rank of comm has t's shape. */
+static int tables_agree(const struct param_table *t, MPI_Comm comm) {
+  /* max of (total, -total, n, -n): equal on all ranks iff every rank has the same table */
+  long long mine[4] = {(long long)t->total, -(long long)t->total, t->n, -(long long)t->n}, all[4];
+  MPI_CHECK(MPI_Allreduce(mine, all, 4, MPI_LONG_LONG, MPI_MAX, comm));
+  return all[0] == -all[1] && all[2] == -all[3];
+}
+
+static void stats_fill(struct xfer_stats *st, const struct param_table *t, double t0, double t1,
+                       int calls, size_t bytes_per_weight) {
+  double t2 = clock_seconds();
+  if (!st) return;
+  st->t_sync = t2 - t0;
+  st->t_wait = t1 - t0;
+  st->bytes = (double)t->total * (double)bytes_per_weight;
+  st->sync_gbps = t2 > t1 ? st->bytes / (t2 - t1) / 1e9 : 0.0;
+  st->chunks = calls;
+}
+
 int xfer_bcast_weights(float *params, const struct param_table *t, int root, MPI_Comm comm,
                        struct xfer_stats *st) {
   return xfer_bcast_weights_as(params, t, root, comm, 0, st);
@@ -431,10 +450,7 @@ int xfer_bcast_weights_as(float *params, const struct param_table *t, int root, 
   double t0 = clock_seconds();
   wait_barrier(comm);
   double t1 = clock_seconds();
-  /* max of (total, -total, n, -n): equal on all ranks iff every rank has the same table */
-  long long mine[4] = {(long long)t->total, -(long long)t->total, t->n, -(long long)t->n}, all[4];
-  MPI_CHECK(MPI_Allreduce(mine, all, 4, MPI_LONG_LONG, MPI_MAX, comm));
-  if (all[0] != -all[1] || all[2] != -all[3]) return XFER_EMISMATCH;
+  if (!tables_agree(t, comm)) return XFER_EMISMATCH;
   int calls = 0, me = 0;
   MPI_CHECK(MPI_Comm_rank(comm, &me));
   for (int i = 0; i < t->n;) {
@@ -444,13 +460,26 @@ int xfer_bcast_weights_as(float *params, const struct param_table *t, int root, 
     else bcast_floats(params + off, n, root, comm, &calls);
     i = j;
   }
-  double t2 = clock_seconds();
-  if (st) {
-    st->t_sync = t2 - t0;
-    st->t_wait = t1 - t0;
-    st->bytes = (double)t->total * (bf16 ? sizeof(uint16_t) : sizeof(float));
-    st->sync_gbps = t2 > t1 ? st->bytes / (t2 - t1) / 1e9 : 0.0;
-    st->chunks = calls;
+  stats_fill(st, t, t0, t1, calls, bf16 ? sizeof(uint16_t) : sizeof(float));
+  return XFER_OK;
+}
+
+int xfer_bcast_weights_each(float *params, const struct param_table *t, int root, MPI_Comm comm,
+                            xfer_fill_fn fill, void *ctx, struct xfer_stats *st) {
+  double t0 = clock_seconds();
+  wait_barrier(comm);
+  double t1 = clock_seconds();
+  if (!tables_agree(t, comm)) return XFER_EMISMATCH;
+  float *x = NULL;
+  size_t most = 1;
+  for (int i = 0; i < t->n; i++) most = t->e[i].numel > most ? t->e[i].numel : most;
+  if (fill && !(x = malloc(sizeof(float) * most))) return XFER_ENOMEM;
+  int calls = 0;
+  for (int i = 0; i < t->n; i++) {
+    if (fill) fill(ctx, i, x);
+    bcast_floats(fill ? x : params + t->e[i].offset, t->e[i].numel, root, comm, &calls);
   }
+  free(x);
+  stats_fill(st, t, t0, t1, calls, sizeof(float));
   return XFER_OK;
 }

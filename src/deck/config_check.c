@@ -293,6 +293,10 @@ static int cross_async(const struct cross *x) {
     return cross_fail(x, "run", "weight_sync_dtype", "async", "deterministic", "bf16 is built for the "
                       "collective weight broadcast; the free-running schedule posts fp32 weights with "
                       "point-to-point sends: use weight_sync_dtype = fp32 or deterministic = true");
+  if (c->run.weight_sync_dtype == WSYNC_BF16 && c->ranks.train_tp > 1)
+    return cross_fail(x, "run", "weight_sync_dtype", "ranks", "train_tp", "bf16 is built for the "
+                      "one-rank broadcast; with train_tp > 1 the TP group sends fp32 tensor by tensor: "
+                      "use weight_sync_dtype = fp32");
   if (c->run.mode == MODE_COLOCATE_ASYNC) return cross_colocate_async(x);
   if (c->run.mode != MODE_SEPARATE_ASYNC) return 0;
   long cap = c->async.capacity >= 0 ? c->async.capacity : c->algo.prompts_per_step * c->async.max_lag;

@@ -297,26 +297,29 @@ void model_free(struct model *m) {
 
 /* ---- initialisation --------------------------------------------------------- */
 
+void model_param_init_one(const struct param_table *t, int n, float *p, double init_std,
+                          uint64_t seed) {
+  const struct param_entry *e = &t->e[n];
+  switch (e->kind) {
+  case P_ATTN_NORM: case P_FFN_NORM: case P_FINAL_NORM:
+    for (size_t i = 0; i < e->numel; i++) p[i] = 1.0f;
+    break;
+  case P_BQ: case P_BK: case P_BV:
+    memset(p, 0, sizeof(float) * e->numel);
+    break;
+  default: {
+    /* one rng stream per tensor: values depend on (seed, tensor index) only */
+    struct rng_seq s;
+    rng_seq_init(&s, seed, RNG_STREAM_INIT, (uint32_t)n, 0);
+    rng_seq_fill_normal(&s, p, e->numel, 0.0f, (float)init_std);
+  }
+  }
+}
+
 void model_params_init(const struct param_table *t, float *params, double init_std,
                        uint64_t seed) {
-  for (int n = 0; n < t->n; n++) {
-    const struct param_entry *e = &t->e[n];
-    float *p = params + e->offset;
-    switch (e->kind) {
-    case P_ATTN_NORM: case P_FFN_NORM: case P_FINAL_NORM:
-      for (size_t i = 0; i < e->numel; i++) p[i] = 1.0f;
-      break;
-    case P_BQ: case P_BK: case P_BV:
-      memset(p, 0, sizeof(float) * e->numel);
-      break;
-    default: {
-      /* one rng stream per tensor: values depend on (seed, tensor index) only */
-      struct rng_seq s;
-      rng_seq_init(&s, seed, RNG_STREAM_INIT, (uint32_t)n, 0);
-      rng_seq_fill_normal(&s, p, e->numel, 0.0f, (float)init_std);
-    }
-    }
-  }
+  for (int n = 0; n < t->n; n++)
+    model_param_init_one(t, n, params + t->e[n].offset, init_std, seed);
 }
 
 void model_init_params(struct model *m, uint64_t seed) {

@@ -136,6 +136,9 @@ void model_init_params(struct model *m, uint64_t seed);
 /* The same on a bare table + buffer (no activations needed: rlpt init). */
 void model_params_init(const struct param_table *t, float *params, double init_std,
                        uint64_t seed);
+/* Tensor n of t alone into p (its e[n].numel floats): the values model_params_init gives it. */
+void model_param_init_one(const struct param_table *t, int n, float *p, double init_std,
+                          uint64_t seed);
 void model_zero_grad(struct model *m);
 /* Forward on nseq packed sequences (cu_seqlens[nseq] tokens in all).
  * logprob_out[t] = log p(tokens[t+1] | tokens[start..t]) within the sequence;

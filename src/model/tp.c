@@ -13,54 +13,87 @@ void tp_group_init(struct tp_group *g, MPI_Comm comm) {
   MPI_CHECK(MPI_Comm_size(comm, &g->size));
 }
 
+static struct tp_traffic traffic;  /* this process's, since it started */
+
+void tp_traffic_get(struct tp_traffic *out) {
+  *out = traffic;
+}
+
+/* One all-reduce of n values of size bytes, counted as the model's (forward, backward and
+ * logprob: kind 0) or a weight gather's (kind 1). */
+static void count(int kind, size_t n, size_t size) {
+  traffic.bytes[kind] += (double)n * (double)size;
+  traffic.calls[kind]++;
+}
+
+static void sum_floats(const struct tp_group *g, float *x, size_t n, int kind) {
+  if (g->size == 1) return;
+  count(kind, n, sizeof(float));
+  allreduce_sum_floats(x, n, 0, g->comm);
+}
+
 void tp_sum_floats(const struct tp_group *g, float *x, size_t n) {
-  if (g->size > 1) allreduce_sum_floats(x, n, 0, g->comm);
+  sum_floats(g, x, n, 0);
 }
 
 void tp_sum_doubles(const struct tp_group *g, double *x, int n) {
-  if (g->size > 1) allreduce_polite(x, n, MPI_DOUBLE, MPI_SUM, g->comm);
+  if (g->size == 1) return;
+  count(0, (size_t)n, sizeof(double));
+  allreduce_polite(x, n, MPI_DOUBLE, MPI_SUM, g->comm);
 }
 
 void tp_max_floats(const struct tp_group *g, float *x, int n) {
-  if (g->size > 1) allreduce_polite(x, n, MPI_FLOAT, MPI_MAX, g->comm);
+  if (g->size == 1) return;
+  count(0, (size_t)n, sizeof(float));
+  allreduce_polite(x, n, MPI_FLOAT, MPI_MAX, g->comm);
 }
 
-/* One tensor between its full form f (entry fe) and this rank's shard l (entry le):
- * to_full copies l into its place in f, else the place into l. */
+/* One tensor between its full form f (entry fe; f at its first value) and this rank's
+ * shard l (entry le; l at its first value): to_full copies l into its place in f, else the
+ * place into l. */
 static void shard_copy(const struct tp_group *g, const struct param_entry *fe, float *f,
                        const struct param_entry *le, float *l, int to_full) {
-  float *fp = f + fe->offset, *lp = l + le->offset;
   enum param_split s = param_split(le->kind);
   if (s != SPLIT_COLS) {
-    if (s == SPLIT_ROWS) fp += (size_t)g->rank * le->numel;
-    if (to_full) memcpy(fp, lp, sizeof(float) * le->numel);
-    else memcpy(lp, fp, sizeof(float) * le->numel);
+    if (s == SPLIT_ROWS) f += (size_t)g->rank * le->numel;
+    if (to_full) memcpy(f, l, sizeof(float) * le->numel);
+    else memcpy(l, f, sizeof(float) * le->numel);
     return;
   }
   size_t lc = (size_t)le->cols, fc = (size_t)fe->cols;
   for (size_t r = 0; r < (size_t)le->rows; r++) {
-    float *a = fp + r * fc + (size_t)g->rank * lc, *b = lp + r * lc;
+    float *a = f + r * fc + (size_t)g->rank * lc, *b = l + r * lc;
     if (to_full) memcpy(a, b, sizeof(float) * lc);
     else memcpy(b, a, sizeof(float) * lc);
   }
 }
 
+void tp_gather_tensor(const struct tp_group *g, const struct param_entry *fe, float *full,
+                      const struct param_entry *le, const float *local) {
+  memset(full, 0, sizeof(float) * fe->numel);
+  /* a replicated tensor from rank 0 alone: the sum adds zeros to it */
+  if (param_split(le->kind) != SPLIT_NONE || g->rank == 0)
+    shard_copy(g, fe, full, le, (float *)local, 1);
+  sum_floats(g, full, fe->numel, 1);
+}
+
+void tp_scatter_tensor(const struct tp_group *g, const struct param_entry *fe, const float *full,
+                       const struct param_entry *le, float *local) {
+  shard_copy(g, fe, (float *)full, le, local, 0);
+}
+
 void tp_gather(const struct tp_group *g, const struct param_table *full_t, float *full,
                const struct param_table *local_t, const float *local) {
-  memset(full, 0, sizeof(float) * full_t->total);
-  for (int i = 0; i < local_t->n; i++) {
-    const struct param_entry *le = &local_t->e[i];
-    /* a replicated tensor from rank 0 alone: the sum adds zeros to it */
-    if (param_split(le->kind) == SPLIT_NONE && g->rank != 0) continue;
-    shard_copy(g, &full_t->e[i], full, le, (float *)local, 1);
-  }
-  tp_sum_floats(g, full, full_t->total);
+  for (int i = 0; i < local_t->n; i++)
+    tp_gather_tensor(g, &full_t->e[i], full + full_t->e[i].offset, &local_t->e[i],
+                     local + local_t->e[i].offset);
 }
 
 void tp_scatter(const struct tp_group *g, const struct param_table *full_t, const float *full,
                 const struct param_table *local_t, float *local) {
   for (int i = 0; i < local_t->n; i++)
-    shard_copy(g, &full_t->e[i], (float *)full, &local_t->e[i], local, 0);
+    tp_scatter_tensor(g, &full_t->e[i], full + full_t->e[i].offset, &local_t->e[i],
+                      local + local_t->e[i].offset);
 }
 
 double tp_sumsq(const struct tp_group *g, const struct param_table *local_t, const float *x) {

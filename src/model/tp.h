@@ -30,6 +30,17 @@ struct tp_group {
   int rank, size;
 };
 
+/* What this process's TP collectives moved since it started: the payload bytes (what each
+ * rank hands to the all-reduce; a ring all-reduce sends 2 (size - 1) / size of it) and the
+ * calls, [0] the model's (forward, backward, the vocabulary-parallel logprob), [1] the
+ * weight gathers (tp_gather_tensor: the weight sync, checkpoints). One-rank groups move
+ * nothing and count nothing. */
+struct tp_traffic {
+  double bytes[2];
+  long calls[2];
+};
+void tp_traffic_get(struct tp_traffic *out);
+
 /* The group of comm (MPI_Comm_rank / size). */
 void tp_group_init(struct tp_group *g, MPI_Comm comm);
 
@@ -40,12 +51,22 @@ void tp_max_floats(const struct tp_group *g, float *x, int n);
 
 /* full (laid out by the full model's table, mc) <- every rank's shard local (laid out by
  * param_table_build_tp(mc, g->size)), on every rank of the group: exact (each value comes
- * from one rank; the others add zeros). full has model_param_count(mc) floats. */
+ * from one rank; the others add zeros). full has model_param_count(mc) floats. One
+ * all-reduce per tensor (tp_gather_tensor). */
 void tp_gather(const struct tp_group *g, const struct param_table *full_t, float *full,
                const struct param_table *local_t, const float *local);
 /* local <- this rank's shard of full (no communication). */
 void tp_scatter(const struct tp_group *g, const struct param_table *full_t, const float *full,
                 const struct param_table *local_t, float *local);
+/* The same for one tensor: full (fe->numel floats, the tensor's first value) <- the
+ * group's shards local (this rank's, le->numel floats), collective over the group; and
+ * local <- this rank's shard of the full tensor. What lets a rank move the model tensor
+ * by tensor with a scratch of one tensor (the weight sync, checkpoints, the initial
+ * weights) instead of holding it whole. */
+void tp_gather_tensor(const struct tp_group *g, const struct param_entry *fe, float *full,
+                      const struct param_entry *le, const float *local);
+void tp_scatter_tensor(const struct tp_group *g, const struct param_entry *fe, const float *full,
+                       const struct param_entry *le, float *local);
 /* The sum of squares of the full model's vector x from its shards (a gradient): the split
  * tensors' squares summed over the group, the replicated ones counted once. */
 double tp_sumsq(const struct tp_group *g, const struct param_table *local_t, const float *x);

@@ -7,8 +7,9 @@
  * job with exit 2 on every rank, continue warns, trains on and counts it for the
  * end of the run. The directory is checked at start-up, by every rank that writes.
  * With [ranks] train_tp > 1 the policy, its moments and the reference are gathered into full
- * logical tensors first (the file a one-rank run writes; run/restart.c takes each rank's
- * shards back). */
+ * logical tensors one tensor at a time while the file is written (ckpt_write_opts tensor: the
+ * file a one-rank run writes, and no rank holds a full copy; run/restart.c reads each rank's
+ * shards back the same way). */
 #include "run/checkpoint.h"
 
 #include <errno.h>
@@ -49,25 +50,17 @@ static void full_moments(const struct trainer *t, const struct model *m, const s
   *vv = *tmp_v;
 }
 
-/* With train_tp > 1: the policy, its moments and the reference gathered from the TP
- * group's shards into full logical tensors (into tmp[0..3], freed by the caller), so the
- * file is the one a one-rank run writes. */
-static void full_layout(struct trainer *t, struct ckpt_state *st, float **tmp) {
-  if (!t->full) return;
-  float **v[4] = {&st->params, &st->adam_m, &st->adam_v, &st->ref_params};
-  for (int i = 0; i < 4; i++) {
-    if (!*v[i]) continue;
-    if (!(tmp[i] = trainer_full_copy(t, *v[i])))
-      die_local("out of memory gathering the tensor-parallel shards for the checkpoint");
-    *v[i] = tmp[i];
-  }
+/* ckpt_write_opts tensor with train_tp > 1: full tensor i of the policy, a moment or the
+ * reference (buf, laid out by this rank's shard table) gathered over the TP group. */
+static void tp_tensor(void *ctx, const float *buf, int i, float *x) {
+  trainer_tensor_full(ctx, buf, i, x);
 }
 
 int run_checkpoint(struct run *r, long step) {
   struct trainer *t = r->trainer;
   struct ckpt_state st;
   memset(&st, 0, sizeof st);
-  float *tmp[8] = {NULL};
+  float *tmp[4] = {NULL};
   trainer_sync_host(t, 1);  /* the host weights and moments made current */
   st.step = step;
   st.weight_version = t->weight_version;
@@ -87,18 +80,18 @@ int run_checkpoint(struct run *r, long step) {
     full_moments(t, &t->critic, &t->critic_opt, &st.critic_adam_m, &st.critic_adam_v, &tmp[2],
                  &tmp[3]);
   st.critic_adam_t = t->critic_opt.t;
-  full_layout(t, &st, tmp + 4);
   /* the run state a restart needs (run/restart.h); step 0 = the SFT -> RL boundary */
   restart_fill(r, &st, step, step > 0);
   if (ckpt_deck_text(r->cfg, &st.deck, &st.used_keys) != 0) die_local("out of memory");
-  struct ckpt_write_opts o = { .keep_last = (int)r->cfg->checkpoint.keep_last };
+  struct ckpt_write_opts o = { .keep_last = (int)r->cfg->checkpoint.keep_last,
+                              .tensor = trainer_tp(t) ? tp_tensor : NULL, .ctx = t };
   double t0 = clock_seconds();
   int rc = ckpt_write(r->cfg->checkpoint.dir, &st, &o, r->comms.role_comm[ROLE_TRAIN]);
   partial_time(r, RUN_PHASE_CKPT, clock_seconds() - t0);
   free(st.deck);
   free(st.used_keys);
   free(st.difficulty);
-  for (int i = 0; i < 8; i++) free(tmp[i]);
+  for (int i = 0; i < 4; i++) free(tmp[i]);
   if (rc != CKPT_OK && r->comms.place.dp == 0 && r->comms.place.tp == 0 &&
       r->cfg->checkpoint.on_error == CKPT_ON_ERROR_CONTINUE)
     fprintf(stderr, "rlpt: step %ld: checkpoint not written; training on ([checkpoint] on_error = "

@@ -134,33 +134,28 @@ static void restart_print(const struct run *r, const struct restart_summary *m) 
   fflush(stdout);
 }
 
-/* With train_tp > 1: the checkpoint's full policy, moments and reference replaced by this
- * rank's shards of them (the rest of the restart copies table.total floats). */
-static void tp_localize(const struct trainer *t, struct ckpt_state *st) {
-  if (!t->full) return;
-  float **v[4] = {&st->params, &st->adam_m, &st->adam_v, &st->ref_params};
-  for (int i = 0; i < 4; i++) {
-    if (!*v[i]) continue;
-    float *l = trainer_local_copy(t, *v[i]);
-    if (!l) die_local("out of memory taking this rank's tensor-parallel shards of the checkpoint");
-    free(*v[i]);  /* ckpt_read's own (st->owned) */
-    *v[i] = l;
-  }
+/* ckpt_read_shards take with train_tp > 1: this rank's shard of full tensor i. */
+static void tp_take(void *ctx, int i, const float *x, float *local) {
+  trainer_tensor_local(ctx, i, x, local);
 }
 
 /* Train ranks: read and check the checkpoint at `where` over the train communicator
  * (the tensors are full logical ones, so any number of train ranks can). 0, 1 or 2. */
 static int restart_read(struct run *r, const char *where, struct ckpt_state *st, char *path, size_t len) {
   MPI_Comm tc = r->comms.role_comm[ROLE_TRAIN];
+  struct trainer *t = r->trainer;
+  /* with train_tp > 1 each rank keeps its shards of the full tensors, read one at a time */
+  struct ckpt_read_shards sh = {.local_total = t->policy.table.total, .take = tp_take, .ctx = t,
+                                .into = {t->policy.params, t->opt.m, t->opt.v, t->ref.host}};
+  const struct ckpt_read_shards *shp = trainer_tp(t) ? &sh : NULL;
   int rc;
   if (!strcmp(r->cfg->run.restart, "latest"))
-    rc = ckpt_read_latest(where, st, &r->mc, tc, path, len);
+    rc = ckpt_read_latest_sharded(where, st, &r->mc, tc, path, len, shp);
   else {
     snprintf(path, len, "%s", where);
-    rc = ckpt_read(where, st, &r->mc, tc);
+    rc = ckpt_read_sharded(where, st, &r->mc, tc, shp);
   }
   if (!rc) rc = restart_check(r, st, path);
-  if (!rc) tp_localize(r->trainer, st);
   return rc;
 }
 
@@ -199,7 +194,10 @@ int restart_load(struct run *r, struct restart_point *rp) {
   }
   if (!rc && r->is_train) {
     struct trainer *t = r->trainer;
-    memcpy(t->policy.params, st->params, sizeof(float) * t->policy.table.total);
+    /* with train_tp > 1 the weights, moments and reference were read in place */
+    if (st->params) memcpy(t->policy.params, st->params, sizeof(float) * t->policy.table.total);
+    t->restored = !st->params && (rp->phase_rl || rp->sft_step > 0);
+    t->restored_ref = t->restored && st->has_ref && t->ref.host;
     trainer_host_changed(t);
     t->weight_version = st->weight_version;
     async_ckpt_restore(r, st);  /* separate_async: the buffered groups, for the mode's begin */
@@ -221,9 +219,10 @@ static void restore_moments(const struct trainer *t, const struct model *m, stru
                             const float *full_m, const float *full_v, long adam_t) {
   long lo, hi;
   zero_opt_range(t->zero, (long)m->table.total, t->dp_rank, t->dp_size, &lo, &hi);
+  o->t = adam_t;
+  if (!full_m) return;  /* read in place (train_tp > 1) */
   memcpy(o->m, full_m + lo, sizeof(float) * (size_t)(hi - lo));
   memcpy(o->v, full_v + lo, sizeof(float) * (size_t)(hi - lo));
-  o->t = adam_t;
 }
 
 void restart_apply_sft(struct run *r, struct restart_point *rp) {
@@ -249,7 +248,7 @@ void restart_apply_rl(struct run *r, struct restart_point *rp) {
   t->update = (long)ctrl_get(st, "trainer_update");
   t->weight_version = st->weight_version;
   /* trainer_begin_rl set the reference to the current policy; the run's is the one it had */
-  if (t->ref.host && st->has_ref) {
+  if (t->ref.host && st->ref_params) {
     memcpy(t->ref.host, st->ref_params, sizeof(float) * n);
     weights_host_written(&t->ref);
   }

@@ -13,12 +13,14 @@
  *         current first (weights_to_host).
  *   MPI   the root makes its policy's host weights current (weights_to_host),
  *         xfer_bcast_weights moves them (with [run] weight_sync_dtype = bf16 as bf16: half
- *         the bytes, the rollout ranks holding the rounded weights; always this path), and each rollout rank uploads them at its next
- *         forward (rollout_weights_changed): CPU runs, [run] weight_sync = mpi, and device
- *         runs NCCL cannot serve (a member on the CPU, two members of a node on one GPU).
- *         With [ranks] train_tp > 1 the train members (dp 0's TP group) first gather their
- *         shards into full tensors (trainer_full_params); each of them sends or receives
- *         the same full bytes, the rollout ranks stay TP 1.
+ *         the bytes, the rollout ranks holding the rounded weights; always this path), and
+ *         each rollout rank uploads them at its next forward (rollout_weights_changed): CPU
+ *         runs, [run] weight_sync = mpi, and device runs NCCL cannot serve (a member on the CPU, two members of a node on one GPU).
+ *         With [ranks] train_tp > 1 the train members (dp 0's TP group) gather their
+ *         shards tensor by tensor into a scratch of one tensor (trainer_tensor_full), which
+ *         the root broadcasts (xfer_bcast_weights_each): no train rank holds the model
+ *         whole; each member sends or receives the same full bytes, the rollout ranks stay
+ *         TP 1.
  * The metrics are the root's: t_sync from entering the sync (the wait for the peers
  * included) to the end of the copy, the MPI path's download included; sync_gbps the
  * parameter bytes over the time after the wait. */
@@ -124,19 +126,28 @@ static void sync_nccl(struct run *r, struct weight_sync *ws, int root, int64_t v
 }
 #endif
 
+/* xfer_fill_fn: full tensor i of the policy's weights, gathered over the TP group. */
+static void tp_fill(void *ctx, int i, float *x) {
+  struct trainer *t = ctx;
+  trainer_tensor_full(t, t->policy.params, i, x);
+}
+
 static void sync_mpi(struct run *r, int64_t v, struct xfer_stats *st) {
   struct model *m = sync_model(r);
   double t0 = clock_seconds();  /* params trained on the device come down first: in t_sync */
   if (r->is_train) weights_to_host(&m->weights);
   double t_down = clock_seconds() - t0;
-  /* a train rank sends full tensors: with train_tp > 1 its TP group's shards gathered */
-  const struct param_table *table = &m->table;
-  float *params = r->is_train ? (float *)trainer_full_params(r->trainer, &table) : m->params;
-  int bf16 = r->cfg->run.weight_sync_dtype == WSYNC_BF16;
-  int rc = xfer_bcast_weights_as(params, table, 0, r->comms.weight_comm, bf16, st);
+  /* a train rank sends full tensors: with train_tp > 1 (the separate layout: not a rollout
+   * rank) its TP group's shards gathered one tensor at a time */
+  const struct param_table *table = r->is_train ? trainer_full_table(r->trainer) : &m->table;
+  int tp = r->is_train && trainer_tp(r->trainer), bf16 = r->cfg->run.weight_sync_dtype == WSYNC_BF16;
+  int rc = r->comms.counts.train_tp > 1  /* every member: the same broadcasts, tensor by tensor */
+               ? xfer_bcast_weights_each(m->params, table, 0, r->comms.weight_comm,
+                                         tp ? tp_fill : NULL, r->trainer, st)
+               : xfer_bcast_weights_as(m->params, table, 0, r->comms.weight_comm, bf16, st);
   if (rc != XFER_OK) die_local("weight broadcast failed: %s", xfer_strerror(rc));
   if (r->is_rollout && r->is_train) {  /* both ends here: the rollout's copy as a receiver gets it */
-    memcpy(r->rmodel->params, params, sizeof(float) * table->total);
+    memcpy(r->rmodel->params, m->params, sizeof(float) * table->total);
     if (bf16) xfer_round_bf16(r->rmodel->params, table->total);
   }
   if (r->is_rollout) rollout_weights_changed(r->engine, v);

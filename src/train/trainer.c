@@ -43,37 +43,45 @@ int trainer_check_file(const struct model_config *mc, const char *path, const ch
   return same ? 0 : 2;
 }
 
+/* h5_take_fn: this rank's shard of the full tensor i into the policy's weights. */
+static void take_shard(void *ctx, int i, const float *x) {
+  struct trainer *t = ctx;
+  trainer_tensor_local(t, i, x, t->policy.params);
+}
+
 /* [model] init = ckpt:PATH: the /model group of an rlpt model file (rlpt init) or
  * checkpoint; its /meta model config must equal the deck's. Every rank reads. */
 static int init_from_file(struct trainer *t, const char *path, char *err, size_t errlen) {
   int rc = trainer_check_file(&t->full_table_cfg, path, "[model] init = ckpt:", err, errlen);
   if (rc) return rc;
-  if (model_h5_read_params(path, t->full ? &t->full_table : &t->policy.table,
-                           t->full ? t->full : t->policy.params)) {
-    snprintf(err, errlen, "[model] init = ckpt:%s: could not read /model (see above)", path);
-    return 2;
-  }
-  return 0;
+  if (trainer_tp(t)) rc = model_h5_read_each(path, &t->full_table, take_shard, t);
+  else rc = model_h5_read_params(path, &t->policy.table, t->policy.params);
+  if (rc) snprintf(err, errlen, "[model] init = ckpt:%s: could not read /model (see above)", path);
+  return rc ? 2 : 0;
 }
 
-/* With tp: the full weights built or read into t->full, then this rank's shard taken. */
+/* With tp: the full weights built or read tensor by tensor, this rank's shard of each kept
+ * (a scratch of one tensor: the rank never holds the model whole). */
 static int init_params_tp(struct trainer *t, char *err, size_t errlen) {
   const char *init = t->cfg->model.init;
-  int rc = 0;
-  if (!strcmp(init, "scratch"))
-    model_params_init(&t->full_table, t->full, t->full_table_cfg.init_std, (uint64_t)t->cfg->run.seed);
-  else if (!strncmp(init, "ckpt:", 5))
-    rc = init_from_file(t, init + 5, err, errlen);
-  else
+  if (!strncmp(init, "ckpt:", 5)) return init_from_file(t, init + 5, err, errlen);
+  if (strcmp(init, "scratch"))
     return snprintf(err, errlen, "[model] init = %s: with [ranks] train_tp > 1 the trainer loads "
                     "scratch or ckpt:PATH", init), 2;
-  if (!rc) tp_scatter(&t->tp, &t->full_table, t->full, &t->policy.table, t->policy.params);
-  return rc;
+  float *x = malloc(sizeof(float) * param_table_max_numel(&t->full_table));
+  if (!x) return snprintf(err, errlen, "out of memory for one tensor of the initial weights"), 1;
+  for (int i = 0; i < t->full_table.n; i++) {
+    model_param_init_one(&t->full_table, i, x, t->full_table_cfg.init_std,
+                         (uint64_t)t->cfg->run.seed);
+    take_shard(t, i, x);
+  }
+  free(x);
+  return 0;
 }
 
 static int init_params(struct trainer *t, char *err, size_t errlen) {
   const char *init = t->cfg->model.init;
-  if (t->full) return init_params_tp(t, err, errlen);
+  if (trainer_tp(t)) return init_params_tp(t, err, errlen);
   if (!strcmp(init, "scratch")) {
     model_init_params(&t->policy, (uint64_t)t->cfg->run.seed);
     return 0;
@@ -114,17 +122,14 @@ int trainer_create(struct trainer *t, const struct config *cfg, const struct mod
   return trainer_create_tp(t, cfg, mc, max_tokens, dp, MPI_COMM_NULL, err, errlen);
 }
 
-/* The TP group of tp (none: a group of one), the full table and its scratch. 0 or 1. */
-static int tp_setup(struct trainer *t, const struct model_config *mc, MPI_Comm tp) {
+/* The TP group of tp (none: a group of one) and the full table. */
+static void tp_setup(struct trainer *t, const struct model_config *mc, MPI_Comm tp) {
   t->tp = (struct tp_group){.comm = MPI_COMM_SELF, .rank = 0, .size = 1};
   t->full_table_cfg = *mc;
   t->full_table_cfg.head_dim = mc->dim / mc->heads;
-  if (tp == MPI_COMM_NULL) return 0;
+  if (tp == MPI_COMM_NULL) return;
   tp_group_init(&t->tp, tp);
-  if (t->tp.size == 1) return 0;
-  param_table_build(&t->full_table, mc);
-  t->full = malloc(sizeof(float) * t->full_table.total);
-  return t->full ? 0 : 1;
+  if (t->tp.size > 1) param_table_build(&t->full_table, mc);
 }
 
 int trainer_create_tp(struct trainer *t, const struct config *cfg, const struct model_config *mc,
@@ -142,8 +147,9 @@ int trainer_create_tp(struct trainer *t, const struct config *cfg, const struct 
     trainer_free(t);
     return 2;
   }
-  if (tp_setup(t, mc, tp) || max_tokens < 1 ||
-      model_create_tp(&t->policy, mc, max_tokens, ops, t->full ? &t->tp : NULL)) {
+  tp_setup(t, mc, tp);
+  if (max_tokens < 1 ||
+      model_create_tp(&t->policy, mc, max_tokens, ops, trainer_tp(t) ? &t->tp : NULL)) {
     snprintf(err, errlen, "could not allocate the policy model for %d tokens", max_tokens);
     trainer_free(t);
     return 1;
@@ -172,7 +178,19 @@ int trainer_create_tp(struct trainer *t, const struct config *cfg, const struct 
   return rc;
 }
 
+/* RLPT_TP_TRAFFIC set (bench/bench_tp.sh): what this TP rank's collectives moved (tp.h). */
+static void tp_traffic_print(const struct trainer *t) {
+  if (!trainer_tp(t) || !getenv("RLPT_TP_TRAFFIC")) return;
+  struct tp_traffic x;
+  tp_traffic_get(&x);
+  printf("tp traffic: dp %d tp %d of %d: model %.0f bytes in %ld all-reduces, weight gathers %.0f "
+         "bytes in %ld\n", t->dp_rank, t->tp.rank, t->tp.size, x.bytes[0], x.calls[0], x.bytes[1],
+         x.calls[1]);
+  fflush(stdout);
+}
+
 void trainer_free(struct trainer *t) {
+  tp_traffic_print(t);
   device_update_free(t->dev);
   model_free(&t->policy);
   adamw_free(&t->opt);
@@ -180,7 +198,6 @@ void trainer_free(struct trainer *t) {
   adamw_free(&t->critic_opt);
   weights_free(&t->ref);
   param_table_free(&t->full_table);
-  free(t->full);
   free(t->lp);
   free(t->ent);
   free(t->dlp);
@@ -200,7 +217,7 @@ static void reset_optimizer(struct trainer *t) {
   /* a phase starts from the host copies, made current first */
   trainer_sync_host(t, 0);
   trainer_host_changed(t);
-  adamw_reset(&t->opt);
+  if (!t->restored) adamw_reset(&t->opt);
   t->update = 0;
   t->step = 0;
 }
@@ -208,6 +225,7 @@ static void reset_optimizer(struct trainer *t) {
 void trainer_begin_sft(struct trainer *t) {
   const struct config *cfg = t->cfg;
   reset_optimizer(t);
+  t->restored = t->restored_ref = 0;
   t->sched.lr = cfg->sft.lr;
   t->sched.min_lr_ratio = cfg->optim.min_lr_ratio;
   t->sched.warmup = cfg->sft.warmup_steps;
@@ -216,10 +234,12 @@ void trainer_begin_sft(struct trainer *t) {
 }
 
 void trainer_begin_rl(struct trainer *t) {
+  int keep_ref = t->restored && t->restored_ref;
   reset_optimizer(t);
+  t->restored = t->restored_ref = 0;
   optim_sched_from_config(t->cfg, &t->sched);
   if (t->ref.host) {
-    memcpy(t->ref.host, t->policy.params, sizeof(float) * t->policy.table.total);
+    if (!keep_ref) memcpy(t->ref.host, t->policy.params, sizeof(float) * t->policy.table.total);
     weights_host_written(&t->ref);
   }
   if (t->has_critic) {
@@ -266,7 +286,7 @@ static int update_on_host(struct trainer *t, struct model *m, struct adamw *opt,
     allreduce_sum_floats(g, n, 0, t->dp);
     /* after the sum every rank holds the same gradient: its norm is the global one (with tp,
      * the shards' squares summed over the group) */
-    *grad_norm = sqrt(t->full ? tp_sumsq(&t->tp, &m->table, g) : optim_sumsq(g, (long)n));
+    *grad_norm = sqrt(trainer_tp(t) ? tp_sumsq(&t->tp, &m->table, g) : optim_sumsq(g, (long)n));
     rc = optim_clip_scale(g, (long)n, *grad_norm, cfg->optim.grad_clip);
     if (rc == OPTIM_OK) adamw_step(opt, m->params, g, &h);
   }
@@ -306,35 +326,26 @@ int trainer_update_model(struct trainer *t, struct model *m, struct adamw *opt, 
   t->skipped_nonfinite += !applied;
   if (applied) {
     long bad = count_nonfinite(m);  /* with tp: over the whole model */
-    if (t->full) allreduce_polite(&bad, 1, MPI_LONG, MPI_SUM, t->tp.comm);
+    if (trainer_tp(t)) allreduce_polite(&bad, 1, MPI_LONG, MPI_SUM, t->tp.comm);
     t->params_nonfinite[device_slot(t, m)] = bad;
   }
   return applied;
 }
 
-const float *trainer_full_params(struct trainer *t, const struct param_table **table) {
-  *table = t->full ? &t->full_table : &t->policy.table;
-  if (!t->full) return t->policy.params;
-  tp_gather(&t->tp, &t->full_table, t->full, &t->policy.table, t->policy.params);
-  return t->full;
+const struct param_table *trainer_full_table(const struct trainer *t) {
+  return trainer_tp(t) ? &t->full_table : &t->policy.table;
 }
 
-float *trainer_full_copy(struct trainer *t, const float *local) {
-  const struct param_table *ft = t->full ? &t->full_table : &t->policy.table;
-  float *out = malloc(sizeof(float) * (ft->total ? ft->total : 1));
-  if (!out) return NULL;
-  if (t->full) tp_gather(&t->tp, ft, out, &t->policy.table, local);
-  else memcpy(out, local, sizeof(float) * ft->total);
-  return out;
+void trainer_tensor_full(const struct trainer *t, const float *local, int i, float *out) {
+  const struct param_entry *le = &t->policy.table.e[i];
+  if (trainer_tp(t)) tp_gather_tensor(&t->tp, &t->full_table.e[i], out, le, local + le->offset);
+  else memcpy(out, local + le->offset, sizeof(float) * le->numel);
 }
 
-float *trainer_local_copy(const struct trainer *t, const float *full) {
-  size_t n = t->policy.table.total;
-  float *out = malloc(sizeof(float) * (n ? n : 1));
-  if (!out) return NULL;
-  if (t->full) tp_scatter(&t->tp, &t->full_table, full, &t->policy.table, out);
-  else memcpy(out, full, sizeof(float) * n);
-  return out;
+void trainer_tensor_local(const struct trainer *t, int i, const float *full, float *local) {
+  const struct param_entry *le = &t->policy.table.e[i];
+  if (trainer_tp(t)) tp_scatter_tensor(&t->tp, &t->full_table.e[i], full, le, local + le->offset);
+  else memcpy(local + le->offset, full, sizeof(float) * le->numel);
 }
 
 long trainer_params_nonfinite(const struct trainer *t) {

@@ -62,12 +62,16 @@ struct trainer {
   int dp_rank, dp_size;
   /* tensor parallelism ([ranks] train_tp > 1, model/tp.h): the policy is this rank's shard
    * (its table param_table_build_tp), and so are the gradients, AdamW moments and the
-   * reference; full_table is the full model's, full a scratch of its size for the gathered
-   * weights (trainer_full_params). tp.size = 1 without: full is NULL. */
+   * reference; full_table is the full model's (built only with tp.size > 1). No rank holds
+   * the model whole: its readers move it tensor by tensor (trainer_tensor_full). */
   struct tp_group tp;
   struct param_table full_table;
   struct model_config full_table_cfg;  /* the full model's config (the deck's) */
-  float *full;
+  int restored;              /* a restart read the checkpoint's AdamW moments (and with
+                                restored_ref the reference) into opt and ref in place
+                                (run/restart.c, train_tp > 1): the next trainer_begin_sft /
+                                trainer_begin_rl keeps them instead of resetting */
+  int restored_ref;
   int zero;                  /* [optim] zero = 1 over dp_size > 1: opt and critic_opt hold
                                 this rank's ZeRO-1 slice only (train/zero.h zero_opt_range) */
   long skipped_nonfinite;     /* updates skipped for a non-finite gradient norm, since create */
@@ -103,15 +107,18 @@ int trainer_create(struct trainer *t, const struct config *cfg, const struct mod
  * the rest at deck time). Every rank of dp and tp calls the steps with its group's data. */
 int trainer_create_tp(struct trainer *t, const struct config *cfg, const struct model_config *mc,
                       int max_tokens, MPI_Comm dp, MPI_Comm tp, char *err, size_t errlen);
-/* The policy's weights in the full model's layout and its table: the policy's own, or with
- * tp gathered into t->full (collective over the TP group). */
-const float *trainer_full_params(struct trainer *t, const struct param_table **table);
-/* A malloc'd full-layout copy of a vector laid out by the policy's table (weights, AdamW
- * moments, the reference): gathered over the TP group (collective). NULL when out of memory. */
-float *trainer_full_copy(struct trainer *t, const float *local);
-/* This rank's shard of a full-layout vector, malloc'd (no communication); NULL when out of
- * memory. Without tp, a copy. */
-float *trainer_local_copy(const struct trainer *t, const float *full);
+/* 1 when the policy is split over a TP group of more than one rank. */
+static inline int trainer_tp(const struct trainer *t) { return t->tp.size > 1; }
+/* The full model's table (the policy's without tp); its entries are the policy table's, in
+ * the same order. */
+const struct param_table *trainer_full_table(const struct trainer *t);
+/* out (full_table e[i].numel floats) <- full tensor i of a vector laid out by the policy's
+ * table (weights, AdamW moments, the reference): with tp gathered over the group (collective:
+ * every rank of it calls with the same i), else copied. */
+void trainer_tensor_full(const struct trainer *t, const float *local, int i, float *out);
+/* This rank's shard of full tensor i (full: its e[i].numel floats) into local, a vector
+ * laid out by the policy's table (no communication). */
+void trainer_tensor_local(const struct trainer *t, int i, const float *full, float *local);
 void trainer_free(struct trainer *t);
 /* path is an rlpt model file or checkpoint whose /meta model config is mc (init_std aside):
  * 0, or 2 with a message starting with what (e.g. "[model] init = ckpt:"). */

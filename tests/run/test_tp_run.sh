@@ -12,6 +12,9 @@
 #   dp2      the same with train_dp = 2 x train_tp = 2 (7 ranks)
 #   restart  TP 2 stops after RL step 2 and resumes on 1 train rank; 1 train rank stops
 #            after step 2 and resumes on TP 2: both equal the straight one-rank run
+#   restart_sft  TP 2 checkpoints SFT step 4 of 5 (an SFT-only run), resumes on TP 2 with
+#            the moments read into the trainer in place, finishes SFT and 3 GRPO steps: equal
+#            to the straight one-rank run
 set -u
 mode=$1 rlpt=$2 cmp=$3 deck=$4
 dir=$(mktemp -d "${TMPDIR:-/tmp}/rlpt_tp.XXXXXX") || exit 1
@@ -64,6 +67,16 @@ case $mode in
     run 5 b --restart latest $TP2
     grep -q 'restart: phase rl, step 2' b.log || fail "1 -> TP 2: no restart after step 2"
     "$cmp" one.jsonl b.jsonl one/step_00000003.h5 b/step_00000003.h5 || fail "1 -> TP 2 differs" ;;
+  restart_sft)
+    S="sft.steps=5 sft.checkpoint_every=2"
+    # shellcheck disable=SC2086
+    run 4 one $S
+    # shellcheck disable=SC2086
+    run 5 a $S run.steps=0 $TP2
+    # shellcheck disable=SC2086
+    run 5 a $S --restart latest $TP2
+    grep -q 'restart: phase sft, step 4 of 5 done' a.log || fail "TP 2: no restart after SFT step 4"
+    "$cmp" one.jsonl a.jsonl one/step_00000003.h5 a/step_00000003.h5 || fail "TP 2 mid-SFT restart differs" ;;
   *) fail "unknown mode $mode" ;;
 esac
 echo "TP_TEST_OK $mode"

@@ -168,6 +168,16 @@ add_test(NAME bench_async_quality
 set_tests_properties(bench_async_quality PROPERTIES LABELS bench ENVIRONMENT "${RLPT_E2E_ENV}"
   PROCESSORS 4 TIMEOUT 1800)
 
+# One SFT step of the SmolLM2-135M shape with train_tp = 3 on 3 ranks of 1 thread against one
+# train rank of 3 threads: the time ratio and each TP rank's all-reduce bytes against
+# Megatron's formula (label bench: prints figures, asserts nothing; ctest -L bench -R bench_tp
+# -V; README "Ranks and layouts").
+add_test(NAME bench_tp
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/bench/bench_tp.sh $<TARGET_FILE:rlpt>
+          ${CMAKE_CURRENT_SOURCE_DIR}/decks/tp_tiny.ini)
+set_tests_properties(bench_tp PROPERTIES LABELS bench ENVIRONMENT "${RLPT_E2E_ENV}" PROCESSORS 6
+  TIMEOUT 900)
+
 # run_fail_test(NAME NP WANT_RC REGEX [args...]): `mpirun -np NP rlpt run args...` exits WANT_RC
 # (any nonzero with WANT_RC = nonzero) and prints REGEX; RLPT_MESSAGES=N counts the lines
 # rlpt printed as errors (mpirun adds its own notice about the exit code).
@@ -220,6 +230,9 @@ run_fail_test(bf16_sync_free 4 2
   "\\[run\\] weight_sync_dtype: bf16 is built for the collective weight broadcast.*RLPT_MESSAGES=1"
   ${RLPT_E2E_DECK} run.weight_sync_dtype=bf16 run.mode=separate_async async.deterministic=false
   log.metrics_path=async_bad.jsonl)
+run_fail_test(bf16_sync_tp 5 2
+  "\\[run\\] weight_sync_dtype: bf16 is built for the one-rank broadcast.*RLPT_MESSAGES=1"
+  ${RLPT_E2E_DECK} run.weight_sync_dtype=bf16 ranks.train=2 ranks.train_tp=2 log.metrics_path=async_bad.jsonl)
 run_fail_test(samples_groups_alone 4 2
   "\\[log\\] samples_groups: is read only when samples are written.*RLPT_MESSAGES=1"
   ${RLPT_E2E_DECK} log.samples_groups=0 log.metrics_path=async_bad.jsonl)
@@ -913,9 +926,9 @@ endforeach()
 
 # Tensor-parallel training ([ranks] train_tp = 2, model/tp.h; run/test_tp_run.sh, deck
 # tests/decks/tp_tiny.ini): SFT and GRPO against one train rank, DP 2 x TP 2, and restarts
-# from TP 2 on one rank and back; test_tp_cmp checks the metrics and every checkpoint tensor
-# within 1e-5 relative.
-foreach(mode sft grpo dp2 restart)
+# from TP 2 on one rank and back, and a TP 2 mid-SFT restart; test_tp_cmp checks the
+# metrics and every checkpoint tensor within 1e-5 relative.
+foreach(mode sft grpo dp2 restart restart_sft)
   set(np 5)
   if(mode STREQUAL dp2)
     set(np 7)

@@ -5,6 +5,12 @@ add_unit_test(test_trainer SOURCES train/test_trainer.c)
 add_test_program(test_trainer_dp train/test_trainer_dp.c)
 add_mpi_test(NAME test_trainer_dp EXE test_trainer_dp NUM_PROCS 2 LABELS mpi)
 
+# test_tp_shards: a train_tp = 2 trainer holds its shard only (weights, gradients, moments,
+# reference: sizes from the model's dimensions), moves tensors through one tensor's scratch,
+# and its per-tensor init gathers back to the one-rank weights bit for bit.
+add_test_program(test_tp_shards train/test_tp_shards.c)
+add_mpi_test(NAME test_tp_shards EXE test_tp_shards NUM_PROCS 2 LABELS mpi)
+
 add_test_program(bench_allreduce bench/bench_allreduce.c)
 add_mpi_test(NAME bench_allreduce EXE bench_allreduce NUM_PROCS 2 LABELS bench)
 
