@@ -23,6 +23,7 @@ struct plan_args {
   const char *deck;
   int world;      /* 0: run under MPI */
   int per_rank;
+  const char *simulate;  /* --simulate METRICS.jsonl */
   char **over;
   int n_over;
 };
@@ -33,7 +34,10 @@ static int usage(int rc) {
           "  rank map, parameters, memory per rank and FLOPs per step of the job DECK describes;\n"
           "  exit 2 when the layout is impossible or a role does not fit [ranks] device_memory_gb.\n"
           "  --world N  plan for N ranks without MPI; otherwise run it under mpirun -np N\n"
-          "  --ranks    with --world: one line per rank even when N > %d\n", PLAN_PER_RANK_MAX);
+          "  --ranks    with --world: one line per rank even when N > %d\n"
+          "  --simulate METRICS.jsonl  with --world: the deck's RL steps under sync, separate_async\n"
+          "             and the free-running schedule, from the phase times of a sync run's metrics\n",
+          PLAN_PER_RANK_MAX);
   return rc;
 }
 
@@ -41,6 +45,13 @@ static int parse_args(int n_rest, char **rest, struct plan_args *a) {
   for (int i = 0; i < n_rest; i++) {
     if (!strcmp(rest[i], "-h") || !strcmp(rest[i], "--help")) return usage(0) - 1;
     if (!strcmp(rest[i], "--ranks")) a->per_rank = 1;
+    else if (!strcmp(rest[i], "--simulate")) {
+      if (i + 1 >= n_rest) {
+        fprintf(stderr, "rlpt: plan: --simulate needs a metrics JSONL file\n");
+        return 2;
+      }
+      a->simulate = rest[++i];
+    }
     else if (!strcmp(rest[i], "--world")) {
       char *end = NULL;
       long w = i + 1 < n_rest ? strtol(rest[i + 1], &end, 10) : 0;
@@ -57,6 +68,10 @@ static int parse_args(int n_rest, char **rest, struct plan_args *a) {
       return usage(2);
     }
   }
+  if (a->simulate && !a->world) {
+    fprintf(stderr, "rlpt: plan: --simulate needs --world N (it plans without MPI)\n");
+    return 2;
+  }
   return a->deck ? 0 : usage(2);
 }
 
@@ -68,7 +83,7 @@ int cmd_plan(int argc, char **argv) {
   config_split_args(argc, argv, over, &a.n_over, rest, &n_rest);
   int rc = parse_args(n_rest, rest, &a);
   if (rc < 0) rc = 0;  /* --help */
-  else if (!rc && a.world) rc = plan_without_mpi(a.deck, a.n_over, a.over, a.world, a.per_rank);
+  else if (!rc && a.world) rc = plan_without_mpi(a.deck, a.n_over, a.over, a.world, a.per_rank, a.simulate);
   else if (!rc) rc = plan_live(a.deck, a.n_over, a.over);
   free(over);
   free(rest);

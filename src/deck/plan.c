@@ -2,6 +2,7 @@
  * formula), its report and the plan without MPI. No MPI here: cli/cmd_plan.c adds the live
  * rank map. */
 #include "deck/plan.h"
+#include "deck/simulate.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -426,13 +427,15 @@ int plan_report(const struct config *cfg, int world, int print, int per_rank) {
   return rc;
 }
 
-int plan_without_mpi(const char *deck, int n_over, char *const *over, int world, int per_rank) {
+int plan_without_mpi(const char *deck, int n_over, char *const *over, int world, int per_rank,
+                     const char *simulate) {
   struct config *cfg = malloc_check(sizeof *cfg);
   int rc = config_load_serial(cfg, deck, n_over, over);
   if (!rc) {
     printf("rlpt plan %s --world %d (no MPI)\n", deck, world);
     rc = plan_report(cfg, world, 1, per_rank || world <= PLAN_PER_RANK_MAX);
   }
+  if (!rc && simulate) rc = plan_simulate(cfg, simulate);
   free(cfg);
   return rc;
 }

@@ -17,9 +17,11 @@
  * its weights plus the forward activations of rm_batch_tokens on each reward rank
  * (colocated: on each worker).
  *
- * Rollout memory is the weights plus the KV cache of every sequence an engine
- * instance holds in one step (the need); the engine itself allocates a pool of
- * [rollout] kv_cache_mb, so the fit check also requires weights + pool to fit. */
+ * Rollout memory is the weights, the KV cache of every sequence an engine instance
+ * holds in one step (the need) and the forward-only model's activation arena for
+ * [rollout] max_batch_tokens (model_forward_arena_bytes, what the code allocates); the
+ * engine itself allocates a pool of [rollout] kv_cache_mb, so the fit check also
+ * requires weights + activations + pool to fit. */
 #ifndef RLPT_PLAN_H
 #define RLPT_PLAN_H
 
@@ -81,7 +83,9 @@ int plan_check_fit(const struct plan *p, const struct config *cfg, char *err, si
  * Returns 0 or 2, the same wherever it runs (every rank of the live plan calls it). */
 int plan_report(const struct config *cfg, int world, int print, int per_rank);
 /* `rlpt plan DECK --world N`: the deck and overrides loaded without MPI, then the report for
- * world ranks (per-rank lines when per_rank or world <= PLAN_PER_RANK_MAX). 0 or 2. */
-int plan_without_mpi(const char *deck, int n_over, char *const *over, int world, int per_rank);
+ * world ranks (per-rank lines when per_rank or world <= PLAN_PER_RANK_MAX) and, with
+ * simulate (a metrics JSONL) non-NULL, deck/simulate.h's model. 0 or 2. */
+int plan_without_mpi(const char *deck, int n_over, char *const *over, int world, int per_rank,
+                     const char *simulate);
 
 #endif

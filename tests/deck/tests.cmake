@@ -97,6 +97,9 @@ set_tests_properties(deck_check_rm_alpha PROPERTIES LABELS unit ENVIRONMENT "${R
 # `rlpt plan`: the plan arithmetic against hand-computed numbers, and the plan command
 # on the decks.
 add_unit_test(test_plan SOURCES deck/test_plan.c)
+# `rlpt plan --simulate` (deck/simulate.h): each schedule's timeline against one worked out
+# by hand, the calibration reader on a small metrics file.
+add_unit_test(test_simulate SOURCES deck/test_simulate.c ARGS ${CMAKE_SOURCE_DIR}/tests/data/sim_metrics.jsonl)
 
 # plan_test(NAME WANT_RC REGEX ARGS...): `rlpt plan ARGS...` (run in the source
 # tree) must exit WANT_RC and print REGEX.
@@ -119,6 +122,10 @@ plan_test(llama70b_999 2 "the layout needs 1000 ranks.*the job has 999"
   inputs/llama70b_1000gpu.ini --world 999)
 plan_test(train_oom 2 "does not fit:.train rank needs [0-9.]+ GB .* > \\[ranks\\] device_memory_gb = 40; lower \\[ranks\\] micro_batch_seqs \\(4\\)"
   tests/decks/plan_train_oom.ini --world 1000)
+plan_test(simulate 0 "simulate \\(150 RL steps; calibration: 2 steps.*sync +0.278 steps/s.*separate_async \\(D = 1\\) +0.384 steps/s.*free-running \\(buffer 1\\)"
+  inputs/quickstart.ini --world 4 --simulate tests/data/sim_metrics.jsonl)
+plan_test(simulate_no_world 2 "--simulate needs --world N"
+  inputs/quickstart.ini --simulate tests/data/sim_metrics.jsonl)
 plan_test(override 2 "train_tp = 3 must divide \\[model\\] heads = 4"
   inputs/quickstart.ini --world 6 ranks.train_tp=3 ranks.train=auto)
 

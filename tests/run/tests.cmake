@@ -160,6 +160,13 @@ add_test(NAME bench_colocate_async
           ${CMAKE_SOURCE_DIR}/inputs/quickstart.ini ${CMAKE_CURRENT_SOURCE_DIR}/decks/async_balanced.ini)
 set_tests_properties(bench_colocate_async PROPERTIES LABELS bench ENVIRONMENT "${RLPT_E2E_ENV}"
   PROCESSORS 2 TIMEOUT 600)
+# rlpt plan --simulate against measured separate_async runs (label bench; ctest -L bench -R
+# bench_simulate -V).
+add_test(NAME bench_simulate
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/bench/bench_simulate.sh $<TARGET_FILE:rlpt>
+          ${CMAKE_CURRENT_SOURCE_DIR}/decks/async_balanced.ini)
+set_tests_properties(bench_simulate PROPERTIES LABELS bench ENVIRONMENT "${RLPT_E2E_ENV}" PROCESSORS 4
+  TIMEOUT 600)
 # Post-RL held-out pass@1 of the full quickstart under each schedule (label bench; ctest -L
 # bench -R bench_async_quality -V).
 add_test(NAME bench_async_quality
