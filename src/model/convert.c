@@ -67,6 +67,11 @@ int model_convert(const struct model_convert_opts *o) {
   struct model_source m;
   size_t n = strlen(o->out);
   int rc = model_source_load(o->in, "convert", NULL, &m);
+  if (!rc && m.mc.lora_rank > 0) {
+    fprintf(stderr, "rlpt: convert: %s holds LoRA adapters (rank %d); merging them into an "
+            "export is not built\n", o->in, m.mc.lora_rank);
+    rc = 2;
+  }
   if (!rc) rc = n > 3 && !strcmp(o->out + n - 3, ".h5") ? write_h5(o->out, &m) : write_hf(o, &m);
   model_source_free(&m);
   return rc;

@@ -87,17 +87,22 @@ static int init_params(struct trainer *t, char *err, size_t errlen) {
     return 0;
   }
   if (!strncmp(init, "ckpt:", 5)) return init_from_file(t, init + 5, err, errlen);
-  if (!strncmp(init, "gguf:", 5) || !strncmp(init, "hf:", 3))
-    return model_import_params(&t->policy, init, err, errlen);
+  if (!strncmp(init, "gguf:", 5) || !strncmp(init, "hf:", 3)) {
+    int rc = model_import_params(&t->policy, init, err, errlen);
+    if (!rc) model_params_init_lora(&t->policy.table, t->policy.params, (uint64_t)t->cfg->run.seed);
+    return rc;
+  }
   snprintf(err, errlen, "[model] init = %s: the trainer loads scratch, ckpt:PATH, gguf:PATH or "
            "hf:DIR", init);
   return 2;
 }
 
-/* AdamW state for the part of m this rank updates (train/zero.h zero_opt_range). */
+/* AdamW state for the part of m this rank updates (train/zero.h zero_opt_range): with LoRA
+ * the adapters alone (the table's trainable tail; ZeRO-1 is refused with LoRA). */
 static int opt_init(const struct trainer *t, const struct model *m, struct adamw *o) {
   long lo, hi;
-  zero_opt_range(t->zero, (long)m->table.total, t->dp_rank, t->dp_size, &lo, &hi);
+  zero_opt_range(t->zero, (long)(m->table.total - m->table.trainable), t->dp_rank, t->dp_size,
+                 &lo, &hi);
   return adamw_init(o, hi - lo);
 }
 
@@ -277,18 +282,19 @@ static int update_on_host(struct trainer *t, struct model *m, struct adamw *opt,
   const struct config *cfg = t->cfg;
   struct adamw_hparams h = { .lr = lr, .beta1 = cfg->optim.beta1, .beta2 = cfg->optim.beta2,
                              .eps = cfg->optim.eps, .weight_decay = cfg->optim.weight_decay };
-  float *g = m->grads;
-  size_t n = m->table.total;
+  /* the trainable part: everything, or the LoRA adapters alone (the base is frozen) */
+  size_t off = m->table.trainable, n = m->table.total - off;
+  float *g = m->grads + off, *p = m->params + off;
   int rc;
   if (t->zero) {
-    rc = zero_update(opt, m->params, g, (long)n, cfg->optim.grad_clip, &h, t->dp, grad_norm);
+    rc = zero_update(opt, p, g, (long)n, cfg->optim.grad_clip, &h, t->dp, grad_norm);
   } else {
     allreduce_sum_floats(g, n, 0, t->dp);
     /* after the sum every rank holds the same gradient: its norm is the global one (with tp,
      * the shards' squares summed over the group) */
     *grad_norm = sqrt(trainer_tp(t) ? tp_sumsq(&t->tp, &m->table, g) : optim_sumsq(g, (long)n));
     rc = optim_clip_scale(g, (long)n, *grad_norm, cfg->optim.grad_clip);
-    if (rc == OPTIM_OK) adamw_step(opt, m->params, g, &h);
+    if (rc == OPTIM_OK) adamw_step(opt, p, g, &h);
   }
   if (rc == OPTIM_NONFINITE) return 0;
   weights_host_written(&m->weights);
