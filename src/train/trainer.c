@@ -49,9 +49,32 @@ static void take_shard(void *ctx, int i, const float *x) {
   trainer_tensor_local(t, i, x, t->policy.params);
 }
 
+/* [model] init = ckpt:PATH of a model without adapters under a LoRA deck (model/lora.h):
+ * the file's model must be the deck's base; its tensors fill the base part of the table
+ * (the adapters sit after it, so the offsets agree) and the adapters start from the seed. */
+static int init_lora_base(struct trainer *t, const char *path, char *err, size_t errlen) {
+  struct model_config base = t->policy.cfg;
+  base.lora_rank = 0;
+  base.lora_alpha = 0;
+  base.lora_targets = 0;
+  int rc = trainer_check_file(&base, path, "[model] init = ckpt:", err, errlen);
+  if (rc) return rc;
+  struct param_table bt;
+  param_table_build(&bt, &base);
+  rc = model_h5_read_params(path, &bt, t->policy.params);
+  param_table_free(&bt);
+  if (rc) return snprintf(err, errlen, "[model] init = ckpt:%s: could not read /model (see above)",
+                          path), 2;
+  model_params_init_lora(&t->policy.table, t->policy.params, (uint64_t)t->cfg->run.seed);
+  return 0;
+}
+
 /* [model] init = ckpt:PATH: the /model group of an rlpt model file (rlpt init) or
  * checkpoint; its /meta model config must equal the deck's. Every rank reads. */
 static int init_from_file(struct trainer *t, const char *path, char *err, size_t errlen) {
+  struct model_config fmc;
+  if (t->policy.table.trainable && !model_h5_read_config(path, &fmc) && fmc.lora_rank == 0)
+    return init_lora_base(t, path, err, errlen);
   int rc = trainer_check_file(&t->full_table_cfg, path, "[model] init = ckpt:", err, errlen);
   if (rc) return rc;
   if (trainer_tp(t)) rc = model_h5_read_each(path, &t->full_table, take_shard, t);
