@@ -171,6 +171,11 @@ int trainer_create_tp(struct trainer *t, const struct config *cfg, const struct 
   t->zero = cfg->optim.zero >= 1 && t->dp_size > 1;
   /* [run] device: every train rank sees the same deck, so a refusal is on every rank */
   const struct backend_ops *ops = device_backend(cfg->run.device, cfg->model.dtype, err, errlen);
+  if (ops && ops->upload && mc->lora_rank > 0) { /* device = auto found a GPU */
+    snprintf(err, errlen, "[model] lora_rank: LoRA is built and tested for the CPU backend, and "
+             "[run] device = auto picked CUDA: set run.device = cpu");
+    ops = NULL;
+  }
   if (!ops) {
     trainer_free(t);
     return 2;
