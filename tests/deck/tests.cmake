@@ -50,6 +50,7 @@ deck_test(lora_cuda 2 "LoRA is built and tested for the CPU backend" check e2e_t
 deck_test(lora_zero 2 "LoRA is built and tested for replicated AdamW state" check e2e_tiny.ini model.lora_rank=4 optim.zero=1)
 deck_test(lora_ppo 2 "LoRA is built and tested for SFT and the critic-free" check e2e_tiny.ini model.lora_rank=4 algo.name=ppo)
 deck_test(lora_async 2 "LoRA is built and tested for run.mode = sync" check e2e_tiny.ini model.lora_rank=4 run.mode=colocate_async ranks.layout=colocated)
+deck_test(lora_alpha_unread 2 "\\[model\\] lora_alpha: is read only with LoRA adapters" check e2e_tiny.ini model.lora_alpha=8)
 deck_test(lora_good 0 "lora_rank = 4 +# override" check e2e_tiny.ini model.lora_rank=4 model.lora_targets=all)
 
 # inputs/README.md is `rlpt deck-help` verbatim.

@@ -298,10 +298,15 @@ static void check_lora_layer(const char *path) {
   double alpha = 0;
   hid_t g = H5Gopen2(f, "layer", H5P_DEFAULT), at = H5Aopen(g, "alpha", H5P_DEFAULT);
   H5Aread(at, H5T_NATIVE_DOUBLE, &alpha);
-  H5Aclose(at); H5Gclose(g); H5Fclose(f);
+  H5Aclose(at); H5Gclose(g);
   /* shapes: x [T, in], W [out, in], A [r, in], B [out, r] */
-  int in = 24, out = nw / in, r = na / in, T = nx / in;
-  CHECK(out * r == nb && T * out == ndy && y_ref && dx_ref && dA_ref && dB_ref);
+  hid_t ds = H5Dopen2(f, "layer/x", H5P_DEFAULT), sp = H5Dget_space(ds);
+  hsize_t dims[2] = {0, 1};
+  H5Sget_simple_extent_dims(sp, dims, NULL);
+  H5Sclose(sp); H5Dclose(ds);
+  int in = (int)dims[1], T = (int)dims[0], out = nw / in, r = na / in;
+  H5Fclose(f);
+  CHECK(T * in == nx && out * r == nb && T * out == ndy && y_ref && dx_ref && dA_ref && dB_ref);
   float *y = calloc((size_t)T * out, sizeof(float)), *dx = calloc((size_t)T * in, sizeof(float));
   float *dA = calloc((size_t)na, sizeof(float)), *dB = calloc((size_t)nb, sizeof(float));
   float *u = calloc((size_t)T * r, sizeof(float)), *du = calloc((size_t)T * r, sizeof(float));
