@@ -11,6 +11,8 @@
  * only the table's trainable tail [table.trainable, total): the base is frozen and its
  * weight gradients are not computed.
  *
+ * `rlpt convert` of a LoRA checkpoint writes the merged model (lora_merge).
+ *
  * Built and tested for the CPU backend, train_tp = 1, no ZeRO-1, sync or separate_async
  * mode, the GRPO-family algorithms and SFT; deck/config_check.c refuses the rest. */
 #ifndef RLPT_LORA_H
@@ -49,6 +51,14 @@ void lora_bwd_dx(const struct backend_ops *ops, const struct lora_adapter *a, fl
 /* dB += scale dy^T (x A^T); dA += du^T x, with du from lora_bwd_dx; u [T, r] scratch. */
 void lora_bwd_dw(const struct backend_ops *ops, const struct lora_adapter *a, const float *dy,
                  const float *x, const float *du, int T, float *u);
+
+struct param_table;
+struct model_config;
+/* The adapters of params (laid out by t, the table of mc) folded into their base weights,
+ * W += (alpha / r) B A (model/lora_merge.c): params' first t->trainable floats are then the
+ * merged model, laid out by the table of *base (mc without adapters), which it fills. */
+void lora_merge(const struct param_table *t, const struct model_config *mc, float *params,
+                struct model_config *base);
 
 /* Initial A (uniform +-1/sqrt(in)) from the seed and the tensor's index n; B zeros. */
 void lora_init_a(float *A, int r, int in, unsigned long long seed, int n);

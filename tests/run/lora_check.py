@@ -2,6 +2,9 @@
 """lora_check.py: what a LoRA run (tests/run/test_lora.sh) must show.
 
   lora_check.py INIT.h5 CKPT.h5 METRICS.jsonl SFT_STEPS
+  lora_check.py merged CKPT.h5 MERGED.h5 ALPHA   (`rlpt convert` of CKPT.h5: no adapters
+      left, each adapted W equal to W + ALPHA / r B A of the checkpoint within 1e-6 x max |W|,
+      every other tensor bit-equal)
   (SFT_STEPS 0: a GRPO-only run from a trained base, INIT.h5 its checkpoint; the RL steps
   must then see rewards and non-zero gradients, in a quarter of them at least, so the
   adapters the rollout uses moved in RL)
@@ -21,7 +24,38 @@ import h5py
 import numpy as np
 
 
+def check_merged(ckpt, merged, alpha):
+    bad = []
+    with h5py.File(ckpt, "r") as c, h5py.File(merged, "r") as m:
+        names = list(m["model"].keys())
+        if any(".lora_" in n for n in names):
+            bad.append("the merged model still holds adapters")
+        worst = 0.0
+        for n in names:
+            w = c["model"][n][()].astype(np.float64)
+            proj = n[: -len(".weight")]
+            a_name = f"base_model.model.{proj}.lora_A.weight"
+            if a_name in c["model"]:
+                a = c["model"][a_name][()].astype(np.float64)
+                b = c["model"][f"base_model.model.{proj}.lora_B.weight"][()].astype(np.float64)
+                w = w + alpha / a.shape[0] * (b @ a)
+                err = np.abs(m["model"][n][()] - w).max() / np.abs(w).max()
+                worst = max(worst, err)
+                if err > 1e-6:
+                    bad.append(f"{n}: merged differs by {err:.3g} x max |W|")
+            elif not np.array_equal(m["model"][n][()], c["model"][n][()]):
+                bad.append(f"{n} changed in the merge")
+    print(f"lora check: merged model, {len(names)} tensors, worst |W - (W0 + s B A)| {worst:.3g}")
+    for b_ in bad:
+        print("LORA_CHECK_FAILED:", b_)
+    if not bad:
+        print("lora check: ok")
+    return 1 if bad else 0
+
+
 def main():
+    if sys.argv[1] == "merged":
+        return check_merged(sys.argv[2], sys.argv[3], float(sys.argv[4]))
     init, ckpt, metrics, sft = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     bad = []
     with h5py.File(init, "r") as a, h5py.File(ckpt, "r") as b:

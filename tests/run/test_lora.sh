@@ -4,7 +4,7 @@
 #   run/test_lora.sh RLPT DECK
 # 1. 40 SFT steps then 4 GRPO steps with [model] lora_rank = 4 on all seven projections from
 #    the scratch base: its last checkpoint against `rlpt init` of the same deck; `rlpt
-#    convert` of it refused (exit 2).
+#    convert` of it: the merged model against numpy's W + (alpha / r) B A.
 # 2. 30 full SFT steps (a checkpoint), then 12 GRPO steps with LoRA from that base
 #    ([model] init = ckpt:, adapters from the seed): the RL steps see rewards, the base stays.
 # ~4 s on 4 ranks.
@@ -23,11 +23,10 @@ $RLPT_MPIEXEC 4 $RLPT_MPI_FLAGS "$rlpt" run "$deck" sft.steps=40 run.steps=4 $lo
   checkpoint.dir="$dir/ck" log.metrics_path="$dir/m.jsonl" > run.log 2>&1 ||
   { echo "LORA_CHECK_FAILED: rlpt run exited $?"; tail -20 run.log; exit 1; }
 /usr/bin/python3 "$here/lora_check.py" init.h5 ck/step_00000004.h5 m.jsonl 40 || exit 1
-# merging the adapters into an export is not built: rlpt convert refuses a LoRA checkpoint
-"$rlpt" convert ck/step_00000004.h5 out.h5 > convert.log 2>&1
-rc=$?
-grep -q "holds LoRA adapters (rank 4); merging them into an export is not built" convert.log &&
-  [ $rc -eq 2 ] && [ ! -e out.h5 ] || { echo "LORA_CHECK_FAILED: convert exited $rc"; cat convert.log; exit 1; }
+# rlpt convert of a LoRA checkpoint writes the merged model, W + (alpha / r) B A
+"$rlpt" convert ck/step_00000004.h5 merged.h5 > convert.log 2>&1 ||
+  { echo "LORA_CHECK_FAILED: convert exited $?"; cat convert.log; exit 1; }
+/usr/bin/python3 "$here/lora_check.py" merged ck/step_00000004.h5 merged.h5 16 || exit 1
 # shellcheck disable=SC2086
 $RLPT_MPIEXEC 4 $RLPT_MPI_FLAGS "$rlpt" run "$deck" sft.steps=30 run.steps=0 sft.checkpoint_every=15 \
   checkpoint.dir="$dir/base" log.metrics_path="$dir/base.jsonl" > base.log 2>&1 ||
