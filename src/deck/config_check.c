@@ -376,12 +376,14 @@ static int cross_env(const struct cross *x) {
 /* LoRA (model/lora.h): what it is built and tested with; the rest refused. */
 static int cross_lora(const struct cross *x) {
   const struct config *c = x->cfg;
-  if (c->model.lora_rank == 0) {
-    static const char *const keys[] = {"lora_alpha", "lora_targets"};
-    for (int i = 0; i < 2; i++)
-      if (c->src[config_find("model", keys[i])] != 0)
-        return cross_fail(x, "model", keys[i], "model", "lora_rank", "is read only with LoRA "
-                          "adapters: set lora_rank > 0, or leave it out");
+  if (c->model.lora_rank == 0) { /* another value than the default would be read by nothing */
+    const char *alpha = cfg_schema[config_find("model", "lora_alpha")].def;
+    const char *targets = cfg_schema[config_find("model", "lora_targets")].def;
+    const char *key = c->model.lora_alpha != strtod(alpha, NULL) ? "lora_alpha"
+                      : strcmp(c->model.lora_targets, targets) ? "lora_targets" : NULL;
+    if (key)
+      return cross_fail(x, "model", key, "model", "lora_rank", "is read only with LoRA adapters: "
+                        "set lora_rank > 0, or leave it out");
     return 0;
   }
   unsigned mask;
