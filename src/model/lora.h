@@ -13,8 +13,8 @@
  *
  * `rlpt convert` of a LoRA checkpoint writes the merged model (lora_merge).
  *
- * Built and tested for the CPU backend, train_tp = 1, no ZeRO-1, sync or separate_async
- * mode, the GRPO-family algorithms and SFT; deck/config_check.c refuses the rest. */
+ * Built and tested for the CPU backend, train_tp = 1, no ZeRO-1, run.mode = sync, fp32 weight sync,
+ * the critic-free policy-gradient algorithms and SFT; deck/config_check.c refuses the rest. */
 #ifndef RLPT_LORA_H
 #define RLPT_LORA_H
 
