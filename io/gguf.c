@@ -499,7 +499,7 @@ static int gguf_name_of(const struct param_entry *e, char *buf, size_t cap) {
     case P_EMBED: snprintf(buf, cap, "token_embd.weight"); return 0;
     case P_FINAL_NORM: snprintf(buf, cap, "output_norm.weight"); return 0;
     case P_LM_HEAD: snprintf(buf, cap, "output.weight"); return 0;
-    case P_SCORE: return -1;
+    case P_SCORE: case P_LORA_A: case P_LORA_B: return -1;
     default: snprintf(buf, cap, "blk.%d.%s", e->layer, blk[e->kind]); return 0;
   }
 }

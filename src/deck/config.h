@@ -99,6 +99,9 @@ struct config {
     double rope_theta, norm_eps, init_std;
     int tie_embeddings, qkv_bias, value_head, dtype;
     int unknown_bytes;  /* 0 error, 1 drop (tokenizer_bpe_drop_unknown) */
+    long lora_rank;     /* 0: full fine-tuning (model/lora.h) */
+    double lora_alpha;
+    char lora_targets[64];
   } model;
   struct {
     double lr, weight_decay, beta1, beta2, eps, grad_clip, min_lr_ratio;

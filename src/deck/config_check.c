@@ -12,6 +12,7 @@
 
 #include "deck/config.h"
 #include "env/tools.h"
+#include "model/lora.h"
 #include "util/alloc.h"
 
 struct cross {
@@ -372,6 +373,52 @@ static int cross_env(const struct cross *x) {
   return 0;
 }
 
+/* LoRA (model/lora.h): what it is built and tested with; the rest refused. */
+static int cross_lora(const struct cross *x) {
+  const struct config *c = x->cfg;
+  if (c->model.lora_rank == 0) { /* another value than the default would be read by nothing */
+    const char *alpha = cfg_schema[config_find("model", "lora_alpha")].def;
+    const char *targets = cfg_schema[config_find("model", "lora_targets")].def;
+    const char *key = c->model.lora_alpha != strtod(alpha, NULL) ? "lora_alpha"
+                      : strcmp(c->model.lora_targets, targets) ? "lora_targets" : NULL;
+    if (key)
+      return cross_fail(x, "model", key, "model", "lora_rank", "is read only with LoRA adapters: "
+                        "set lora_rank > 0, or leave it out");
+    return 0;
+  }
+  unsigned mask;
+  char msg[256];
+  if (lora_targets_parse(c->model.lora_targets, &mask, msg, sizeof msg))
+    return cross_fail(x, "model", "lora_targets", "model", "lora_rank", "%s", msg);
+  static const char *const built = "LoRA is built and tested for";
+  if (c->ranks.train_tp > 1 || c->ranks.rollout_tp > 1 || c->ranks.train_pp > 1)
+    return cross_fail(x, "model", "lora_rank", "ranks", c->ranks.train_tp > 1 ? "train_tp" :
+                      c->ranks.rollout_tp > 1 ? "rollout_tp" : "train_pp", "%s unsplit models: "
+                      "set train_tp, rollout_tp and train_pp to 1", built);
+  if (c->run.device == DEVICE_CUDA)
+    return cross_fail(x, "model", "lora_rank", "run", "device", "%s the CPU backend: use run.device "
+                      "= cpu", built);
+  if (c->model.dtype != DTYPE_FP32)
+    return cross_fail(x, "model", "lora_rank", "model", "dtype", "%s fp32 compute", built);
+  if (c->optim.zero)
+    return cross_fail(x, "model", "lora_rank", "optim", "zero", "%s replicated AdamW state (the "
+                      "adapters are small): set optim.zero = 0", built);
+  if (c->run.mode != MODE_SYNC)
+    return cross_fail(x, "model", "lora_rank", "run", "mode", "%s run.mode = sync", built);
+  if (c->run.weight_sync_dtype != WSYNC_FP32)
+    return cross_fail(x, "model", "lora_rank", "run", "weight_sync_dtype", "%s the fp32 weight "
+                      "broadcast", built);
+  if (config_is_pref(c) || c->algo.name == ALGO_PPO || c->algo.adv_estimator == ADV_GAE)
+    return cross_fail(x, "model", "lora_rank", "algo", c->algo.name == ALGO_PPO || config_is_pref(c)
+                      ? "name" : "adv_estimator", "%s SFT and the critic-free policy-gradient "
+                      "algorithms (grpo, dr_grpo, dapo, gspo, rloo, reinforce_pp): no PPO critic, "
+                      "DPO/IPO or reward-model training", built);
+  if (c->model.value_head)
+    return cross_fail(x, "model", "lora_rank", "model", "value_head", "%s models without a value "
+                      "head", built);
+  return 0;
+}
+
 int config_cross_check(const struct config *c, const char *path, char *const *over, char *err, size_t errlen) {
   const struct cross x = {.cfg = c, .path = path, .over = over, .err = err, .errlen = errlen};
   int rc = cross_model(&x);
@@ -382,6 +429,7 @@ int config_cross_check(const struct config *c, const char *path, char *const *ov
   if (!rc) rc = cross_pref(&x);
   if (!rc) rc = cross_async(&x);
   if (!rc) rc = cross_env(&x);
+  if (!rc) rc = cross_lora(&x);
   if (!rc && c->model.dtype == DTYPE_BF16 && c->run.device == DEVICE_CPU)
     rc = cross_fail(&x, "model", "dtype", "run", "device", "bf16 needs run.device = cuda or auto");
   return rc;

@@ -69,6 +69,9 @@ const struct cfg_key cfg_schema[] = {
   BOOL("model", "value_head", "false", "Add a scalar value head score.weight (critic, reward model)", model.value_head),
   ENUM("model", "dtype", "fp32", "fp32|bf16", "Compute precision (bf16 on GPU only)", model.dtype),
   ENUM("model", "unknown_bytes", "error", "error|drop", "gguf:/hf: models: text bytes the BPE vocabulary has no token for (SmolLM2 lacks 21, e.g. 0x04, 0xff): error = refuse the text naming the byte; drop = leave them out of their piece as Hugging Face tokenizers does", model.unknown_bytes),
+  INT("model", "lora_rank", "0", 0, 65536, "", "LoRA rank r (0 = off: full fine-tuning). With r > 0 each targeted linear computes y = x W^T + (lora_alpha / r) (x A^T) B^T (PEFT's formula; A [r, in] uniform +-1/sqrt(in) from the seed, B [out, r] zeros); the base weights are frozen and only A and B are trained and carry AdamW state. Built for the CPU backend, train_tp = 1, no ZeRO-1, run.mode = sync, fp32 weight sync, the critic-free policy-gradient algorithms and SFT; other combinations are refused. `rlpt convert` of a LoRA checkpoint writes the merged model (src/model/lora.h)", model.lora_rank),
+  FLT("model", "lora_alpha", "16", 0, 1e6, "", "LoRA scale numerator: the adapter's product is scaled by lora_alpha / lora_rank", model.lora_alpha),
+  STR("model", "lora_targets", "q,v", "Comma-separated projections that get adapters: q, k, v, o, gate, up, down (or all)", model.lora_targets),
 
   /* [optim] */
   FLT("optim", "lr", "3e-5", 0, 10, "", "Peak learning rate of the RL phase", optim.lr),

@@ -85,6 +85,11 @@ static void train_memory(struct plan *p, const struct config *cfg) {
   m->master = p->weight_bytes == 4 ? 0 : shard * 4 / opt_div;
   m->grads = shard * 4;
   m->adam = shard * 8 / opt_div;
+  if (p->mc.lora_rank > 0) { /* LoRA (model/lora.h, no TP/PP/ZeRO): the adapters' moments alone */
+    struct model_config base = p->mc;
+    base.lora_rank = 0;
+    m->adam = (double)(model_param_count(&p->mc) - model_param_count(&base)) * 8;
+  }
   m->activations = tokens * layers_held * p->act_elems_token_layer * p->weight_bytes / c->train_tp;
   /* fp32 logits of one micro-batch for logprobs and the loss (last stage; the
    * plan charges the worst stage with it too, an upper bound). */

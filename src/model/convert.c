@@ -10,6 +10,7 @@
 #include "io/hf_tokenizer.h"
 #include "io/model_h5.h"
 #include "io/safetensors.h"
+#include "model/lora.h"
 #include "model/source.h"
 
 /* bos/eos ids of a GGUF, for generation_config.json (absent keys stay -1). */
@@ -67,6 +68,14 @@ int model_convert(const struct model_convert_opts *o) {
   struct model_source m;
   size_t n = strlen(o->out);
   int rc = model_source_load(o->in, "convert", NULL, &m);
+  if (!rc && m.mc.lora_rank > 0) { /* the export is the merged model, W + (alpha / r) B A */
+    struct param_table t;
+    param_table_build(&t, &m.mc);
+    int r = m.mc.lora_rank;
+    lora_merge(&t, &m.mc, m.params, &m.mc);
+    param_table_free(&t);
+    printf("rlpt: convert: LoRA adapters (rank %d) merged into their base weights\n", r);
+  }
   if (!rc) rc = n > 3 && !strcmp(o->out + n - 3, ".h5") ? write_h5(o->out, &m) : write_hf(o, &m);
   model_source_free(&m);
   return rc;

@@ -124,7 +124,9 @@ int model_import_config(const struct config *cfg, struct model_config *mc, char 
   struct model_config fmc;
   const char *init = cfg->model.init, *path = init + (model_import_is_hf(cfg) ? 3 : 5);
   int rc = file_config(init, &fmc, err, errlen);
-  return rc ? rc : merge_config(cfg, &fmc, mc, path, err, errlen);
+  if (!rc) rc = merge_config(cfg, &fmc, mc, path, err, errlen);
+  if (!rc && model_config_lora_from_deck(mc, cfg, err, errlen)) rc = 2;
+  return rc;
 }
 
 int model_import_tokenizer(const struct config *cfg, const char *init, const struct model_config *mc,
@@ -170,17 +172,22 @@ int model_import_or_deck(const struct config *cfg, struct model_config *mc, stru
   return model_config_from_deck(mc, cfg, tok->vocab_size, err, errlen) != 0 ? 2 : 0;
 }
 
-/* The loaded tensors into m->params when their table is m's. */
+/* The loaded tensors into m->params when their table is m's (without its LoRA adapters,
+ * which stay zero: the caller initialises them, model_params_init_lora). */
 static int copy_params(struct model *m, const struct param_table *table, const float *params,
                        const char *init, char *err, size_t errlen) {
-  int same = table->n == m->table.n && table->total == m->table.total;
+  size_t base = m->table.trainable ? m->table.trainable : m->table.total;
+  int n = 0;
+  while (n < m->table.n && m->table.e[n].kind != P_LORA_A) n++;
+  int same = table->n == n && table->total == base;
   for (int i = 0; same && i < table->n; i++)
     same = !strcmp(table->e[i].name, m->table.e[i].name) &&
            table->e[i].offset == m->table.e[i].offset && table->e[i].numel == m->table.e[i].numel;
   if (same) memcpy(m->params, params, sizeof(float) * table->total);
+  if (same) memset(m->params + base, 0, sizeof(float) * (m->table.total - base));
   else
     snprintf(err, errlen, "[model] init = %s: the file's tensors (%zu parameters) do not match "
-             "the run's model (%zu)", init, table->total, m->table.total);
+             "the run's model (%zu)", init, table->total, base);
   return same ? 0 : 2;
 }
 

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/lora.h"
 #include "util/alloc.h"
 #include "util/huge_alloc.h"
 #include "util/rng.h"
@@ -32,6 +33,47 @@ static const float *param_ptr(const struct model *m, enum param_kind kind, int l
 static float *grad_ptr(const struct model *m, enum param_kind kind, int layer) {
   size_t off = param_offset(&m->table, kind, layer);
   return off == (size_t)-1 ? NULL : m->dgrads + off;
+}
+
+/* The gradient of a base weight (kind, layer), or NULL when the model has none or its
+ * base is frozen (LoRA: only the adapters train, model/lora.h); linear_bwd skips it. */
+static float *wgrad_ptr(const struct model *m, enum param_kind kind, int layer) {
+  return m->table.trainable ? NULL : grad_ptr(m, kind, layer);
+}
+
+/* The LoRA adapter of projection (kind, layer) in the weights the forward reads: 1, or 0
+ * when it has none. */
+static int adapter(const struct model *m, enum param_kind kind, int layer, struct lora_adapter *a) {
+  if (!m->table.trainable) return 0;
+  for (int i = 0; i + 1 < m->table.n; i++) {
+    const struct param_entry *e = &m->table.e[i];
+    if (e->kind != P_LORA_A || e->target != kind || e->layer != layer) continue;
+    const struct param_entry *b = e + 1;
+    *a = (struct lora_adapter){ .A = m->fwd_params + e->offset, .B = m->fwd_params + b->offset,
+                                .dA = m->dgrads ? m->dgrads + e->offset : NULL,
+                                .dB = m->dgrads ? m->dgrads + b->offset : NULL,
+                                .r = e->rows, .in = e->cols, .out = b->rows,
+                                .scale = (float)(m->cfg.lora_alpha / m->cfg.lora_rank) };
+    return 1;
+  }
+  return 0;
+}
+
+/* y[T, out] += the adapter's term on x, when (kind, layer) has one. */
+static void lora_add(const struct model *m, enum param_kind kind, int layer, float *y,
+                     const float *x) {
+  struct lora_adapter a;
+  if (adapter(m, kind, layer, &a)) lora_fwd(m->ops, m->exact, &a, y, x, m->T, m->lora_u);
+}
+
+/* Backward of the adapter's term of (kind, layer), when it has one: dx += its input
+ * gradient; dA, dB accumulate. */
+static void lora_back(const struct model *m, enum param_kind kind, int layer, float *dx,
+                      const float *dy, const float *x) {
+  struct lora_adapter a;
+  if (!adapter(m, kind, layer, &a)) return;
+  lora_bwd_dx(m->ops, &a, dx, dy, m->T, m->lora_du);
+  lora_bwd_dw(m->ops, &a, dy, x, m->lora_du, m->T, m->lora_u);
 }
 
 /* ---- backend memory ---------------------------------------------------------
@@ -267,11 +309,22 @@ static int create(struct model *m, const struct model_config *mc, int max_tokens
   m->rope_cos = dmem_alloc(m, sizeof(float) * half * mc->max_seq);
   m->rope_sin = dmem_alloc(m, sizeof(float) * half * mc->max_seq);
   m->layers = calloc((size_t)mc->layers, sizeof *m->layers);
+  if (mc->lora_rank > 0 && m->on_device) {
+    fprintf(stderr, "rlpt: model: LoRA adapters run on the CPU backend only\n");
+    model_free(m);
+    return -1;
+  }
+  size_t lora_n = (size_t)(max_tokens < 1 ? 1 : max_tokens) * (size_t)mc->lora_rank;
+  if (mc->lora_rank > 0) {
+    m->lora_u = malloc(sizeof(float) * lora_n);
+    m->lora_du = malloc(sizeof(float) * lora_n);
+  }
   struct carver count = { .base = NULL, .used = 0 };
   model_carve(m, &count);
   m->arena = dmem_alloc(m, sizeof(float) * count.used); /* count.used: whole 64-byte pieces */
   if (weights_rc || (!forward_only && (!m->grads || !m->dgrads)) || arrays_rc || !m->rope_cos || !m->rope_sin ||
-      !m->layers || !m->arena || rope_tables(m)) {
+      !m->layers || !m->arena || rope_tables(m) ||
+      (mc->lora_rank > 0 && (!m->lora_u || !m->lora_du))) {
     fprintf(stderr, "rlpt: out of memory for the model (%zu parameters, %zu activation floats "
             "for %d tokens)\n", m->table.total, count.used, max_tokens);
     model_free(m);
@@ -290,6 +343,8 @@ void model_free(struct model *m) {
   dmem_free(m, m->rope_cos);
   dmem_free(m, m->rope_sin);
   free(m->layers);
+  free(m->lora_u);
+  free(m->lora_du);
   dmem_free(m, m->arena);
   param_table_free(&m->table);
   memset(m, 0, sizeof *m);
@@ -304,8 +359,11 @@ void model_param_init_one(const struct param_table *t, int n, float *p, double i
   case P_ATTN_NORM: case P_FFN_NORM: case P_FINAL_NORM:
     for (size_t i = 0; i < e->numel; i++) p[i] = 1.0f;
     break;
-  case P_BQ: case P_BK: case P_BV:
+  case P_BQ: case P_BK: case P_BV: case P_LORA_B:
     memset(p, 0, sizeof(float) * e->numel);
+    break;
+  case P_LORA_A:
+    lora_init_a(p, e->rows, e->cols, seed, n);
     break;
   default: {
     /* one rng stream per tensor: values depend on (seed, tensor index) only */
@@ -320,6 +378,12 @@ void model_params_init(const struct param_table *t, float *params, double init_s
                        uint64_t seed) {
   for (int n = 0; n < t->n; n++)
     model_param_init_one(t, n, params + t->e[n].offset, init_std, seed);
+}
+
+void model_params_init_lora(const struct param_table *t, float *params, uint64_t seed) {
+  for (int n = 0; n < t->n; n++)
+    if (t->e[n].kind == P_LORA_A || t->e[n].kind == P_LORA_B)
+      model_param_init_one(t, n, params + t->e[n].offset, 0.0, seed);
 }
 
 void model_init_params(struct model *m, uint64_t seed) {
@@ -444,12 +508,12 @@ static void matmul_ab(const struct model *m, int M, int N, int K, const float *A
     m->ops->matmul(0, 0, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
 }
 
-/* dx[T, in] (+)= dy W;  dW += dy^T x;  db += colsum(dy). The dW product has no weight
+/* dx[T, in] (+)= dy W;  dW += dy^T x (dw NULL: skipped);  db += colsum(dy). The dW product has no weight
  * operand: a mixed-precision backend's matmul rounds dy and x to bf16 itself. */
 static void linear_bwd(const struct model *m, float *dx, float *dw, float *db, const float *dy,
                        const float *x, const float *w, int T, int out, int in, float beta) {
   matmul_ab(m, T, in, out, dy, out, w, in, beta, dx, in);
-  m->ops->matmul(1, 0, out, in, T, 1.0f, dy, out, x, in, 1.0f, dw, in);
+  if (dw) m->ops->matmul(1, 0, out, in, T, 1.0f, dy, out, x, in, 1.0f, dw, in);
   if (db) m->ops->bias_bwd(db, dy, T, out);
 }
 
@@ -544,16 +608,23 @@ static int layer_forward(struct model *m, int l, float *out, const struct model_
               (const float *[]){param_ptr(m, P_BQ, l), param_ptr(m, P_BK, l),
                                 param_ptr(m, P_BV, l)},
               (int[]){QD, KV, KV});
+  lora_add(m, P_WQ, l, a->q, m->xn);
+  lora_add(m, P_WK, l, a->k, m->xn);
+  lora_add(m, P_WV, l, a->v, m->xn);
   ops->rope(a->q, m->pos, m->rope_cos, m->rope_sin, T, H, D, 0);
   ops->rope(a->k, m->pos, m->rope_cos, m->rope_sin, T, KVH, D, 0);
   if (attention_forward(m, l, io)) return -1;
   row_parallel_fwd(m, a->res_mid, a->res_in, a->att, param_ptr(m, P_WO, l), QD);
+  lora_add(m, P_WO, l, a->res_mid, a->att);
   ops->rmsnorm_fwd(m->xn, a->rstd2, a->res_mid, param_ptr(m, P_FFN_NORM, l), T, C, eps);
   linears_fwd(m, m->xn, T, C, 2, (float *[]){a->gate, a->up},
               (const float *[]){param_ptr(m, P_WGATE, l), param_ptr(m, P_WUP, l)},
               (const float *[]){NULL, NULL}, (int[]){F, F});
+  lora_add(m, P_WGATE, l, a->gate, m->xn);
+  lora_add(m, P_WUP, l, a->up, m->xn);
   ops->swiglu_fwd(m->h, a->gate, a->up, (size_t)T * F);
   row_parallel_fwd(m, out, a->res_mid, m->h, param_ptr(m, P_WDOWN, l), F);
+  lora_add(m, P_WDOWN, l, out, m->h);
   return 0;
 }
 
@@ -741,7 +812,7 @@ static void head_backward(struct model *m, const float *dlogprob, const float *d
                           const float *dvalue) {
   const struct model_config *mc = &m->cfg;
   int T = m->T, C = mc->dim, V = mc->vocab_size, R = chunk_rows(m);
-  float *dhead = mc->tie_embeddings ? grad_ptr(m, P_EMBED, -1) : grad_ptr(m, P_LM_HEAD, -1);
+  float *dhead = mc->tie_embeddings ? wgrad_ptr(m, P_EMBED, -1) : wgrad_ptr(m, P_LM_HEAD, -1);
   dmem_zero(m, m->dxn, sizeof(float) * T * C);
   if (dlogprob || dentropy) {
     if (!m->head_done) head_forward(m); /* the forward skipped the logits (value only) */
@@ -771,33 +842,45 @@ static void layer_backward(struct model *m, int l) {
   int T = m->T, C = mc->dim, F = mc->ffn_dim, H = mc->heads, KVH = mc->kv_heads, D = mc->head_dim;
   int KV = KVH * D, QD = H * D;
   float eps = (float)mc->norm_eps;
+  struct lora_adapter down;
+  int has_down = adapter(m, P_WDOWN, l, &down);
   /* MLP branch: out = res_mid + swiglu(xn2) Wdown^T; dres holds dL/dout. */
   ops->rmsnorm_fwd(m->xn, a->rstd2, a->res_mid, param_ptr(m, P_FFN_NORM, l), T, C, eps);
-  /* dh (in dgate) = dres Wdown; one pass then gives dgate, dup and h for dWdown */
+  /* dh (in dgate) = dres Wdown (+ the adapter's part); one pass then gives dgate, dup and h
+   * for dWdown */
   matmul_ab(m, T, F, C, m->dres, C, param_ptr(m, P_WDOWN, l), F, 0.0f, m->dgate, F);
+  if (has_down) lora_bwd_dx(ops, &down, m->dgate, m->dres, T, m->lora_du);
   ops->swiglu_bwd(m->dgate, m->dup, m->h, m->dgate, a->gate, a->up, (size_t)T * F);
-  ops->matmul(1, 0, C, F, T, 1.0f, m->dres, C, m->h, F, 1.0f, grad_ptr(m, P_WDOWN, l), F);
-  linear_bwd(m, m->dxn, grad_ptr(m, P_WGATE, l), NULL, m->dgate, m->xn,
+  float *dwdown = wgrad_ptr(m, P_WDOWN, l);
+  if (dwdown) ops->matmul(1, 0, C, F, T, 1.0f, m->dres, C, m->h, F, 1.0f, dwdown, F);
+  if (has_down) lora_bwd_dw(ops, &down, m->dres, m->h, m->lora_du, T, m->lora_u);
+  linear_bwd(m, m->dxn, wgrad_ptr(m, P_WGATE, l), NULL, m->dgate, m->xn,
              param_ptr(m, P_WGATE, l), T, F, C, 0.0f);
-  linear_bwd(m, m->dxn, grad_ptr(m, P_WUP, l), NULL, m->dup, m->xn, param_ptr(m, P_WUP, l), T, F,
+  lora_back(m, P_WGATE, l, m->dxn, m->dgate, m->xn);
+  linear_bwd(m, m->dxn, wgrad_ptr(m, P_WUP, l), NULL, m->dup, m->xn, param_ptr(m, P_WUP, l), T, F,
              C, 1.0f);
+  lora_back(m, P_WUP, l, m->dxn, m->dup, m->xn);
   col_parallel_bwd(m, m->dxn);
   ops->rmsnorm_bwd(m->dres, grad_ptr(m, P_FFN_NORM, l), m->dxn, a->res_mid,
                    param_ptr(m, P_FFN_NORM, l), a->rstd2, T, C);
   /* Attention branch: res_mid = res_in + att Wo^T; dres now holds dL/dres_mid. */
-  linear_bwd(m, m->datt, grad_ptr(m, P_WO, l), NULL, m->dres, a->att, param_ptr(m, P_WO, l), T,
+  linear_bwd(m, m->datt, wgrad_ptr(m, P_WO, l), NULL, m->dres, a->att, param_ptr(m, P_WO, l), T,
              C, QD, 0.0f);
+  lora_back(m, P_WO, l, m->datt, m->dres, a->att);
   ops->attention_bwd(m->dq, m->dk, m->dv, m->datt, a->att, a->lse, a->q, a->k, a->v, &m->attn, H,
                      KVH, D, 1.0f / sqrtf((float)D), m->attn_scratch);
   ops->rope(m->dq, m->pos, m->rope_cos, m->rope_sin, T, H, D, 1);
   ops->rope(m->dk, m->pos, m->rope_cos, m->rope_sin, T, KVH, D, 1);
   ops->rmsnorm_fwd(m->xn, a->rstd1, a->res_in, param_ptr(m, P_ATTN_NORM, l), T, C, eps);
-  linear_bwd(m, m->dxn, grad_ptr(m, P_WQ, l), grad_ptr(m, P_BQ, l), m->dq, m->xn,
+  linear_bwd(m, m->dxn, wgrad_ptr(m, P_WQ, l), wgrad_ptr(m, P_BQ, l), m->dq, m->xn,
              param_ptr(m, P_WQ, l), T, QD, C, 0.0f);
-  linear_bwd(m, m->dxn, grad_ptr(m, P_WK, l), grad_ptr(m, P_BK, l), m->dk, m->xn,
+  lora_back(m, P_WQ, l, m->dxn, m->dq, m->xn);
+  linear_bwd(m, m->dxn, wgrad_ptr(m, P_WK, l), wgrad_ptr(m, P_BK, l), m->dk, m->xn,
              param_ptr(m, P_WK, l), T, KV, C, 1.0f);
-  linear_bwd(m, m->dxn, grad_ptr(m, P_WV, l), grad_ptr(m, P_BV, l), m->dv, m->xn,
+  lora_back(m, P_WK, l, m->dxn, m->dk, m->xn);
+  linear_bwd(m, m->dxn, wgrad_ptr(m, P_WV, l), wgrad_ptr(m, P_BV, l), m->dv, m->xn,
              param_ptr(m, P_WV, l), T, KV, C, 1.0f);
+  lora_back(m, P_WV, l, m->dxn, m->dv, m->xn);
   col_parallel_bwd(m, m->dxn);
   ops->rmsnorm_bwd(m->dres, grad_ptr(m, P_ATTN_NORM, l), m->dxn, a->res_in,
                    param_ptr(m, P_ATTN_NORM, l), a->rstd1, T, C);

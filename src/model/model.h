@@ -104,6 +104,7 @@ struct model {
                                   * `logits` for the backward; 0: none */
   /* scratch, reused by every layer */
   float *xn, *h, *dres, *dxn, *datt, *dq, *dk, *dv, *dgate, *dup, *logits, *attn_scratch;
+  float *lora_u, *lora_du;      /* [max_tokens, lora_rank] LoRA scratch (model/lora.h) */
 };
 
 /* Allocate a model for mc with room for max_tokens packed tokens per call.
@@ -139,6 +140,9 @@ void model_params_init(const struct param_table *t, float *params, double init_s
 /* Tensor n of t alone into p (its e[n].numel floats): the values model_params_init gives it. */
 void model_param_init_one(const struct param_table *t, int n, float *p, double init_std,
                           uint64_t seed);
+/* The LoRA adapters of t alone (A from the seed, B zeros), as model_params_init gives them:
+ * after weights loaded from a file without adapters. */
+void model_params_init_lora(const struct param_table *t, float *params, uint64_t seed);
 void model_zero_grad(struct model *m);
 /* Forward on nseq packed sequences (cu_seqlens[nseq] tokens in all).
  * logprob_out[t] = log p(tokens[t+1] | tokens[start..t]) within the sequence;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "deck/config.h"
+#include "model/lora.h"
 
 int model_config_check(const struct model_config *mc, char *err, size_t errlen) {
   if (mc->vocab_size < 1 || mc->dim < 1 || mc->layers < 1 || mc->heads < 1 || mc->kv_heads < 1 ||
@@ -72,6 +73,16 @@ int model_config_from_deck(struct model_config *mc, const struct config *cfg, in
   }
   if (model_config_check(mc, err, errlen)) return -1;
   mc->head_dim = mc->dim / mc->heads;
+  return model_config_lora_from_deck(mc, cfg, err, errlen);
+}
+
+int model_config_lora_from_deck(struct model_config *mc, const struct config *cfg, char *err,
+                                size_t errlen) {
+  mc->lora_rank = (int)cfg->model.lora_rank;
+  mc->lora_alpha = cfg->model.lora_alpha;
+  mc->lora_targets = 0;
+  if (mc->lora_rank > 0 && lora_targets_parse(cfg->model.lora_targets, &mc->lora_targets, err, errlen))
+    return -1;
   return 0;
 }
 
@@ -88,9 +99,31 @@ static void add(struct param_table *t, enum param_kind kind, int layer, int rows
     p->cols = cols;
     p->offset = t->total;
     p->numel = (size_t)rows * cols;
+    p->target = kind;
   }
   t->n++;
   t->total += (size_t)rows * cols;
+}
+
+/* The adapters of every targeted projection (model/lora.h), layer by layer. */
+static void walk_lora(struct param_table *t, const struct model_config *mc, int tp) {
+  static const enum param_kind kinds[LORA_NTARGETS] = {P_WQ, P_WK, P_WV, P_WO, P_WGATE, P_WUP,
+                                                       P_WDOWN};
+  int hd = mc->dim / mc->heads, kvd = hd * mc->kv_heads / tp, qd = mc->dim / tp, C = mc->dim;
+  int F = mc->ffn_dim / tp, r = mc->lora_rank;
+  const int outs[LORA_NTARGETS] = {qd, kvd, kvd, C, F, F, C};
+  const int ins[LORA_NTARGETS] = {C, C, C, qd, C, C, F};
+  char fmt[128];
+  for (int l = 0; l < mc->layers; l++)
+    for (int g = 0; g < LORA_NTARGETS; g++) {
+      if (!(mc->lora_targets >> g & 1)) continue;
+      for (int b = 0; b < 2; b++) {
+        snprintf(fmt, sizeof fmt, "base_model.model.model.layers.%%d.%s.%s.lora_%c.weight",
+                 lora_target_module(g), lora_target_proj(g), b ? 'B' : 'A');
+        add(t, b ? P_LORA_B : P_LORA_A, l, b ? outs[g] : r, b ? r : ins[g], fmt);
+        if (t->e) t->e[t->n - 1].target = kinds[g];
+      }
+    }
 }
 
 /* The table of one rank of a tensor-parallel group of tp ranks (1: the whole model): the
@@ -116,6 +149,8 @@ static void walk(struct param_table *t, const struct model_config *mc, int tp) {
   add(t, P_FINAL_NORM, -1, mc->dim, 1, "model.norm.weight");
   if (!mc->tie_embeddings) add(t, P_LM_HEAD, -1, V, mc->dim, "lm_head.weight");
   if (mc->value_head) add(t, P_SCORE, -1, 1, mc->dim, "score.weight");
+  t->trainable = mc->lora_rank > 0 ? t->total : 0;
+  if (mc->lora_rank > 0) walk_lora(t, mc, tp);
 }
 
 enum param_split param_split(enum param_kind kind) {
@@ -185,6 +220,11 @@ char *model_config_to_json(const struct model_config *mc) {
   cJSON_AddBoolToObject(o, "tie_embeddings", mc->tie_embeddings);
   cJSON_AddBoolToObject(o, "qkv_bias", mc->qkv_bias);
   cJSON_AddBoolToObject(o, "value_head", mc->value_head);
+  if (mc->lora_rank > 0) {
+    cJSON_AddNumberToObject(o, "lora_rank", mc->lora_rank);
+    cJSON_AddNumberToObject(o, "lora_alpha", mc->lora_alpha);
+    cJSON_AddNumberToObject(o, "lora_targets", mc->lora_targets);
+  }
   char *s = cJSON_PrintUnformatted(o);
   cJSON_Delete(o);
   return s;
@@ -222,6 +262,14 @@ int model_config_from_json(struct model_config *mc, const char *json, char *err,
       json_num(o, "norm_eps", &mc->norm_eps, err, errlen) ||
       json_num(o, "init_std", &mc->init_std, err, errlen))
     goto fail;
+  if (cJSON_GetObjectItemCaseSensitive(o, "lora_rank")) { /* absent: a model without adapters */
+    if (json_num(o, "lora_rank", &v, err, errlen) ||
+        json_num(o, "lora_alpha", &mc->lora_alpha, err, errlen))
+      goto fail;
+    mc->lora_rank = (int)v;
+    if (json_num(o, "lora_targets", &v, err, errlen)) goto fail;
+    mc->lora_targets = (unsigned)v;
+  }
   cJSON_Delete(o);
   if (model_config_check(mc, err, errlen)) return -1;
   mc->head_dim = mc->dim / mc->heads;

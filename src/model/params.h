@@ -16,12 +16,16 @@ struct model_config {
   int head_dim;            /* dim / heads */
   double rope_theta, norm_eps, init_std;
   int tie_embeddings, qkv_bias, value_head;
+  int lora_rank;           /* 0: no adapters (model/lora.h) */
+  double lora_alpha;
+  unsigned lora_targets;   /* bits of enum lora_target */
 };
 
 /* Per-layer tensor kinds, in table order inside a layer. */
 enum param_kind {
   P_EMBED, P_ATTN_NORM, P_WQ, P_BQ, P_WK, P_BK, P_WV, P_BV, P_WO,
-  P_FFN_NORM, P_WGATE, P_WUP, P_WDOWN, P_FINAL_NORM, P_LM_HEAD, P_SCORE
+  P_FFN_NORM, P_WGATE, P_WUP, P_WDOWN, P_FINAL_NORM, P_LM_HEAD, P_SCORE,
+  P_LORA_A, P_LORA_B  /* LoRA adapters (model/lora.h), after every other tensor */
 };
 
 struct param_entry {
@@ -31,12 +35,14 @@ struct param_entry {
   int rows, cols;       /* [out, in]; vectors have cols = 1 */
   size_t offset;        /* in floats, into the flat buffer */
   size_t numel;
+  enum param_kind target; /* P_LORA_A / P_LORA_B: the projection adapted (P_WQ ... P_WDOWN) */
 };
 
 struct param_table {
   int n;
   struct param_entry *e;
   size_t total;          /* floats in the flat buffer */
+  size_t trainable;      /* first trainable float: the adapters' offset with LoRA, else 0 */
 };
 
 /* Fill mc from the deck's [model] section; vocab_size comes from the tokenizer
@@ -47,13 +53,19 @@ int model_config_from_deck(struct model_config *mc, const struct config *cfg, in
  * GGUF loader checks its metadata; and the most parameters a config may imply. */
 #define MODEL_SIZE_MAX (1 << 30)
 #define MODEL_PARAMS_MAX 1e12
+/* The [model] lora_* keys into mc (model/lora.h); model_config_from_deck calls it, and so
+ * does a model whose shape comes from a file. 0, or -1 with a message. */
+int model_config_lora_from_deck(struct model_config *mc, const struct config *cfg, char *err,
+                                size_t errlen);
 /* Check shapes are consistent (every size in [1, MODEL_SIZE_MAX], dim % heads, heads %
  * kv_heads, even head_dim, at most MODEL_PARAMS_MAX parameters). */
 int model_config_check(const struct model_config *mc, char *err, size_t errlen);
 
 /* Build the table for mc (allocates e). Layout: embed, per layer {attn norm,
  * q[,bias], k[,bias], v[,bias], o, ffn norm, gate, up, down}, final norm,
- * lm_head (untied only), score (value head only). */
+ * lm_head (untied only), score (value head only); then with lora_rank > 0, per layer and
+ * target (in enum lora_target order) lora_A [r, in] and lora_B [out, r], named as PEFT
+ * does: base_model.model.<projection>.lora_A.weight. */
 void param_table_build(struct param_table *t, const struct model_config *mc);
 /* Tensor parallelism (model/tp.h): how a tensor is split over a TP group. Rows:
  * column-parallel q/k/v (by heads, kv heads split too; their biases), gate and up, and the

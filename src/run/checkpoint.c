@@ -37,12 +37,24 @@ int run_ckpt_due(const struct run *r, long step) {
 /* The full AdamW moments of m for the checkpoint, whose format does not depend
  * on the rank layout: the trainer's own buffers, or with [optim] zero = 1 every
  * DP rank's shard gathered into temporaries (*tmp_m, *tmp_v, freed by the
- * caller after the write). That costs a transient full-size m and v on every
+ * caller after the write; with LoRA, the adapters' moments placed in full-size temporaries
+ * whose frozen base part is zero). That costs a transient full-size m and v on every
  * train rank while the checkpoint is written, which ZeRO-1 otherwise avoids. */
 static void full_moments(const struct trainer *t, const struct model *m, const struct adamw *o,
                          float **mm, float **vv, float **tmp_m, float **tmp_v) {
   *mm = o->m;
   *vv = o->v;
+  size_t off = m->table.trainable;
+  if (off) { /* LoRA: the moments of the adapters alone, the frozen base's written as zeros */
+    *tmp_m = calloc(m->table.total, sizeof(float));
+    *tmp_v = calloc(m->table.total, sizeof(float));
+    if (!*tmp_m || !*tmp_v) die_local("out of memory for the checkpoint's AdamW moments");
+    memcpy(*tmp_m + off, o->m, sizeof(float) * (m->table.total - off));
+    memcpy(*tmp_v + off, o->v, sizeof(float) * (m->table.total - off));
+    *mm = *tmp_m;
+    *vv = *tmp_v;
+    return;
+  }
   if (!t->zero) return;
   if (zero_gather_moments(o, (long)m->table.total, t->dp, tmp_m, tmp_v))
     die_local("out of memory gathering the ZeRO-1 AdamW moments for the checkpoint");

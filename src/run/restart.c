@@ -217,12 +217,12 @@ int restart_load(struct run *r, struct restart_point *rp) {
  * this rank keeps its part (all of it, or its ZeRO-1 shard). */
 static void restore_moments(const struct trainer *t, const struct model *m, struct adamw *o,
                             const float *full_m, const float *full_v, long adam_t) {
-  long lo, hi;
-  zero_opt_range(t->zero, (long)m->table.total, t->dp_rank, t->dp_size, &lo, &hi);
+  long lo, hi, off = (long)m->table.trainable;  /* LoRA: the adapters' moments alone */
+  zero_opt_range(t->zero, (long)m->table.total - off, t->dp_rank, t->dp_size, &lo, &hi);
   o->t = adam_t;
   if (!full_m) return;  /* read in place (train_tp > 1) */
-  memcpy(o->m, full_m + lo, sizeof(float) * (size_t)(hi - lo));
-  memcpy(o->v, full_v + lo, sizeof(float) * (size_t)(hi - lo));
+  memcpy(o->m, full_m + off + lo, sizeof(float) * (size_t)(hi - lo));
+  memcpy(o->v, full_v + off + lo, sizeof(float) * (size_t)(hi - lo));
 }
 
 void restart_apply_sft(struct run *r, struct restart_point *rp) {

@@ -49,9 +49,32 @@ static void take_shard(void *ctx, int i, const float *x) {
   trainer_tensor_local(t, i, x, t->policy.params);
 }
 
+/* [model] init = ckpt:PATH of a model without adapters under a LoRA deck (model/lora.h):
+ * the file's model must be the deck's base; its tensors fill the base part of the table
+ * (the adapters sit after it, so the offsets agree) and the adapters start from the seed. */
+static int init_lora_base(struct trainer *t, const char *path, char *err, size_t errlen) {
+  struct model_config base = t->policy.cfg;
+  base.lora_rank = 0;
+  base.lora_alpha = 0;
+  base.lora_targets = 0;
+  int rc = trainer_check_file(&base, path, "[model] init = ckpt:", err, errlen);
+  if (rc) return rc;
+  struct param_table bt;
+  param_table_build(&bt, &base);
+  rc = model_h5_read_params(path, &bt, t->policy.params);
+  param_table_free(&bt);
+  if (rc) return snprintf(err, errlen, "[model] init = ckpt:%s: could not read /model (see above)",
+                          path), 2;
+  model_params_init_lora(&t->policy.table, t->policy.params, (uint64_t)t->cfg->run.seed);
+  return 0;
+}
+
 /* [model] init = ckpt:PATH: the /model group of an rlpt model file (rlpt init) or
  * checkpoint; its /meta model config must equal the deck's. Every rank reads. */
 static int init_from_file(struct trainer *t, const char *path, char *err, size_t errlen) {
+  struct model_config fmc;
+  if (t->policy.table.trainable && !model_h5_read_config(path, &fmc) && fmc.lora_rank == 0)
+    return init_lora_base(t, path, err, errlen);
   int rc = trainer_check_file(&t->full_table_cfg, path, "[model] init = ckpt:", err, errlen);
   if (rc) return rc;
   if (trainer_tp(t)) rc = model_h5_read_each(path, &t->full_table, take_shard, t);
@@ -87,17 +110,22 @@ static int init_params(struct trainer *t, char *err, size_t errlen) {
     return 0;
   }
   if (!strncmp(init, "ckpt:", 5)) return init_from_file(t, init + 5, err, errlen);
-  if (!strncmp(init, "gguf:", 5) || !strncmp(init, "hf:", 3))
-    return model_import_params(&t->policy, init, err, errlen);
+  if (!strncmp(init, "gguf:", 5) || !strncmp(init, "hf:", 3)) {
+    int rc = model_import_params(&t->policy, init, err, errlen);
+    if (!rc) model_params_init_lora(&t->policy.table, t->policy.params, (uint64_t)t->cfg->run.seed);
+    return rc;
+  }
   snprintf(err, errlen, "[model] init = %s: the trainer loads scratch, ckpt:PATH, gguf:PATH or "
            "hf:DIR", init);
   return 2;
 }
 
-/* AdamW state for the part of m this rank updates (train/zero.h zero_opt_range). */
+/* AdamW state for the part of m this rank updates (train/zero.h zero_opt_range): with LoRA
+ * the adapters alone (the table's trainable tail; ZeRO-1 is refused with LoRA). */
 static int opt_init(const struct trainer *t, const struct model *m, struct adamw *o) {
   long lo, hi;
-  zero_opt_range(t->zero, (long)m->table.total, t->dp_rank, t->dp_size, &lo, &hi);
+  zero_opt_range(t->zero, (long)(m->table.total - m->table.trainable), t->dp_rank, t->dp_size,
+                 &lo, &hi);
   return adamw_init(o, hi - lo);
 }
 
@@ -143,6 +171,11 @@ int trainer_create_tp(struct trainer *t, const struct config *cfg, const struct 
   t->zero = cfg->optim.zero >= 1 && t->dp_size > 1;
   /* [run] device: every train rank sees the same deck, so a refusal is on every rank */
   const struct backend_ops *ops = device_backend(cfg->run.device, cfg->model.dtype, err, errlen);
+  if (ops && ops->upload && mc->lora_rank > 0) { /* device = auto found a GPU */
+    snprintf(err, errlen, "[model] lora_rank: LoRA is built and tested for the CPU backend, and "
+             "[run] device = auto picked CUDA: set run.device = cpu");
+    ops = NULL;
+  }
   if (!ops) {
     trainer_free(t);
     return 2;
@@ -277,18 +310,19 @@ static int update_on_host(struct trainer *t, struct model *m, struct adamw *opt,
   const struct config *cfg = t->cfg;
   struct adamw_hparams h = { .lr = lr, .beta1 = cfg->optim.beta1, .beta2 = cfg->optim.beta2,
                              .eps = cfg->optim.eps, .weight_decay = cfg->optim.weight_decay };
-  float *g = m->grads;
-  size_t n = m->table.total;
+  /* the trainable part: everything, or the LoRA adapters alone (the base is frozen) */
+  size_t off = m->table.trainable, n = m->table.total - off;
+  float *g = m->grads + off, *p = m->params + off;
   int rc;
   if (t->zero) {
-    rc = zero_update(opt, m->params, g, (long)n, cfg->optim.grad_clip, &h, t->dp, grad_norm);
+    rc = zero_update(opt, p, g, (long)n, cfg->optim.grad_clip, &h, t->dp, grad_norm);
   } else {
     allreduce_sum_floats(g, n, 0, t->dp);
     /* after the sum every rank holds the same gradient: its norm is the global one (with tp,
      * the shards' squares summed over the group) */
     *grad_norm = sqrt(trainer_tp(t) ? tp_sumsq(&t->tp, &m->table, g) : optim_sumsq(g, (long)n));
     rc = optim_clip_scale(g, (long)n, *grad_norm, cfg->optim.grad_clip);
-    if (rc == OPTIM_OK) adamw_step(opt, m->params, g, &h);
+    if (rc == OPTIM_OK) adamw_step(opt, p, g, &h);
   }
   if (rc == OPTIM_NONFINITE) return 0;
   weights_host_written(&m->weights);

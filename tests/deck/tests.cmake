@@ -43,6 +43,15 @@ deck_test(bad_override 2 "override 'algo.group_size=0': \\[algo\\] group_size: 0
 deck_test(bad_override_key 2 "override 'algo.group_sise=4': \\[algo\\] group_sise: unknown key.*did you mean 'group_size'" check good.ini algo.group_sise=4)
 deck_test(bad_override_cross 2 "override 'model.kv_heads=3': \\[model\\] kv_heads: model.heads \\(4\\) must be divisible by model.kv_heads \\(3\\)" check good.ini model.kv_heads=3)
 deck_test(good 0 "\\[model\\].*kv_heads = 2 +# deck:14.*group_size = 4 +# override" check good.ini algo.group_size=4)
+# LoRA (model/lora.h): what it is not built for is refused at deck time, naming the key.
+deck_test(lora_targets_bad 2 "\\[model\\] lora_targets: unknown projection 'qq'" check e2e_tiny.ini model.lora_rank=4 model.lora_targets=q,qq)
+deck_test(lora_tp 2 "LoRA is built and tested for unsplit models" check e2e_tiny.ini model.lora_rank=4 ranks.train_tp=2)
+deck_test(lora_cuda 2 "LoRA is built and tested for the CPU backend" check e2e_tiny.ini model.lora_rank=4 run.device=cuda)
+deck_test(lora_zero 2 "LoRA is built and tested for replicated AdamW state" check e2e_tiny.ini model.lora_rank=4 optim.zero=1)
+deck_test(lora_ppo 2 "LoRA is built and tested for SFT and the critic-free" check e2e_tiny.ini model.lora_rank=4 algo.name=ppo)
+deck_test(lora_async 2 "LoRA is built and tested for run.mode = sync" check e2e_tiny.ini model.lora_rank=4 run.mode=colocate_async ranks.layout=colocated)
+deck_test(lora_alpha_unread 2 "\\[model\\] lora_alpha: is read only with LoRA adapters" check e2e_tiny.ini model.lora_alpha=8)
+deck_test(lora_good 0 "lora_rank = 4 +# override" check e2e_tiny.ini model.lora_rank=4 model.lora_targets=all)
 
 # inputs/README.md is `rlpt deck-help` verbatim.
 add_test(NAME deck_help_up_to_date

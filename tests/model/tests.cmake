@@ -6,6 +6,9 @@ add_unit_test(test_model_fd SOURCES model/test_model_fd.c)
 # activation arena of two layer sets.
 add_unit_test(test_model_forward SOURCES model/test_model_forward.c)
 add_unit_test(test_model_golden SOURCES model/test_model_golden.c LABELS unit golden)
+# LoRA adapters merged into their base (model/lora.h lora_merge, `rlpt convert`): the merged
+# model's logprobs equal the adapted model's within 1e-5.
+add_unit_test(test_lora_merge SOURCES model/test_lora_merge.c)
 # SmolLM2-135M-Instruct forward, greedy completions and chat prompts against PyTorch.
 add_unit_test(test_smollm2 SOURCES model/test_smollm2.c LABELS model)
 add_unit_test(test_gpu_model SOURCES model/test_gpu_model.c LABELS gpu)
