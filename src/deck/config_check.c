@@ -273,6 +273,21 @@ static int cross_colocate_async(const struct cross *x) {
   return 0;
 }
 
+/* [run] weight_sync_dtype = bf16: the paths that send it (run/weight_sync.c's broadcast). */
+static int cross_weight_sync(const struct cross *x) {
+  const struct config *c = x->cfg;
+  if (c->run.weight_sync_dtype != WSYNC_BF16) return 0;
+  if (c->run.mode == MODE_SEPARATE_ASYNC && !c->async.deterministic)
+    return cross_fail(x, "run", "weight_sync_dtype", "async", "deterministic", "bf16 is built for the "
+                      "collective weight broadcast; the free-running schedule posts fp32 weights with "
+                      "point-to-point sends: use weight_sync_dtype = fp32 or deterministic = true");
+  if (c->ranks.train_tp > 1)
+    return cross_fail(x, "run", "weight_sync_dtype", "ranks", "train_tp", "bf16 is built for the "
+                      "one-rank broadcast; with train_tp > 1 the TP group sends fp32 tensor by tensor: "
+                      "use weight_sync_dtype = fp32");
+  return 0;
+}
+
 /* [async] against [run] mode = separate_async: what its schedule needs (run/async_step.c;
  * what `rlpt run` builds of the other async mode is its set-up's verdict, run/setup.c). */
 static int cross_async(const struct cross *x) {
@@ -290,14 +305,6 @@ static int cross_async(const struct cross *x) {
   if (c->run.mode != MODE_SEPARATE_ASYNC && c->async.stale != 0)
     return cross_fail(x, "async", "stale", "run", "mode", "tis needs mode = separate_async (only its "
                       "samples lag the trainer)");
-  if (c->run.weight_sync_dtype == WSYNC_BF16 && c->run.mode == MODE_SEPARATE_ASYNC && !c->async.deterministic)
-    return cross_fail(x, "run", "weight_sync_dtype", "async", "deterministic", "bf16 is built for the "
-                      "collective weight broadcast; the free-running schedule posts fp32 weights with "
-                      "point-to-point sends: use weight_sync_dtype = fp32 or deterministic = true");
-  if (c->run.weight_sync_dtype == WSYNC_BF16 && c->ranks.train_tp > 1)
-    return cross_fail(x, "run", "weight_sync_dtype", "ranks", "train_tp", "bf16 is built for the "
-                      "one-rank broadcast; with train_tp > 1 the TP group sends fp32 tensor by tensor: "
-                      "use weight_sync_dtype = fp32");
   if (c->run.mode == MODE_COLOCATE_ASYNC) return cross_colocate_async(x);
   if (c->run.mode != MODE_SEPARATE_ASYNC) return 0;
   long cap = c->async.capacity >= 0 ? c->async.capacity : c->algo.prompts_per_step * c->async.max_lag;
@@ -428,6 +435,7 @@ int config_cross_check(const struct config *c, const char *path, char *const *ov
   if (!rc) rc = cross_files(&x);
   if (!rc) rc = cross_pref(&x);
   if (!rc) rc = cross_async(&x);
+  if (!rc) rc = cross_weight_sync(&x);
   if (!rc) rc = cross_env(&x);
   if (!rc) rc = cross_lora(&x);
   if (!rc && c->model.dtype == DTYPE_BF16 && c->run.device == DEVICE_CPU)

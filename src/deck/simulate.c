@@ -30,12 +30,8 @@ static double field(const cJSON *o, const char *k) {
 static void costs_push(struct sim_costs *c, const cJSON *o) {
   double g = field(o, "t_gen") + field(o, "t_reward"), t = field(o, "t_ref") + field(o, "t_train");
   double s = field(o, "t_sync"), other = field(o, "time_s") - g - t - s;
-  c->gen = realloc_check(c->gen, sizeof(double) * (size_t)(c->n + 1));
-  c->train = realloc_check(c->train, sizeof(double) * (size_t)(c->n + 1));
-  c->sync = realloc_check(c->sync, sizeof(double) * (size_t)(c->n + 1));
-  c->other = realloc_check(c->other, sizeof(double) * (size_t)(c->n + 1));
-  c->gen[c->n] = g, c->train[c->n] = t, c->sync[c->n] = s, c->other[c->n] = other > 0 ? other : 0;
-  c->n++;
+  c->step = realloc_check(c->step, sizeof *c->step * (size_t)(c->n + 1));
+  c->step[c->n++] = (struct sim_step_cost){.gen = g, .train = t, .sync = s, .other = other > 0 ? other : 0};
 }
 
 int sim_costs_read(const char *path, struct sim_costs *c, char *err, size_t len) {
@@ -56,27 +52,19 @@ int sim_costs_read(const char *path, struct sim_costs *c, char *err, size_t len)
   }
   fclose(f);
   if (!rc && c->n == 0) rc = 2, snprintf(err, len, "%s: no RL step lines (phase rl) to calibrate from", path);
-  if (!rc && c->n > 1) {  /* the first step warms up: drop it */
-    memmove(c->gen, c->gen + 1, sizeof(double) * (size_t)(c->n - 1));
-    memmove(c->train, c->train + 1, sizeof(double) * (size_t)(c->n - 1));
-    memmove(c->sync, c->sync + 1, sizeof(double) * (size_t)(c->n - 1));
-    memmove(c->other, c->other + 1, sizeof(double) * (size_t)(c->n - 1));
-    c->n--;
-  }
+  if (!rc && c->n > 1)  /* the first step warms up: drop it */
+    memmove(c->step, c->step + 1, sizeof *c->step * (size_t)--c->n);
   if (rc) sim_costs_free(c);
   return rc;
 }
 
 void sim_costs_free(struct sim_costs *c) {
-  free(c->gen);
-  free(c->train);
-  free(c->sync);
-  free(c->other);
+  free(c->step);
   memset(c, 0, sizeof *c);
 }
 
-/* Step k's (1-based) costs. */
-#define AT(a, k) (c->a[((k) - 1) % c->n])
+/* Step k's (1-based) cost a. */
+#define AT(a, k) (c->step[((k) - 1) % c->n].a)
 
 void sim_sync(const struct sim_costs *c, long steps, struct sim_result *r) {
   memset(r, 0, sizeof *r);
@@ -119,7 +107,7 @@ static int free_start_next(struct free_sim *s, long k) {
   for (long j = 1; j <= k; j++)
     if (t >= s->update[j] && t < s->boundary[j]) t = s->boundary[j];
   s->start[b] = t;
-  s->end[b] = t + s->c->gen[(b - 1) % s->c->n];
+  s->end[b] = t + s->c->step[(b - 1) % s->c->n].gen;
   s->made = b;
   return 1;
 }
@@ -156,7 +144,7 @@ void sim_free(const struct sim_costs *c, long steps, long cap_batches, struct si
     r->train_busy_s += AT(train, k);
   }
   r->total_s = at;
-  for (long b = 1; b <= steps; b++) r->gen_busy_s += c->gen[(b - 1) % c->n];
+  for (long b = 1; b <= steps; b++) r->gen_busy_s += AT(gen, b);
   free(s.start);
   free(s.end);
   free(s.consumed);
@@ -180,7 +168,7 @@ int plan_simulate(const struct config *cfg, const char *metrics_path) {
     return 2;
   }
   double g = 0, t = 0, s = 0, o = 0;
-  for (int i = 0; i < c.n; i++) g += c.gen[i], t += c.train[i], s += c.sync[i], o += c.other[i];
+  for (int i = 0; i < c.n; i++) g += c.step[i].gen, t += c.step[i].train, s += c.step[i].sync, o += c.step[i].other;
   long steps = cfg->run.steps, P = cfg->algo.prompts_per_step;
   /* [async] capacity in batches and the deterministic schedule's depth, as run/async_step.c */
   long cap = (cfg->async.capacity >= 0 ? cfg->async.capacity : P * cfg->async.max_lag) / P, depth = cfg->async.stale == 0 && cap > cfg->async.max_lag

@@ -12,9 +12,10 @@ struct config;
  * groups are scored), train (t_ref + t_train), sync (t_sync), other (time_s minus those, at
  * least 0: the controller, the polite waits, the log). Step k of a simulation costs what
  * calibration step (k - 1) mod n did. */
+struct sim_step_cost { double gen, train, sync, other; };
 struct sim_costs {
   int n;
-  double *gen, *train, *sync, *other;
+  struct sim_step_cost *step;
 };
 
 struct sim_result {

@@ -32,8 +32,7 @@
 struct pregen {
   pthread_t thread;
   int running;                /* the thread was started and not yet joined */
-  long batch;                 /* the batch generated ahead; 0: none */
-  int prompts_sent;           /* controller: its prompts went out */
+  long batch;                 /* the batch generated ahead (its prompts sent); 0: none */
   struct run *r;
   struct sample_batch prompts, out;
   struct rollout_prompt *rp;
@@ -70,7 +69,6 @@ void pregen_start(struct run *r, long b, int threads) {
   g->r = r;
   g->batch = b;
   if (r->is_ctl) controller_send_prompts(r, b, 0);
-  g->prompts_sent = r->is_ctl;
   long P = r->cfg->algo.prompts_per_step;
   int R = r->comms.counts.rollout_instances, i = r->comms.place.instance;
   if (r->is_rollout && route_slice_lo(P, R, i) < route_slice_lo(P, R, i + 1)) {
@@ -96,7 +94,7 @@ void pregen_join(struct run *r) {
 
 int pregen_prompts_sent(const struct run *r, long b) {
   const struct pregen *g = r->pregen;
-  return g && g->batch == b && g->prompts_sent;
+  return r->is_ctl && g && g->batch == b;
 }
 
 int pregen_take(struct run *r, long b, struct sample_batch *prompts, struct sample_batch *out, double *t_gen) {
@@ -113,7 +111,7 @@ int pregen_take(struct run *r, long b, struct sample_batch *prompts, struct samp
 }
 
 void pregen_done(struct run *r) {
-  if (r->pregen) r->pregen->batch = 0, r->pregen->prompts_sent = 0;
+  if (r->pregen) r->pregen->batch = 0;
 }
 
 void pregen_free(struct run *r) {

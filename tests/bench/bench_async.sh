@@ -14,9 +14,8 @@
 set -u
 rlpt=$1 quick=$2 balanced=$3
 steps=${BENCH_ASYNC_STEPS:-12}
-dir=$(mktemp -d "${TMPDIR:-/tmp}/rlpt_bench_async.XXXXXX") || exit 1
-trap 'rm -rf "$dir"' EXIT
-cd "$dir" || exit 1
+. "$(dirname "$0")/../scratch.sh"
+scratch rlpt_bench_async
 run() {  # run NAME DECK [overrides...]
   name=$1 deck=$2
   shift 2

@@ -9,9 +9,8 @@
 #   bench/bench_async_quality.sh RLPT QUICKSTART_DECK
 set -u
 rlpt=$1 deck=$2
-dir=$(mktemp -d "${TMPDIR:-/tmp}/rlpt_bench_quality.XXXXXX") || exit 1
-trap 'rm -rf "$dir"' EXIT
-cd "$dir" || exit 1
+. "$(dirname "$0")/../scratch.sh"
+scratch rlpt_bench_quality
 colo="ranks.layout=colocated ranks.controller=auto ranks.reward=auto ranks.rollout=auto ranks.train=auto ranks.train_dp=2"
 run() {  # run NAME NP [overrides...]
   name=$1 np=$2

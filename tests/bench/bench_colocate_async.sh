@@ -10,9 +10,8 @@
 set -u
 rlpt=$1 quick=$2 balanced=$3
 steps=${BENCH_ASYNC_STEPS:-12}
-dir=$(mktemp -d "${TMPDIR:-/tmp}/rlpt_bench_colo.XXXXXX") || exit 1
-trap 'rm -rf "$dir"' EXIT
-cd "$dir" || exit 1
+. "$(dirname "$0")/../scratch.sh"
+scratch rlpt_bench_colo
 run() {  # run NAME DECK MODE
   # shellcheck disable=SC2086
   $RLPT_MPIEXEC 1 $RLPT_MPI_FLAGS "$rlpt" run "$2" ranks.layout=colocated ranks.controller=auto \

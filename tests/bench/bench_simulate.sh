@@ -8,9 +8,8 @@
 set -u
 rlpt=$1 deck=$2
 steps=${BENCH_SIM_STEPS:-24}
-dir=$(mktemp -d "${TMPDIR:-/tmp}/rlpt_bench_sim.XXXXXX") || exit 1
-trap 'rm -rf "$dir"' EXIT
-cd "$dir" || exit 1
+. "$(dirname "$0")/../scratch.sh"
+scratch rlpt_bench_sim
 run() {  # run NAME [overrides...]
   name=$1
   shift

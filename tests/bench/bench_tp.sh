@@ -15,9 +15,8 @@
 set -u
 rlpt=$1 deck=$2
 tp=${BENCH_TP:-3}
-dir=$(mktemp -d "${TMPDIR:-/tmp}/rlpt_bench_tp.XXXXXX") || exit 1
-trap 'rm -rf "$dir"' EXIT
-cd "$dir" || exit 1
+. "$(dirname "$0")/../scratch.sh"
+scratch rlpt_bench_tp
 SHAPE="model.dim=576 model.layers=30 model.heads=9 model.kv_heads=3 model.ffn_dim=1536
   model.vocab_size=49152 model.tie_embeddings=true model.max_seq=64 ranks.cores_per_node=${BENCH_TP_CORES:-$((4 * tp))}"
 run() {  # run NAME NP [overrides...]

@@ -22,8 +22,8 @@
 #define TOL 1e-12
 
 static void test_timelines(void) {
-  double gen[1] = {1.0}, train[1] = {2.0}, sync[1] = {0.5}, other[1] = {0.1};
-  struct sim_costs c = {.n = 1, .gen = gen, .train = train, .sync = sync, .other = other};
+  struct sim_step_cost step = {.gen = 1.0, .train = 2.0, .sync = 0.5, .other = 0.1};
+  struct sim_costs c = {.n = 1, .step = &step};
   struct sim_result r;
   sim_sync(&c, 4, &r);
   CHECK_NEAR(r.total_s, 14.4, TOL);
@@ -41,7 +41,7 @@ static void test_timelines(void) {
   CHECK_NEAR(r.total_s, 11.4, TOL);
   CHECK_NEAR(r.lag_sum, 3.0, TOL);
   /* generation slower than training: free-running keeps the rollout busy, the steps wait */
-  gen[0] = 3.0;
+  step.gen = 3.0;
   sim_deterministic(&c, 4, 1, &r);
   CHECK_NEAR(r.total_s, 3.0 + 3 * 3.6 + 2.6, TOL);  /* 16.4 */
 }
@@ -53,11 +53,11 @@ static void test_reader(const char *path) {
   /* three RL step lines, the first dropped; nulls count 0; other = time_s - the phases */
   CHECK(c.n == 2);
   if (c.n == 2) {
-    CHECK_NEAR(c.gen[0], 1.0, TOL);
-    CHECK_NEAR(c.train[0], 2.0, TOL);
-    CHECK_NEAR(c.sync[0], 0.5, TOL);
-    CHECK_NEAR(c.other[0], 0.2, 1e-12);
-    CHECK_NEAR(c.other[1], 0.0, TOL);
+    CHECK_NEAR(c.step[0].gen, 1.0, TOL);
+    CHECK_NEAR(c.step[0].train, 2.0, TOL);
+    CHECK_NEAR(c.step[0].sync, 0.5, TOL);
+    CHECK_NEAR(c.step[0].other, 0.2, 1e-12);
+    CHECK_NEAR(c.step[1].other, 0.0, TOL);
   }
   sim_costs_free(&c);
   CHECK(sim_costs_read("no/such/metrics.jsonl", &c, err, sizeof err) == 2);

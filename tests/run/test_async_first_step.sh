@@ -10,9 +10,8 @@
 set -u
 rlpt=$1 deck=$2
 shift 2
-dir=$(mktemp -d "${TMPDIR:-/tmp}/rlpt_async1.XXXXXX") || exit 1
-trap 'rm -rf "$dir"' EXIT
-cd "$dir" || exit 1
+. "$(dirname "$0")/../scratch.sh"
+scratch rlpt_async1
 for mode in sync separate_async; do
   # shellcheck disable=SC2086
   $RLPT_MPIEXEC 4 $RLPT_MPI_FLAGS "$rlpt" run "$deck" run.mode=$mode run.steps=1 \

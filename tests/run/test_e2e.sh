@@ -7,9 +7,8 @@
 set -u
 rlpt=$1 checker=$2 np=$3 deck=$4 sft=$5 rl=$6 rise=$7 gain=$8
 shift 8
-dir=$(mktemp -d "${TMPDIR:-/tmp}/rlpt_e2e.XXXXXX") || exit 1
-trap 'rm -rf "$dir"' EXIT
-cd "$dir" || exit 1
+. "$(dirname "$0")/../scratch.sh"
+scratch rlpt_e2e
 # shellcheck disable=SC2086
 $RLPT_MPIEXEC "$np" $RLPT_MPI_FLAGS "$rlpt" run "$deck" sft.steps="$sft" run.steps="$rl" \
   log.metrics_path="$dir/metrics.jsonl" "$@" > run.log 2>&1

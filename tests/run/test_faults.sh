@@ -37,9 +37,8 @@
 set -u
 mode=$1 rlpt=$2 tool=$3 deck=$4
 src=${RLPT_SOURCE_DIR:-$(dirname "$0")/../..}
-dir=$(mktemp -d "${TMPDIR:-/tmp}/rlpt_faults.XXXXXX") || exit 1
-trap 'rm -rf "$dir"' EXIT
-cd "$dir" || exit 1
+. "$(dirname "$0")/../scratch.sh"
+scratch rlpt_faults
 fail() {
   echo "FAULT_TEST_FAILED: $*"
   for f in *.log; do [ -f "$f" ] && { echo "== $f"; tail -20 "$f"; }; done

@@ -11,9 +11,8 @@
 set -u
 rlpt=$1 deck=$2
 here=$(cd "$(dirname "$0")" && pwd)
-dir=$(mktemp -d "${TMPDIR:-/tmp}/rlpt_lora.XXXXXX") || exit 1
-trap 'rm -rf "$dir"' EXIT
-cd "$dir" || exit 1
+. "$(dirname "$0")/../scratch.sh"
+scratch rlpt_lora
 /usr/bin/python3 -c 'import h5py' 2>/dev/null || { echo 'h5py not available: skipped'; exit 77; }
 lora="model.lora_rank=4 model.lora_targets=all sft.lr=1e-2"
 # shellcheck disable=SC2086

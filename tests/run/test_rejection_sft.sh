@@ -13,9 +13,8 @@
 set -u
 rlpt=$1 deck=$2
 MARGIN=0.06
-dir=$(mktemp -d "${TMPDIR:-/tmp}/rlpt_rft.XXXXXX") || exit 1
-trap 'rm -rf "$dir"' EXIT
-cd "$dir" || exit 1
+. "$(dirname "$0")/../scratch.sh"
+scratch rlpt_rft
 fail() { echo "REJECTION_TEST_FAILED: $*"; for f in *.log; do echo "== $f"; tail -15 "$f"; done; exit 1; }
 run() {  # run LOG [overrides...]
   log=$1

@@ -42,9 +42,8 @@ set -u
 mode=$1 rlpt=$2 cmp=$3 deck=$4
 shift 4
 np_=${RESTART_NP:-4}  # ranks of the exact / boundary / layout runs (before the layout change)
-dir=$(mktemp -d "${TMPDIR:-/tmp}/rlpt_restart.XXXXXX") || exit 1
-trap 'rm -rf "$dir"' EXIT
-cd "$dir" || exit 1
+. "$(dirname "$0")/../scratch.sh"
+scratch rlpt_restart
 fail() { echo "RESTART_TEST_FAILED: $*"; for f in *.log; do echo "== $f"; tail -15 "$f"; done; exit 1; }
 # run NP LOG [args...]: rlpt run of the deck under mpirun, output to LOG; returns its status
 run() {

@@ -13,9 +13,8 @@
 # Only the mechanics: on this tiny model pseudo-labels do not raise accuracy (README).
 set -u
 rlpt=$1 deck=$2
-dir=$(mktemp -d "${TMPDIR:-/tmp}/rlpt_sc.XXXXXX") || exit 1
-trap 'rm -rf "$dir"' EXIT
-cd "$dir" || exit 1
+. "$(dirname "$0")/../scratch.sh"
+scratch rlpt_sc
 fail() { echo "SC_TEST_FAILED: $*"; for f in *.log; do echo "== $f"; tail -15 "$f"; done; exit 1; }
 for a in 0 1 2 3 4 5 6 7 8 9; do
   for b in 0 1 2 3 4 5 6 7 8 9; do

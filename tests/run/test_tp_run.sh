@@ -17,9 +17,8 @@
 #            to the straight one-rank run
 set -u
 mode=$1 rlpt=$2 cmp=$3 deck=$4
-dir=$(mktemp -d "${TMPDIR:-/tmp}/rlpt_tp.XXXXXX") || exit 1
-trap 'rm -rf "$dir"' EXIT
-cd "$dir" || exit 1
+. "$(dirname "$0")/../scratch.sh"
+scratch rlpt_tp
 fail() { echo "TP_TEST_FAILED: $*"; for f in *.log; do echo "== $f"; tail -15 "$f"; done; exit 1; }
 TP2="ranks.train=2 ranks.train_tp=2"
 # run NP NAME [args...]: the deck on NP ranks, metrics NAME.jsonl, checkpoints NAME/
