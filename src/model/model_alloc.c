@@ -155,6 +155,11 @@ static int shard_config(struct model *m, const struct model_config *mc, const st
 static int create(struct model *m, const struct model_config *mc, int max_tokens,
                   const struct backend_ops *ops, const struct tp_group *tp, int forward_only);
 
+/* Rows of the logits scratch: a chunk, or the whole batch when it is smaller. */
+static int logit_rows(int max_tokens) {
+  return max_tokens < 1 ? 1 : max_tokens < MODEL_LOGIT_CHUNK ? max_tokens : MODEL_LOGIT_CHUNK;
+}
+
 int model_create(struct model *m, const struct model_config *mc, int max_tokens,
                  const struct backend_ops *ops) {
   return create(m, mc, max_tokens, ops, NULL, 0);
@@ -173,7 +178,7 @@ int model_create_tp(struct model *m, const struct model_config *mc, int max_toke
 size_t model_forward_arena_bytes(const struct model_config *mc, int max_tokens) {
   struct model m = {.cfg = *mc, .max_tokens = max_tokens, .forward_only = 1};
   m.cfg.head_dim = mc->dim / mc->heads;
-  m.logit_rows = max_tokens < 1 ? 1 : max_tokens < MODEL_LOGIT_CHUNK ? max_tokens : MODEL_LOGIT_CHUNK;
+  m.logit_rows = logit_rows(max_tokens);
   m.layers = calloc_check((size_t)mc->layers, sizeof *m.layers);
   struct carver count = {.base = NULL, .used = 0};
   model_carve(&m, &count);
@@ -195,7 +200,7 @@ static int create(struct model *m, const struct model_config *mc, int max_tokens
   m->exact = 1;
   m->max_tokens = max_tokens;
   m->logit_chunk = MODEL_LOGIT_CHUNK;
-  m->logit_rows = max_tokens < 1 ? 1 : max_tokens < MODEL_LOGIT_CHUNK ? max_tokens : MODEL_LOGIT_CHUNK;
+  m->logit_rows = logit_rows(max_tokens);
   param_table_build_tp(&m->table, mc, tp ? tp->size : 1);
   size_t half = (size_t)m->cfg.head_dim / 2;
   int weights_rc = weights_create(&m->weights, m->table.total, ops);
