@@ -23,7 +23,8 @@ struct plan_args {
   const char *deck;
   int world;      /* 0: run under MPI */
   int per_rank;
-  const char *simulate;  /* --simulate METRICS.jsonl */
+  const char *simulate;  /* --simulate METRICS.jsonl | deck */
+  const char *split;     /* --split HALF.jsonl */
   char **over;
   int n_over;
 };
@@ -35,8 +36,11 @@ static int usage(int rc) {
           "  exit 2 when the layout is impossible or a role does not fit [ranks] device_memory_gb.\n"
           "  --world N  plan for N ranks without MPI; otherwise run it under mpirun -np N\n"
           "  --ranks    with --world: one line per rank even when N > %d\n"
-          "  --simulate METRICS.jsonl  with --world: the deck's RL steps under sync, separate_async\n"
-          "             and the free-running schedule, from the phase times of a sync run's metrics\n",
+          "  --simulate METRICS.jsonl|deck  with --world: the deck's RL steps under sync, separate_async\n"
+          "             and the free-running schedule, from the phase times of a sync run's metrics,\n"
+          "             or (deck) from the cluster throughputs in the deck's [simulate] section\n"
+          "  --split HALF.jsonl  with --simulate: add colocate_async, its phases at the costs a sync\n"
+          "             run at half the threads per rank measured (its metrics)\n",
           PLAN_PER_RANK_MAX);
   return rc;
 }
@@ -45,12 +49,13 @@ static int parse_args(int n_rest, char **rest, struct plan_args *a) {
   for (int i = 0; i < n_rest; i++) {
     if (!strcmp(rest[i], "-h") || !strcmp(rest[i], "--help")) return usage(0) - 1;
     if (!strcmp(rest[i], "--ranks")) a->per_rank = 1;
-    else if (!strcmp(rest[i], "--simulate")) {
+    else if (!strcmp(rest[i], "--simulate") || !strcmp(rest[i], "--split")) {
+      int sim = !strcmp(rest[i], "--simulate");
       if (i + 1 >= n_rest) {
-        fprintf(stderr, "rlpt: plan: --simulate needs a metrics JSONL file\n");
+        fprintf(stderr, "rlpt: plan: %s needs a metrics JSONL file%s\n", rest[i], sim ? " or the word deck" : "");
         return 2;
       }
-      a->simulate = rest[++i];
+      *(sim ? &a->simulate : &a->split) = rest[++i];
     }
     else if (!strcmp(rest[i], "--world")) {
       char *end = NULL;
@@ -68,6 +73,10 @@ static int parse_args(int n_rest, char **rest, struct plan_args *a) {
       return usage(2);
     }
   }
+  if (a->split && !a->simulate) {
+    fprintf(stderr, "rlpt: plan: --split needs --simulate (it adds colocate_async to it)\n");
+    return 2;
+  }
   if (a->simulate && !a->world) {
     fprintf(stderr, "rlpt: plan: --simulate needs --world N (it plans without MPI)\n");
     return 2;
@@ -83,7 +92,8 @@ int cmd_plan(int argc, char **argv) {
   config_split_args(argc, argv, over, &a.n_over, rest, &n_rest);
   int rc = parse_args(n_rest, rest, &a);
   if (rc < 0) rc = 0;  /* --help */
-  else if (!rc && a.world) rc = plan_without_mpi(a.deck, a.n_over, a.over, a.world, a.per_rank, a.simulate);
+  else if (!rc && a.world) rc = plan_without_mpi(a.deck, a.n_over, a.over, a.world, a.per_rank, a.simulate,
+                                         a.split);
   else if (!rc) rc = plan_live(a.deck, a.n_over, a.over);
   free(over);
   free(rest);

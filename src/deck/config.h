@@ -198,6 +198,11 @@ struct config {
     int stale;               /* rl/experience.h enum stale_policy: 0 drop, 1 tis */
     long in_flight_step;
   } async;
+  struct {  /* read by `rlpt plan --simulate deck` only (deck/sim_costs.c) */
+    double gen_tokens_per_s, gen_seq_tokens_per_s, prefill_tokens_per_s, train_tokens_per_s;
+    double sync_gb_per_s, response_cv, other_s;
+    long prompt_tokens, response_tokens;
+  } simulate;
 };
 
 extern const struct cfg_key cfg_schema[];

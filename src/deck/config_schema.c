@@ -243,6 +243,17 @@ const struct cfg_key cfg_schema[] = {
   ENUM("async", "stale", "drop", "drop|tis", "separate_async: samples whose lag exceeds max_lag are dropped (drop: the schedule keeps min(max_lag, capacity / prompts_per_step) steps in flight, so none is) or kept and weighted by truncated importance sampling against the rollout's logprobs (tis: capacity / prompts_per_step steps in flight, which must exceed max_lag)", async.stale),
   ENUM("async", "in_flight", "off", "off|continue|recompute|abort", "separate_async: off changes the rollout weights only between batches; otherwise each update reaches the rollout ranks while they generate the next batch, at its decode step in_flight_step, and the sequences in flight keep their KV cache (continue), have it recomputed under the new weights (recompute) or restart (abort); every token records its weight version", async.in_flight),
   INT("async", "in_flight_step", "1", 1, 1e6, "steps", "separate_async with in_flight and deterministic = true: the decode step of the batch being generated at which the schedule applies the step's update (generation that ends sooner takes it at its end); the free-running schedule takes each update at the first decode-step boundary after it arrives and refuses this key", async.in_flight_step),
+
+  /* [simulate]: read by `rlpt plan DECK --world N --simulate deck` only (deck/sim_costs.c) */
+  FLT("simulate", "gen_tokens_per_s", "0", 0, 1e12, "tokens/s", "plan --simulate deck: one rollout engine instance's decode throughput with its batch full, summed over its sequences (0 = not given: --simulate then needs a sync run's metrics file)", simulate.gen_tokens_per_s),
+  FLT("simulate", "gen_seq_tokens_per_s", "0", 0, 1e12, "tokens/s", "plan --simulate deck: one sequence's decode speed; an instance's batch lasts at least its longest response at this speed (the long tail sync waits for; 0 = no such bound)", simulate.gen_seq_tokens_per_s),
+  FLT("simulate", "prefill_tokens_per_s", "0", 0, 1e12, "tokens/s", "plan --simulate deck: one instance's prompt prefill throughput (0 = prefill not counted)", simulate.prefill_tokens_per_s),
+  FLT("simulate", "train_tokens_per_s", "0", 0, 1e12, "tokens/s", "plan --simulate deck: prompt + response tokens one train DP group (its TP x PP ranks) trains per second per PPO epoch, forward and backward and the reference/old-logprob forwards included", simulate.train_tokens_per_s),
+  FLT("simulate", "sync_gb_per_s", "0", 0, 1e6, "GB/s", "plan --simulate deck: the weight broadcast's speed, GB (1e9 bytes) of the model as [run] weight_sync_dtype sends it per second", simulate.sync_gb_per_s),
+  INT("simulate", "prompt_tokens", "64", 0, 1e7, "tokens", "plan --simulate deck: mean prompt length", simulate.prompt_tokens),
+  INT("simulate", "response_tokens", "256", 1, 1e7, "tokens", "plan --simulate deck: mean response length (at most [rollout] max_new_tokens)", simulate.response_tokens),
+  FLT("simulate", "response_cv", "0.5", 0, 100, "", "plan --simulate deck: response lengths are log-normal with this coefficient of variation (std / mean), cut at [rollout] max_new_tokens; 0 = every response response_tokens long", simulate.response_cv),
+  FLT("simulate", "other_s", "0", 0, 1e6, "s", "plan --simulate deck: seconds per RL step outside generation, training and the weight sync (controller, rewards, the log)", simulate.other_s),
 };
 
 const int cfg_schema_len = (int)(sizeof cfg_schema / sizeof cfg_schema[0]);

@@ -433,14 +433,17 @@ int plan_report(const struct config *cfg, int world, int print, int per_rank) {
 }
 
 int plan_without_mpi(const char *deck, int n_over, char *const *over, int world, int per_rank,
-                     const char *simulate) {
+                     const char *simulate, const char *split) {
   struct config *cfg = malloc_check(sizeof *cfg);
   int rc = config_load_serial(cfg, deck, n_over, over);
   if (!rc) {
     printf("rlpt plan %s --world %d (no MPI)\n", deck, world);
     rc = plan_report(cfg, world, 1, per_rank || world <= PLAN_PER_RANK_MAX);
   }
-  if (!rc && simulate) rc = plan_simulate(cfg, simulate);
+  struct plan p;
+  char err[2048];
+  if (!rc && simulate) rc = plan_build(&p, cfg, world, err, sizeof err);  /* it did in the report */
+  if (!rc && simulate) rc = plan_simulate(cfg, &p, simulate, split);
   free(cfg);
   return rc;
 }

@@ -84,8 +84,9 @@ int plan_check_fit(const struct plan *p, const struct config *cfg, char *err, si
 int plan_report(const struct config *cfg, int world, int print, int per_rank);
 /* `rlpt plan DECK --world N`: the deck and overrides loaded without MPI, then the report for
  * world ranks (per-rank lines when per_rank or world <= PLAN_PER_RANK_MAX) and, with
- * simulate (a metrics JSONL) non-NULL, deck/simulate.h's model. 0 or 2. */
+ * simulate (a metrics JSONL, or "deck") non-NULL, deck/simulate.h's model (split: NULL or a
+ * metrics JSONL at half the threads, for colocate_async). 0 or 2. */
 int plan_without_mpi(const char *deck, int n_over, char *const *over, int world, int per_rank,
-                     const char *simulate);
+                     const char *simulate, const char *split);
 
 #endif

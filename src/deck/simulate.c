@@ -9,11 +9,12 @@
  *                  generated and not trained) and by the step boundary (no new batch between
  *                  taking the update and the step's end); a step trains once its batch is in
  *                  and ends after the update is posted and the batch in generation is done.
- * What it leaves out: contention between ranks that share cores, and (colocate_async) how
- * each phase slows on its share of a rank's threads, which a sync calibration cannot tell. */
+ *   colocate_async max(train of batch k, gen of batch k + 1) + sync + other, both phases at
+ *                  the costs of a second calibration run at half the threads (--split): how
+ *                  a phase slows on its share of a rank's threads a full-thread run cannot tell.
+ * What it leaves out: contention between ranks that share cores. */
 #include "deck/simulate.h"
 
-#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,45 +23,9 @@
 #include "deck/config.h"
 #include "util/alloc.h"
 
-static double field(const cJSON *o, const char *k) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-  return cJSON_IsNumber(v) ? v->valuedouble : 0.0;
-}
-
-static void costs_push(struct sim_costs *c, const cJSON *o) {
-  double g = field(o, "t_gen") + field(o, "t_reward"), t = field(o, "t_ref") + field(o, "t_train");
-  double s = field(o, "t_sync"), other = field(o, "time_s") - g - t - s;
-  c->step = realloc_check(c->step, sizeof *c->step * (size_t)(c->n + 1));
-  c->step[c->n++] = (struct sim_step_cost){.gen = g, .train = t, .sync = s, .other = other > 0 ? other : 0};
-}
-
-int sim_costs_read(const char *path, struct sim_costs *c, char *err, size_t len) {
-  memset(c, 0, sizeof *c);
-  FILE *f = fopen(path, "r");
-  if (!f) return snprintf(err, len, "%s: cannot be read", path), 2;
-  char line[1 << 16];
-  int ln = 0, rc = 0;
-  while (!rc && fgets(line, sizeof line, f)) {
-    ln++;
-    cJSON *o = cJSON_Parse(line);
-    if (!o) rc = 2, snprintf(err, len, "%s:%d: not a JSON line", path, ln);
-    const cJSON *ph = o ? cJSON_GetObjectItemCaseSensitive(o, "phase") : NULL;
-    if (!rc && cJSON_IsString(ph) && !strcmp(ph->valuestring, "rl") &&
-        !cJSON_GetObjectItemCaseSensitive(o, "eval_pass@1"))
-      costs_push(c, o);
-    cJSON_Delete(o);
-  }
-  fclose(f);
-  if (!rc && c->n == 0) rc = 2, snprintf(err, len, "%s: no RL step lines (phase rl) to calibrate from", path);
-  if (!rc && c->n > 1)  /* the first step warms up: drop it */
-    memmove(c->step, c->step + 1, sizeof *c->step * (size_t)--c->n);
-  if (rc) sim_costs_free(c);
-  return rc;
-}
-
-void sim_costs_free(struct sim_costs *c) {
-  free(c->step);
-  memset(c, 0, sizeof *c);
+static void add_lag(struct sim_result *r, long lag) {
+  r->lag_sum += (double)lag;
+  r->lag_hist[lag < SIM_LAG_BINS - 1 ? lag : SIM_LAG_BINS - 1]++;
 }
 
 /* Step k's (1-based) cost a. */
@@ -73,6 +38,7 @@ void sim_sync(const struct sim_costs *c, long steps, struct sim_result *r) {
     r->total_s += AT(gen, k) + AT(train, k) + AT(sync, k) + AT(other, k);
     r->train_busy_s += AT(train, k);
     r->gen_busy_s += AT(gen, k);
+    add_lag(r, 0);
   }
 }
 
@@ -85,7 +51,7 @@ void sim_deterministic(const struct sim_costs *c, long steps, long depth, struct
     r->total_s += (g > t ? g : t) + AT(sync, k) + AT(other, k);
     r->train_busy_s += t;
     r->gen_busy_s += g;
-    r->lag_sum += (double)(k - 1 < depth ? k - 1 : depth);
+    add_lag(r, k - 1 < depth ? k - 1 : depth);
   }
 }
 
@@ -140,7 +106,7 @@ void sim_free(const struct sim_costs *c, long steps, long cap_batches, struct si
     /* the version batch k was generated under: the steps whose update came before its start */
     long version = 0;
     for (long j = 1; j < k; j++) version += s.update[j] <= s.start[k];
-    r->lag_sum += (double)(k - 1 - version);
+    add_lag(r, k - 1 - version);
     r->train_busy_s += AT(train, k);
   }
   r->total_s = at;
@@ -152,41 +118,86 @@ void sim_free(const struct sim_costs *c, long steps, long cap_batches, struct si
   free(s.boundary);
 }
 
-static void print_result(const char *name, const struct sim_result *r, const struct sim_result *base) {
-  double sps = r->total_s > 0 ? (double)r->steps / r->total_s : 0.0;
-  printf("  %-26s %7.3f steps/s  %9.0f steps/h  %5.2fx sync  train busy %3.0f%%  rollout busy %3.0f%%  "
-         "lag mean %.2f\n", name, sps, 3600.0 * sps, base->total_s / r->total_s,
-         100.0 * r->train_busy_s / r->total_s, 100.0 * r->gen_busy_s / r->total_s,
-         r->steps ? r->lag_sum / (double)r->steps : 0.0);
+void sim_colocate(const struct sim_costs *full, const struct sim_costs *split, long steps,
+                  struct sim_result *r) {
+  memset(r, 0, sizeof *r);
+  r->steps = steps;
+#define COST(cs, a, k) ((cs)->step[((k) - 1) % (cs)->n].a)
+  if (steps > 0) r->total_s = r->gen_busy_s = COST(full, gen, 1);
+  for (long k = 1; k <= steps; k++) {
+    double g = k < steps ? COST(split, gen, k + 1) : 0.0, t = COST(split, train, k);
+    r->total_s += (g > t ? g : t) + COST(full, sync, k) + COST(full, other, k);
+    r->train_busy_s += t;
+    r->gen_busy_s += g;
+    add_lag(r, k > 1);
+  }
+#undef COST
 }
 
-int plan_simulate(const struct config *cfg, const char *metrics_path) {
-  struct sim_costs c;
+/* The share of steps whose batch lags more than max_lag (stale = drop: what would be dropped). */
+static double past_lag(const struct sim_result *r, long max_lag) {
+  long n = 0;
+  for (long l = max_lag + 1; l < SIM_LAG_BINS; l++) n += r->lag_hist[l];
+  return r->steps ? (double)n / (double)r->steps : 0.0;
+}
+
+static void print_result(const char *name, const struct sim_result *r, const struct sim_result *base,
+                         const struct config *cfg) {
+  double sps = r->total_s > 0 ? (double)r->steps / r->total_s : 0.0;
+  double lag = r->steps ? r->lag_sum / (double)r->steps : 0.0, past = past_lag(r, cfg->async.max_lag);
+  printf("  %-26s %8.4g steps/s  %9.4g steps/h  %5.2fx sync  train busy %3.0f%%  rollout busy %3.0f%%  "
+         "lag mean %.2f  %s %.1f%%\n", name, sps, 3600.0 * sps, base->total_s / r->total_s,
+         100.0 * r->train_busy_s / r->total_s, 100.0 * r->gen_busy_s / r->total_s, lag,
+         cfg->async.stale == 0 ? "drop_ratio" : "stale_kept", 100.0 * past);
+  /* the troubleshooting thresholds practitioners use (the run's warnings print the same) */
+  if (lag > 2.0) printf("    warning: mean lag %.2f > 2: samples are far off-policy\n", lag);
+  if (cfg->async.stale == 0 && past > 0.2) printf("    warning: drop ratio %.0f%% > 20%%\n", 100.0 * past);
+}
+
+static int load_costs(const struct config *cfg, const struct plan *p, const char *source, struct sim_costs *c) {
   char err[512];
-  if (sim_costs_read(metrics_path, &c, err, sizeof err)) {
-    fprintf(stderr, "rlpt: plan: --simulate %s\n", err);
-    return 2;
-  }
+  int rc = strcmp(source, "deck") ? sim_costs_read(source, c, err, sizeof err)
+                                  : sim_costs_from_deck(cfg, p, c, err, sizeof err);
+  if (rc) fprintf(stderr, "rlpt: plan: --simulate %s\n", err);
+  return rc;
+}
+
+static void print_costs(const struct sim_costs *c, long steps, const char *what) {
   double g = 0, t = 0, s = 0, o = 0;
-  for (int i = 0; i < c.n; i++) g += c.step[i].gen, t += c.step[i].train, s += c.step[i].sync, o += c.step[i].other;
+  for (int i = 0; i < c->n; i++) g += c->step[i].gen, t += c->step[i].train, s += c->step[i].sync, o += c->step[i].other;
+  printf("simulate (%ld RL steps; %s: %d steps, mean s/step gen + reward %.4f, train %.4f, sync %.4f, "
+         "other %.4f)\n", steps, what, c->n, g / c->n, t / c->n, s / c->n, o / c->n);
+}
+
+int plan_simulate(const struct config *cfg, const struct plan *p, const char *source, const char *split) {
+  struct sim_costs c, half = {0};
+  if (load_costs(cfg, p, source, &c)) return 2;
+  if (split && load_costs(cfg, p, split, &half)) return sim_costs_free(&c), 2;
   long steps = cfg->run.steps, P = cfg->algo.prompts_per_step;
   /* [async] capacity in batches and the deterministic schedule's depth, as run/async_step.c */
-  long cap = (cfg->async.capacity >= 0 ? cfg->async.capacity : P * cfg->async.max_lag) / P, depth = cfg->async.stale == 0 && cap > cfg->async.max_lag
-                                                       ? cfg->async.max_lag : cap;
-  printf("simulate (%ld RL steps; calibration: %d steps of %s, mean s/step gen + reward %.4f, "
-         "train %.4f, sync %.4f, other %.4f)\n", steps, c.n, metrics_path, g / c.n, t / c.n, s / c.n, o / c.n);
-  struct sim_result rs, rd, rf;
+  long cap = (cfg->async.capacity >= 0 ? cfg->async.capacity : P * cfg->async.max_lag) / P;
+  long depth = cfg->async.stale == 0 && cap > cfg->async.max_lag ? cfg->async.max_lag : cap;
+  char what[600];
+  snprintf(what, sizeof what, "%s %s", strcmp(source, "deck") ? "calibration" : "costs from", source);
+  print_costs(&c, steps, what);
+  if (split) print_costs(&half, steps, "at half the threads");
+  struct sim_result rs, rd, rf, rc;
   sim_sync(&c, steps, &rs);
   sim_deterministic(&c, steps, depth, &rd);
   sim_free(&c, steps, cap, &rf);
-  print_result("sync", &rs, &rs);
+  print_result("sync", &rs, &rs, cfg);
   char name[64];
   snprintf(name, sizeof name, "separate_async (D = %ld)", depth);
-  print_result(name, &rd, &rs);
+  print_result(name, &rd, &rs, cfg);
   snprintf(name, sizeof name, "free-running (buffer %ld)", cap);
-  print_result(name, &rf, &rs);
-  printf("  not modelled: colocate_async (its phases on a share of each rank's threads), cores shared "
-         "between ranks, drops (stale = drop keeps the lag within max_lag)\n");
+  print_result(name, &rf, &rs, cfg);
+  if (split) {
+    sim_colocate(&c, &half, steps, &rc);
+    print_result("colocate_async", &rc, &rs, cfg);
+  }
+  printf("  not modelled: cores shared between ranks, %sregenerating what stale = drop drops\n",
+         split ? "" : "colocate_async (it needs --split HALF.jsonl: a sync run at half the threads), ");
   sim_costs_free(&c);
+  sim_costs_free(&half);
   return 0;
 }

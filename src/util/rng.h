@@ -33,6 +33,7 @@ enum rng_stream_id {
   RNG_STREAM_SHUFFLE = 6,     /* dataset order */
   RNG_STREAM_SFT = 7,         /* SFT example draw */
   RNG_STREAM_DIFFICULTY = 8,  /* replacement draws for prompts the difficulty filter skips */
+  RNG_STREAM_SIMULATE = 9,    /* rlpt plan --simulate deck: the response lengths it draws */
   RNG_STREAM_TEST = 99,       /* tests only */
 };
 

@@ -131,8 +131,16 @@ plan_test(llama70b_999 2 "the layout needs 1000 ranks.*the job has 999"
   inputs/llama70b_1000gpu.ini --world 999)
 plan_test(train_oom 2 "does not fit:.train rank needs [0-9.]+ GB .* > \\[ranks\\] device_memory_gb = 40; lower \\[ranks\\] micro_batch_seqs \\(4\\)"
   tests/decks/plan_train_oom.ini --world 1000)
-plan_test(simulate 0 "simulate \\(150 RL steps; calibration: 2 steps.*sync +0.278 steps/s.*separate_async \\(D = 1\\) +0.384 steps/s.*free-running \\(buffer 1\\)"
+plan_test(simulate 0 "simulate \\(150 RL steps; calibration tests/data/sim_metrics.jsonl: 2 steps.*sync +0.2778 steps/s.*separate_async \\(D = 1\\) +0.3836 steps/s.*free-running \\(buffer 1\\)"
   inputs/quickstart.ini --world 4 --simulate tests/data/sim_metrics.jsonl)
+plan_test(simulate_split 0 "at half the threads: 2 steps.*colocate_async +0.3"
+  inputs/quickstart.ini --world 4 --simulate tests/data/sim_metrics.jsonl --split tests/data/sim_metrics.jsonl)
+plan_test(split_no_simulate 2 "--split needs --simulate"
+  inputs/quickstart.ini --world 4 --split tests/data/sim_metrics.jsonl)
+plan_test(simulate_deck_70b 0 "costs from deck: 256 steps.*separate_async \\(D = 1\\) +0.01[0-9]* steps/s +4[0-9.]* steps/h +1\\.[5-7][0-9]x sync"
+  inputs/llama70b_1000gpu.ini --world 1000 --simulate deck)
+plan_test(simulate_deck_unset 2 "\\[simulate\\] gen_tokens_per_s is 0"
+  inputs/quickstart.ini --world 4 --simulate deck)
 plan_test(simulate_no_world 2 "--simulate needs --world N"
   inputs/quickstart.ini --simulate tests/data/sim_metrics.jsonl)
 plan_test(override 2 "train_tp = 3 must divide \\[model\\] heads = 4"
