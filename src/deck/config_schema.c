@@ -228,7 +228,7 @@ const struct cfg_key cfg_schema[] = {
   AUTOINT("ranks", "reward", "auto", 0, 1e7, "ranks", "Reward ranks (auto = 1 with layout separate, 0 colocated)", ranks.reward),
   AUTOINT("ranks", "train", "auto", 1, 1e7, "ranks", "Train ranks (auto = train_dp * train_tp * train_pp)", ranks.train),
   ENUM("ranks", "layout", "separate", "separate|colocated", "separate: disjoint role ranks; colocated: every rank runs rollout, reward and train in turn", ranks.layout),
-  INT("ranks", "rollout_tp", "1", 1, 1e4, "ranks", "Tensor-parallel size of one rollout engine instance (rlpt plan; rlpt run needs 1)", ranks.rollout_tp),
+  INT("ranks", "rollout_tp", "1", 1, 1e4, "ranks", "Tensor-parallel size of one rollout engine instance: rlpt run runs one engine over rollout_tp ranks, each with its shard of the model and of the KV cache (sync mode, separate layout, CPU; heads, kv_heads, ffn_dim and vocab_size divisible by it; no [env], rejection SFT or bf16 weight sync)", ranks.rollout_tp),
   INT("ranks", "train_dp", "1", 1, 1e7, "ranks", "Data-parallel size of the train grid", ranks.train_dp),
   INT("ranks", "train_tp", "1", 1, 1e4, "ranks", "Tensor-parallel size of the train grid: rlpt run splits the policy over train_tp ranks Megatron-style (sync mode, separate layout, CPU; heads, kv_heads, ffn_dim and vocab_size divisible by it; no critic, preference or rejection SFT, zero = 0)", ranks.train_tp),
   INT("ranks", "train_pp", "1", 1, 1e4, "ranks", "Pipeline-parallel size of the train grid (rlpt plan; rlpt run needs 1)", ranks.train_pp),

@@ -20,6 +20,7 @@
 
 #include "model/lora.h"
 #include "model/model_mem.h"
+#include "util/alloc.h"
 
 /* The tensor (kind, layer) in the weights the forward reads; NULL when the model has none
  * (a bias of a model without biases, an lm_head tied to the embedding). */
@@ -429,10 +430,6 @@ static int kv_batch_set(struct model *m, const int *tokens, const int *cu_new, c
 static int forward_kv(struct model *m, const int *tokens, const int *cu_new, const int *pos0,
                       int nseq, const struct model_kv_io *io, int all_logits, float *logits,
                       int logits_dev) {
-  if (m->tp) {
-    fprintf(stderr, "rlpt: model: the KV-cache path has no tensor parallelism\n");
-    return -1;
-  }
   if (kv_batch_set(m, tokens, cu_new, pos0, nseq)) return -1;
   if (weights_bind(m, &m->weights)) return -1;
   if (trunk_forward(m, io)) return -1;
@@ -443,7 +440,12 @@ static int forward_kv(struct model *m, const int *tokens, const int *cu_new, con
       dmem_copy(m, m->xn + (size_t)s * C, m->xf + (size_t)(cu_new[s + 1] - 1) * C, (size_t)C);
     x = m->xn;
   }
-  if (!m->on_device || logits_dev) {
+  if (m->tp) { /* this rank's vocabulary slice, then the whole row on every rank */
+    float *slice = malloc_check(sizeof(float) * (size_t)rows * (size_t)V);
+    matmul_abt(m, rows, V, C, x, C, lm_head(m), C, 0.0f, slice, V);
+    tp_gather_cols(m->tp, slice, rows, V, logits);
+    free(slice);
+  } else if (!m->on_device || logits_dev) {
     matmul_abt(m, rows, V, C, x, C, lm_head(m), C, 0.0f, logits, V);
   } else { /* device logits a chunk at a time (the scratch holds logit_rows rows) */
     for (int r0 = 0; r0 < rows; r0 += m->logit_rows) {

@@ -115,9 +115,9 @@ int model_create(struct model *m, const struct model_config *mc, int max_tokens,
 /* The same for one rank of the TP group tp (model/tp.h; kept by pointer): this rank's shard
  * of the full model mc, whose parameters are laid out by param_table_build_tp. The
  * forward and backward run collectives over tp: every rank of the group calls them with
- * the same batch. A host backend only; no value head and no KV-cache path (refused at
- * the call). tp->size must divide heads, kv_heads, ffn_dim and vocab_size (-1 and a
- * message otherwise). tp == NULL is model_create. */
+ * the same batch. A host backend only; no value head. tp->size must divide heads,
+ * kv_heads, ffn_dim and vocab_size (-1 and a message otherwise). tp == NULL is
+ * model_create. */
 int model_create_tp(struct model *m, const struct model_config *mc, int max_tokens,
                     const struct backend_ops *ops, const struct tp_group *tp);
 /* A model that only runs forwards (the rollout engine, scoring, evaluation): no gradients,
@@ -126,6 +126,11 @@ int model_create_tp(struct model *m, const struct model_config *mc, int max_toke
  * on it aborts; model_zero_grad does nothing. */
 int model_create_forward(struct model *m, const struct model_config *mc, int max_tokens,
                          const struct backend_ops *ops);
+/* The same for one rank of the TP group tp (the rollout engine of rollout_tp ranks): this
+ * rank's shard, as model_create_tp; the KV-cache forward then returns the whole
+ * vocabulary's logits on every rank (model_forward_kv). */
+int model_create_forward_tp(struct model *m, const struct model_config *mc, int max_tokens,
+                            const struct backend_ops *ops, const struct tp_group *tp);
 /* Bytes of model_create_forward's activation arena for mc and max_tokens (rlpt plan). */
 size_t model_forward_arena_bytes(const struct model_config *mc, int max_tokens);
 void model_free(struct model *m);
@@ -205,7 +210,9 @@ struct model_kv_io {
  * pos0[s] ...; logits [rows, vocab]: every new token (all_logits) or the last
  * new token of each sequence. Returns 0, or -1 for a bad batch (message
  * printed) or when exchange() failed. Invalidates the activations of the last
- * model_forward (no model_backward after this). */
+ * model_forward (no model_backward after this). With TP (model_create_forward_tp) every
+ * rank of the group calls it with the same batch; exchange() gets this rank's kv heads,
+ * and logits has the full vocabulary (m->vocab_full columns), gathered from the slices. */
 int model_forward_kv(struct model *m, const int *tokens, const int *cu_new, const int *pos0,
                      int nseq, const struct model_kv_io *io, int all_logits, float *logits);
 /* The same with logits [rows, vocab] in the backend's memory (device memory from

@@ -175,6 +175,11 @@ int model_create_tp(struct model *m, const struct model_config *mc, int max_toke
   return create(m, mc, max_tokens, ops, tp, 0);
 }
 
+int model_create_forward_tp(struct model *m, const struct model_config *mc, int max_tokens,
+                            const struct backend_ops *ops, const struct tp_group *tp) {
+  return create(m, mc, max_tokens, ops, tp, 1);
+}
+
 size_t model_forward_arena_bytes(const struct model_config *mc, int max_tokens) {
   struct model m = {.cfg = *mc, .max_tokens = max_tokens, .forward_only = 1};
   m.cfg.head_dim = mc->dim / mc->heads;

@@ -2,9 +2,13 @@
  * embedding (model/tp.h). */
 #include "model/tp.h"
 
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mpi/allreduce.h"
+#include "mpi/wait.h"
+#include "util/alloc.h"
 #include "util/error.h"
 
 void tp_group_init(struct tp_group *g, MPI_Comm comm) {
@@ -46,6 +50,24 @@ void tp_max_floats(const struct tp_group *g, float *x, int n) {
   if (g->size == 1) return;
   count(0, (size_t)n, sizeof(float));
   allreduce_polite(x, n, MPI_FLOAT, MPI_MAX, g->comm);
+}
+
+void tp_gather_cols(const struct tp_group *g, const float *local, int rows, int cols, float *full) {
+  size_t part = (size_t)rows * (size_t)cols, n = (size_t)g->size;
+  if (g->size == 1) {
+    memcpy(full, local, sizeof(float) * part);
+    return;
+  }
+  if (part > (size_t)INT32_MAX) die_local("tp: %zu floats per rank are too many for one gather", part);
+  count(0, part, sizeof(float));
+  float *all = malloc_check(sizeof(float) * part * n);
+  MPI_Request req;
+  MPI_CHECK(MPI_Iallgather(local, (int)part, MPI_FLOAT, all, (int)part, MPI_FLOAT, g->comm, &req));
+  wait_request(&req, MPI_STATUS_IGNORE);
+  for (size_t r = 0; r < n; r++)
+    for (size_t i = 0; i < (size_t)rows; i++)
+      memcpy(full + (i * n + r) * (size_t)cols, all + (r * (size_t)rows + i) * (size_t)cols, sizeof(float) * (size_t)cols);
+  free(all);
 }
 
 /* One tensor between its full form f (entry fe; f at its first value) and this rank's

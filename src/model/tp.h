@@ -67,6 +67,10 @@ void tp_gather_tensor(const struct tp_group *g, const struct param_entry *fe, fl
                       const struct param_entry *le, const float *local);
 void tp_scatter_tensor(const struct tp_group *g, const struct param_entry *fe, const float *full,
                        const struct param_entry *le, float *local);
+/* full [rows, cols x size] <- every rank's local [rows, cols], rank r's in columns
+ * [r cols, (r + 1) cols): the vocabulary-parallel logits made whole for the rollout
+ * engine's sampler (one all-gather, counted as the model's traffic). */
+void tp_gather_cols(const struct tp_group *g, const float *local, int rows, int cols, float *full);
 /* The sum of squares of the full model's vector x from its shards (a gradient): the split
  * tensors' squares summed over the group, the replicated ones counted once. */
 double tp_sumsq(const struct tp_group *g, const struct param_table *local_t, const float *x);

@@ -193,7 +193,7 @@ int rollout_create(struct rollout_engine **out, struct model *m, const struct co
   size_t bytes = (size_t)cfg->rollout.kv_cache_mb << 20;
   char kerr[256];
   const struct kv_storage *st = kv_device_storage(m); /* device memory on a device backend */
-  if (kv_create_on(&re->kv, &L, bytes, max_seqs, max_seqs, m->cfg.vocab_size, st, kerr,
+  if (kv_create_on(&re->kv, &L, bytes, max_seqs, max_seqs, m->vocab_full, st, kerr,
                    sizeof kerr) != 0) {
     free(re);
     return rfail(err, errlen, 2, "rollout: [rollout] kv_cache_mb = %ld: %s", cfg->rollout.kv_cache_mb,
@@ -213,7 +213,7 @@ int rollout_create(struct rollout_engine **out, struct model *m, const struct co
     rollout_free(re);
     return rc;
   }
-  re->lm = (struct lm_ops){ .ctx = re, .vocab = m->cfg.vocab_size, .forward = rollout_forward,
+  re->lm = (struct lm_ops){ .ctx = re, .vocab = m->vocab_full, .forward = rollout_forward,
                             .sample = re->sd ? rollout_sample : NULL,
                             .logits_row = re->sd ? rollout_logits_row : NULL };
   re->io = (struct model_kv_io){ .ctx = re, .exchange = rollout_exchange, .paged = rollout_paged,
@@ -331,10 +331,10 @@ static int check_prompts(const struct rollout_engine *re, const struct rollout_p
                    (long long)p->prompt_id, p->n_tokens, re->g.max_new_tokens,
                    re->g.max_batch_tokens);
     for (int t = 0; t < p->n_tokens; t++)
-      if (p->tokens[t] < 0 || p->tokens[t] >= mc->vocab_size)
+      if (p->tokens[t] < 0 || p->tokens[t] >= re->m->vocab_full)
         return rfail(err, errlen, 2, "rollout: prompt %lld: token %d at %d is outside the "
                      "vocabulary (0..%d)", (long long)p->prompt_id, p->tokens[t], t,
-                     mc->vocab_size - 1);
+                     re->m->vocab_full - 1);
   }
   return 0;
 }

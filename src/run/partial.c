@@ -7,6 +7,7 @@
 
 #include "mpi/xfer.h"
 #include "run/run.h"
+#include "run/tp_run.h"
 #include "util/error.h"
 
 void partial_reset(struct run *r, long step, enum partial_kind kind) {
@@ -29,6 +30,9 @@ static void note_rss(struct run *r) {
 void partial_report(struct run *r) {
   note_rss(r);
   if (r->comms.world_rank == 0) return;  /* the controller merges its own partial in place */
+  /* the other ranks of a rollout engine of rollout_tp ranks counted what its leader did */
+  if (r->is_rollout && !r->is_train && !r->is_reward && !rollout_tp_leader(r))
+    for (int i = PS_N; i < PS_MAX_BEGIN; i++) r->partial[i] = 0.0;
   /* eval partials have their own tag: a rollout rank can finish an eval before the
    * controller has the last train partial of the step before it */
   int tag = r->partial[PS_KIND] == PK_EVAL ? XFER_TAG_EVAL : XFER_TAG_METRICS;

@@ -38,10 +38,9 @@ static int run_supported(struct run *r, char *err, size_t len) {
   r->mode = mode_ops_for(r->cfg);
   if (!r->mode)
     snprintf(err, len, "[run] mode %d has no schedule in this build", r->cfg->run.mode);
-  else if (c->rollout_tp != 1 || c->train_pp != 1)
-    snprintf(err, len, "[ranks] rollout_tp = %d, train_pp = %d: rlpt run needs 1 for both (the rollout "
-             "engine is data-parallel only and pipeline-parallel training is not built; use train_dp, "
-             "train_tp and more rollout ranks)", c->rollout_tp, c->train_pp);
+  else if (c->train_pp != 1)
+    snprintf(err, len, "[ranks] train_pp = %d: rlpt run needs 1 (pipeline-parallel training is not "
+             "built; use train_dp and train_tp)", c->train_pp);
   else if (r->cfg->run.mode != MODE_SYNC) return async_supported(r, err, len);
   else return 0;
   return 2;
@@ -97,7 +96,7 @@ static int setup_common(struct run *r, char *err, size_t len) {
   /* init = gguf:PATH | hf:DIR: the model's own tokenizer and config (model/import.h) on every rank */
   if (!rc) rc = model_import_or_deck(r->cfg, &r->mc, &r->tok, err, len);
   else tokenizer_init_char(&r->tok);
-  if (!rc) rc = tp_run_supported(r, err, len);  /* [ranks] train_tp > 1 */
+  if (!rc) rc = tp_run_supported(r, err, len);  /* [ranks] train_tp, rollout_tp > 1 */
   if (!rc) rc = task_init(&r->task, r->cfg, err, len);
   if (!rc) rc = reward_init(&r->rcfg, r->cfg, err, len);
   if (!rc) rc = reward_service_check(r, err, len);  /* rank 0: [reward] rm_path fits the policy */
@@ -174,7 +173,7 @@ static int setup_rollout(struct run *r, char *err, size_t len) {
   if (!ops) return 2;
   int max_tokens = (int)r->cfg->rollout.max_batch_tokens;
   r->rmodel = calloc(1, sizeof *r->rmodel);
-  if (!r->rmodel || model_create_forward(r->rmodel, &r->mc, max_tokens, ops) != 0) {
+  if (!r->rmodel || rollout_tp_create(r, max_tokens, ops) != 0) {
     free(r->rmodel);
     r->rmodel = NULL;
     snprintf(err, len, "could not allocate the rollout model ([rollout] max_batch_tokens = %d)",
@@ -257,6 +256,7 @@ void run_teardown(struct run *r) {
   free(r->rm);
   if (r->rmodel) model_free(r->rmodel);
   free(r->rmodel);
+  if (r->rfull.n) param_table_free(&r->rfull);
   for (int b = 0; b < BOX_COUNT; b++) sample_batch_free(&r->box[b]);
   free(r->partial);
   free(r->rollout_world);

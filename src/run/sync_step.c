@@ -71,7 +71,8 @@ static void generate_share(struct run *r, long step, int round) {
   struct rollout_prompt *rp = NULL;
   double t_gen = 0;
   if (!pregen_take(r, step, &prompts, &out, &t_gen)) {  /* colocate_async: generated while training */
-    route_recv(r, &prompts, 0, BOX_PROMPTS, XFER_TAG_PROMPTS);
+    if (rollout_tp_leader(r)) route_recv(r, &prompts, 0, BOX_PROMPTS, XFER_TAG_PROMPTS);
+    rollout_tp_bcast_prompts(r, &prompts);  /* rollout_tp > 1: the engine's ranks in lockstep */
     progress_stall_point(r, "rollout:generate", step);
     rp = rollout_prompts_of(&prompts);
     char err[512];
@@ -108,7 +109,8 @@ static void generate_share(struct run *r, long step, int round) {
     if (!c || sample_copy(c, &out.s[k]) != 0) die_local("out of memory");
   }
   progress_mark(r, PROG_GEN, step, round);
-  route_send(r, &out, r->reward_world[route_instance_reward(r, i)], BOX_SAMPLES, XFER_TAG_SAMPLES);
+  if (rollout_tp_leader(r))
+    route_send(r, &out, r->reward_world[route_instance_reward(r, i)], BOX_SAMPLES, XFER_TAG_SAMPLES);
   /* after an in-flight update: the tokens of the weights the rollout rank now holds */
   if (measure) r->partial[PS_LPDIFF_ROLLOUT] = rollout_logprob_diff_max_of(r->rmodel, &sent, r->weight_version);
   sample_batch_free(&sent);

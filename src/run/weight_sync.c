@@ -19,8 +19,9 @@
  *         With [ranks] train_tp > 1 the train members (dp 0's TP group) gather their
  *         shards tensor by tensor into a scratch of one tensor (trainer_tensor_full), which
  *         the root broadcasts (xfer_bcast_weights_each): no train rank holds the model
- *         whole; each member sends or receives the same full bytes, the rollout ranks stay
- *         TP 1.
+ *         whole; each member sends or receives the same full bytes. With rollout_tp > 1
+ *         the same tensor-by-tensor broadcast, each rollout rank keeping its shard of
+ *         every tensor (rollout_tp_take): no rollout rank holds the model whole either.
  * The metrics are the root's: t_sync from entering the sync (the wait for the peers
  * included) to the end of the copy, the MPI path's download included; sync_gbps the
  * parameter bytes over the time after the wait. */
@@ -35,6 +36,7 @@
 #include "rollout/engine.h"
 #include "run/partial.h"
 #include "run/run.h"
+#include "run/tp_run.h"
 #include "run/weight_sync.h"
 #include "train/trainer.h"
 #include "util/alloc.h"
@@ -141,9 +143,12 @@ static void sync_mpi(struct run *r, int64_t v, struct xfer_stats *st) {
    * rank) its TP group's shards gathered one tensor at a time */
   const struct param_table *table = r->is_train ? trainer_full_table(r->trainer) : &m->table;
   int tp = r->is_train && trainer_tp(r->trainer), bf16 = r->cfg->run.weight_sync_dtype == WSYNC_BF16;
-  int rc = r->comms.counts.train_tp > 1  /* every member: the same broadcasts, tensor by tensor */
-               ? xfer_bcast_weights_each(m->params, table, 0, r->comms.weight_comm,
-                                         tp ? tp_fill : NULL, r->trainer, st)
+  xfer_take_fn take = rollout_tp_take(r);  /* a rollout TP rank keeps its shard of each tensor */
+  if (take) table = &r->rfull;
+  int each = r->comms.counts.train_tp > 1 || r->comms.counts.rollout_tp > 1;
+  int rc = each  /* every member: the same broadcasts, tensor by tensor */
+               ? xfer_bcast_weights_each(m->params, table, 0, r->comms.weight_comm, tp ? tp_fill : NULL,
+                                         take, tp ? (void *)r->trainer : (void *)r, st)
                : xfer_bcast_weights_as(m->params, table, 0, r->comms.weight_comm, bf16, st);
   if (rc != XFER_OK) die_local("weight broadcast failed: %s", xfer_strerror(rc));
   if (r->is_rollout && r->is_train) {  /* both ends here: the rollout's copy as a receiver gets it */

@@ -22,3 +22,8 @@ add_unit_test(test_gpu_sample SOURCES rollout/test_gpu_sample.c LABELS gpu)
 # ctest -L bench -R bench_generate -V).
 add_unit_test(bench_generate SOURCES bench/bench_generate.c LABELS bench)
 set_tests_properties(bench_generate PROPERTIES TIMEOUT 1800)
+
+# The engine on a tensor-parallel model (model_create_forward_tp, 2 ranks as one engine)
+# against the one-rank engine: the same greedy and sampled tokens, logprobs within 1e-5.
+add_test_program(test_tp_rollout rollout/test_tp_rollout.c)
+add_mpi_test(NAME test_tp_rollout EXE test_tp_rollout NUM_PROCS 2)

@@ -15,6 +15,10 @@
 #   restart_sft  TP 2 checkpoints SFT step 4 of 5 (an SFT-only run), resumes on TP 2 with
 #            the moments read into the trainer in place, finishes SFT and 3 GRPO steps: equal
 #            to the straight one-rank run
+#   rollout  rollout_tp = 2 (one engine on 2 ranks, 5 ranks) against one rollout rank, with
+#            the trainer's old logprobs and with the rollout's ([algo] old_logprobs = rollout:
+#            the rollout ranks measure logprob_diff_max, collectively)
+#   rollout_train  train_tp = 2 and rollout_tp = 2 (6 ranks) against one rank of each
 set -u
 mode=$1 rlpt=$2 cmp=$3 deck=$4
 . "$(dirname "$0")/../scratch.sh"
@@ -76,6 +80,20 @@ case $mode in
     run 5 a $S --restart latest $TP2
     grep -q 'restart: phase sft, step 4 of 5 done' a.log || fail "TP 2: no restart after SFT step 4"
     "$cmp" one.jsonl a.jsonl one/step_00000003.h5 a/step_00000003.h5 || fail "TP 2 mid-SFT restart differs" ;;
+  rollout)
+    run 4 one
+    run 5 tp ranks.rollout=2 ranks.rollout_tp=2
+    grep -q '"phase":"rl"' tp.jsonl || fail "no RL step logged"
+    "$cmp" one.jsonl tp.jsonl one/step_00000003.h5 tp/step_00000003.h5 || fail "rollout TP 2 differs"
+    run 4 one_rl algo.old_logprobs=rollout
+    run 5 tp_rl algo.old_logprobs=rollout ranks.rollout=2 ranks.rollout_tp=2
+    grep -q '"logprob_diff_max":[0-9]' tp_rl.jsonl || fail "no logprob_diff_max measured"
+    "$cmp" one_rl.jsonl tp_rl.jsonl || fail "rollout TP 2 with old_logprobs = rollout differs" ;;
+  rollout_train)
+    run 4 one
+    # shellcheck disable=SC2086
+    run 6 tp ranks.rollout=2 ranks.rollout_tp=2 $TP2
+    "$cmp" one.jsonl tp.jsonl one/step_00000003.h5 tp/step_00000003.h5 || fail "train TP 2 x rollout TP 2 differs" ;;
   *) fail "unknown mode $mode" ;;
 esac
 echo "TP_TEST_OK $mode"

@@ -962,12 +962,15 @@ endforeach()
 
 # Tensor-parallel training ([ranks] train_tp = 2, model/tp.h; run/test_tp_run.sh, deck
 # tests/decks/tp_tiny.ini): SFT and GRPO against one train rank, DP 2 x TP 2, and restarts
-# from TP 2 on one rank and back, and a TP 2 mid-SFT restart; test_tp_cmp checks the
+# from TP 2 on one rank and back, a TP 2 mid-SFT restart, rollout_tp = 2 (and with train_tp
+# = 2) against one rollout rank; test_tp_cmp checks the
 # metrics and every checkpoint tensor within 1e-5 relative.
-foreach(mode sft grpo dp2 restart restart_sft)
+foreach(mode sft grpo dp2 restart restart_sft rollout rollout_train)
   set(np 5)
   if(mode STREQUAL dp2)
     set(np 7)
+  elseif(mode STREQUAL rollout_train)
+    set(np 6)
   endif()
   add_test(NAME train_tp_${mode}
     COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run/test_tp_run.sh ${mode} $<TARGET_FILE:rlpt>
@@ -1004,5 +1007,14 @@ run_fail_test(deck_tp_rejection 5 2 "${TP_MSG}\\[sft\\] source = rejection.*RLPT
   ${TP_DECK} ${TP2} sft.source=rejection)
 run_fail_test(deck_tp_zero 5 2 "${TP_MSG}\\[optim\\] zero must be 0.*RLPT_MESSAGES=1"
   ${TP_DECK} ${TP2} optim.zero=1)
-run_fail_test(deck_tp_pp 7 2 "rlpt: run: \\[ranks\\] rollout_tp = 1, train_pp = 2: rlpt run needs 1 for both.*RLPT_MESSAGES=1"
+# rollout_tp > 1's: RTP2 = the tp_tiny deck with one engine on 2 rollout ranks (5 ranks).
+set(RTP2 ranks.rollout=2 ranks.rollout_tp=2)
+set(RTP_MSG "rlpt: run: \\[ranks\\] rollout_tp = 2: ")
+run_fail_test(deck_rtp_heads 5 2 "${RTP_MSG}\\[model\\] heads = 3 is not divisible by it.*RLPT_MESSAGES=1"
+  ${TP_DECK} ${RTP2} model.heads=3 model.kv_heads=1)
+run_fail_test(deck_rtp_async 5 2 "${RTP_MSG}\\[run\\] mode must be sync.*RLPT_MESSAGES=1"
+  ${TP_DECK} ${RTP2} run.mode=separate_async)
+run_fail_test(deck_rtp_bf16 5 2 "${RTP_MSG}\\[run\\] weight_sync_dtype must be fp32.*RLPT_MESSAGES=1"
+  ${TP_DECK} ${RTP2} run.weight_sync_dtype=bf16)
+run_fail_test(deck_tp_pp 7 2 "rlpt: run: \\[ranks\\] train_pp = 2: rlpt run needs 1.*RLPT_MESSAGES=1"
   ${TP_DECK} ranks.train=4 ranks.train_tp=2 ranks.train_pp=2)
