@@ -465,7 +465,7 @@ int xfer_bcast_weights_as(float *params, const struct param_table *t, int root, 
 }
 
 int xfer_bcast_weights_each(float *params, const struct param_table *t, int root, MPI_Comm comm,
-                            xfer_fill_fn fill, xfer_take_fn take, void *ctx, struct xfer_stats *st) {
+                            xfer_fill_fn fill, void *ctx, struct xfer_stats *st) {
   double t0 = clock_seconds();
   wait_barrier(comm);
   double t1 = clock_seconds();
@@ -473,13 +473,11 @@ int xfer_bcast_weights_each(float *params, const struct param_table *t, int root
   float *x = NULL;
   size_t most = 1;
   for (int i = 0; i < t->n; i++) most = t->e[i].numel > most ? t->e[i].numel : most;
-  int scratch = fill || take;
-  if (scratch && !(x = malloc(sizeof(float) * most))) return XFER_ENOMEM;
+  if (fill && !(x = malloc(sizeof(float) * most))) return XFER_ENOMEM;
   int calls = 0;
   for (int i = 0; i < t->n; i++) {
     if (fill) fill(ctx, i, x);
-    bcast_floats(scratch ? x : params + t->e[i].offset, t->e[i].numel, root, comm, &calls);
-    if (take) take(ctx, i, x);
+    bcast_floats(fill ? x : params + t->e[i].offset, t->e[i].numel, root, comm, &calls);
   }
   free(x);
   stats_fill(st, t, t0, t1, calls, sizeof(float));

@@ -128,16 +128,14 @@ int xfer_bcast_weights_as(float *params, const struct param_table *t, int root, 
                           struct xfer_stats *st);
 /* p[n] = fp32(bf16(p[n])): what a bf16 broadcast delivers. */
 void xfer_round_bf16(float *p, size_t n);
-/* The same tensor by tensor, for a rank that holds no full copy: with fill or take non-NULL
- * this rank sends (the root) or receives the bytes through a scratch of one tensor,
- * fill(ctx, i, x) writing full tensor i of t into x before its broadcast (it may be
- * collective over another group: every rank with fill calls it in table order), take(ctx,
- * i, x) reading it after (a receiver that keeps a shard), and params is unused; without
- * either a rank receives into params as above. XFER_ENOMEM when the scratch cannot be had
- * (on that rank: treat it as fatal). */
+/* The same tensor by tensor, for a rank that holds no full copy: with fill non-NULL this rank
+ * sends (the root) or receives the bytes through a scratch of one tensor, fill(ctx, i, x)
+ * writing full tensor i of t into x first (it may be collective over another group: every
+ * rank with fill calls it in table order), and params is unused; without fill a rank
+ * receives into params as above. XFER_ENOMEM when the scratch cannot be had (on that rank:
+ * treat it as fatal). */
 typedef void (*xfer_fill_fn)(void *ctx, int i, float *x);
-typedef void (*xfer_take_fn)(void *ctx, int i, const float *x);
 int xfer_bcast_weights_each(float *params, const struct param_table *t, int root, MPI_Comm comm,
-                            xfer_fill_fn fill, xfer_take_fn take, void *ctx, struct xfer_stats *st);
+                            xfer_fill_fn fill, void *ctx, struct xfer_stats *st);
 
 #endif

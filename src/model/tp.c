@@ -99,6 +99,31 @@ void tp_gather_tensor(const struct tp_group *g, const struct param_entry *fe, fl
   sum_floats(g, full, fe->numel, 1);
 }
 
+void tp_gather_range(const struct tp_group *g, const struct param_table *full_t, int i0, int i1,
+                     float *full, const struct param_table *local_t, const float *local) {
+  size_t l0 = local_t->e[i0].offset, n = local_t->e[i1 - 1].offset + local_t->e[i1 - 1].numel - l0;
+  size_t f0 = full_t->e[i0].offset;
+  if (n > (size_t)INT32_MAX) die_local("tp: %zu floats per rank are too many for one gather", n);
+  float *all = g->rank == 0 ? malloc_check(sizeof(float) * n * (size_t)g->size) : NULL;
+  if (g->size > 1) {
+    count(1, n, sizeof(float));
+    wait_barrier(g->comm);  /* politely, then a blocking gather (mpi/wait.h: large messages) */
+    MPI_CHECK(MPI_Gather(local + l0, (int)n, MPI_FLOAT, all, (int)n, MPI_FLOAT, 0, g->comm));
+  } else {
+    memcpy(all, local + l0, sizeof(float) * n);
+  }
+  for (int r = 0; r < g->size && g->rank == 0; r++) {
+    struct tp_group gr = {.comm = g->comm, .rank = r, .size = g->size};
+    for (int i = i0; i < i1; i++) {
+      const struct param_entry *le = &local_t->e[i];
+      if (param_split(le->kind) != SPLIT_NONE || r == 0)
+        shard_copy(&gr, &full_t->e[i], full + (full_t->e[i].offset - f0), le,
+                   all + (size_t)r * n + (le->offset - l0), 1);
+    }
+  }
+  free(all);
+}
+
 void tp_scatter_tensor(const struct tp_group *g, const struct param_entry *fe, const float *full,
                        const struct param_entry *le, float *local) {
   shard_copy(g, fe, (float *)full, le, local, 0);

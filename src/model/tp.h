@@ -67,6 +67,13 @@ void tp_gather_tensor(const struct tp_group *g, const struct param_entry *fe, fl
                       const struct param_entry *le, const float *local);
 void tp_scatter_tensor(const struct tp_group *g, const struct param_entry *fe, const float *full,
                        const struct param_entry *le, float *local);
+/* The consecutive tensors [i0, i1) of the tables to the group's rank 0 alone, in one gather
+ * (each rank sends its shards once): there full (laid out from full_t's tensor i0) <- the
+ * group's shards (local: each rank's whole vector, laid out by local_t); full is not
+ * written on the other ranks. Collective over the group. The weight sync's root gathers
+ * a bucket at a time with it. */
+void tp_gather_range(const struct tp_group *g, const struct param_table *full_t, int i0, int i1,
+                     float *full, const struct param_table *local_t, const float *local);
 /* full [rows, cols x size] <- every rank's local [rows, cols], rank r's in columns
  * [r cols, (r + 1) cols): the vocabulary-parallel logits made whole for the rollout
  * engine's sampler (one all-gather, counted as the model's traffic). */

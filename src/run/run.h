@@ -51,7 +51,6 @@ struct run {
   struct trainer *trainer;          /* train ranks */
   struct model *rmodel;             /* rollout ranks: the weights generation uses */
   struct tp_group rtp;              /* rollout_tp > 1: this engine's TP group (run/tp_run.h) */
-  struct param_table rfull;         /* rollout_tp > 1: the full model's table (the weight sync) */
   struct rollout_engine *engine;
   struct env *env;                  /* rollout ranks with [env] enabled: the tools (env/episode.h) */
   struct sandbox *env_sandbox;      /* its python tool's sandbox, or NULL */

@@ -256,7 +256,6 @@ void run_teardown(struct run *r) {
   free(r->rm);
   if (r->rmodel) model_free(r->rmodel);
   free(r->rmodel);
-  if (r->rfull.n) param_table_free(&r->rfull);
   for (int b = 0; b < BOX_COUNT; b++) sample_batch_free(&r->box[b]);
   free(r->partial);
   free(r->rollout_world);

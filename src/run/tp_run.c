@@ -112,16 +112,3 @@ int rollout_tp_leader(const struct run *r) {
 void rollout_tp_bcast_prompts(struct run *r, struct sample_batch *b) {
   if (r->comms.counts.rollout_tp > 1) bcast_batch(r->comms.instance_comm, b, "rollout engine's TP group");
 }
-
-/* xfer_take_fn: this rollout rank's shard of full tensor i (of the full table). */
-static void take_shard(void *ctx, int i, const float *x) {
-  struct run *r = ctx;
-  struct model *m = r->rmodel;
-  tp_scatter_tensor(&r->rtp, &r->rfull.e[i], x, &m->table.e[i], m->params + m->table.e[i].offset);
-}
-
-xfer_take_fn rollout_tp_take(struct run *r) {
-  if (r->comms.counts.rollout_tp == 1 || !r->is_rollout) return NULL;
-  if (!r->rfull.n) param_table_build(&r->rfull, &r->mc);
-  return take_shard;
-}

@@ -7,13 +7,11 @@
  * prompts and broadcasts them to the others, every rank generates in lockstep (the same
  * batches, the whole vocabulary's logits gathered, the same keyed samples), and only the
  * leader hands the samples on; the others' metric sums are left out (run/partial.c). The
- * weight sync delivers full tensors one at a time; each rank keeps its shard. */
+ * weight sync delivers each rank its shard (run/weight_reshard.h). */
 #ifndef RLPT_TP_RUN_H
 #define RLPT_TP_RUN_H
 
 #include <stddef.h>
-
-#include "mpi/xfer.h"
 
 struct backend_ops;
 struct run;
@@ -39,8 +37,5 @@ int rollout_tp_create(struct run *r, int max_tokens, const struct backend_ops *o
 int rollout_tp_leader(const struct run *r);
 /* The leader's prompts b to its instance's other ranks (a no-op with rollout_tp = 1). */
 void rollout_tp_bcast_prompts(struct run *r, struct sample_batch *b);
-/* The weight sync's receive hook of a rollout rank with rollout_tp > 1 (keep the shard of
- * each full tensor), else NULL. */
-xfer_take_fn rollout_tp_take(struct run *r);
 
 #endif

@@ -20,8 +20,8 @@
  *         shards tensor by tensor into a scratch of one tensor (trainer_tensor_full), which
  *         the root broadcasts (xfer_bcast_weights_each): no train rank holds the model
  *         whole; each member sends or receives the same full bytes. With rollout_tp > 1
- *         the same tensor-by-tensor broadcast, each rollout rank keeping its shard of
- *         every tensor (rollout_tp_take): no rollout rank holds the model whole either.
+ *         each rollout rank receives exactly its shard of each tensor, over its TP rank's
+ *         shard group (run/weight_reshard.h).
  * The metrics are the root's: t_sync from entering the sync (the wait for the peers
  * included) to the end of the copy, the MPI path's download included; sync_gbps the
  * parameter bytes over the time after the wait. */
@@ -36,7 +36,7 @@
 #include "rollout/engine.h"
 #include "run/partial.h"
 #include "run/run.h"
-#include "run/tp_run.h"
+#include "run/weight_reshard.h"
 #include "run/weight_sync.h"
 #include "train/trainer.h"
 #include "util/alloc.h"
@@ -45,6 +45,7 @@
 
 struct weight_sync {
   int nccl;              /* 1: the NCCL path (the same on every rank of weight_comm) */
+  struct reshard *rs;    /* rollout_tp > 1: the shard groups (run/weight_reshard.h) */
 #ifdef RLPT_HAVE_CUDA
   struct nccl_comm nc;   /* mirrors weight_comm (nccl == 1) */
 #endif
@@ -128,10 +129,32 @@ static void sync_nccl(struct run *r, struct weight_sync *ws, int root, int64_t v
 }
 #endif
 
-/* xfer_fill_fn: full tensor i of the policy's weights, gathered over the TP group. */
+/* xfer_fill_fn: full tensor i of the policy's weights on the TP group's rank 0 (the sync's
+ * root; the others' x is left as it is: they only send), gathered a bucket of tensors at a
+ * time (one gather per FILL_BUCKET_FLOATS, each rank sending only its shards): a tensor
+ * outside the bucket held gathers the bucket that starts with it. Every TP rank asks for
+ * the tensors in the same order, so all make the same gathers. */
+#define FILL_BUCKET_FLOATS ((size_t)16 << 20)
+struct fill_cache {
+  struct trainer *t;
+  int i0, i1;  /* the tensors held */
+  float *buf;
+};
+
 static void tp_fill(void *ctx, int i, float *x) {
-  struct trainer *t = ctx;
-  trainer_tensor_full(t, t->policy.params, i, x);
+  struct fill_cache *c = ctx;
+  const struct param_table *ft = trainer_full_table(c->t);
+  if (i < c->i0 || i >= c->i1) {
+    size_t used = 0;
+    c->i0 = c->i1 = i;
+    while (c->i1 < ft->n && (c->i1 == i || used + ft->e[c->i1].numel <= FILL_BUCKET_FLOATS))
+      used += ft->e[c->i1++].numel;
+    free(c->buf);
+    c->buf = c->t->tp.rank == 0 ? malloc_check(sizeof(float) * used) : NULL;
+    trainer_range_full(c->t, c->t->policy.params, c->i0, c->i1, c->buf);
+  }
+  if (c->t->tp.rank == 0)
+    memcpy(x, c->buf + (ft->e[i].offset - ft->e[c->i0].offset), sizeof(float) * ft->e[i].numel);
 }
 
 static void sync_mpi(struct run *r, int64_t v, struct xfer_stats *st) {
@@ -140,16 +163,20 @@ static void sync_mpi(struct run *r, int64_t v, struct xfer_stats *st) {
   if (r->is_train) weights_to_host(&m->weights);
   double t_down = clock_seconds() - t0;
   /* a train rank sends full tensors: with train_tp > 1 (the separate layout: not a rollout
-   * rank) its TP group's shards gathered one tensor at a time */
+   * rank) its TP group's shards gathered a bucket of tensors at a time (tp_fill) */
   const struct param_table *table = r->is_train ? trainer_full_table(r->trainer) : &m->table;
   int tp = r->is_train && trainer_tp(r->trainer), bf16 = r->cfg->run.weight_sync_dtype == WSYNC_BF16;
-  xfer_take_fn take = rollout_tp_take(r);  /* a rollout TP rank keeps its shard of each tensor */
-  if (take) table = &r->rfull;
-  int each = r->comms.counts.train_tp > 1 || r->comms.counts.rollout_tp > 1;
-  int rc = each  /* every member: the same broadcasts, tensor by tensor */
-               ? xfer_bcast_weights_each(m->params, table, 0, r->comms.weight_comm, tp ? tp_fill : NULL,
-                                         take, tp ? (void *)r->trainer : (void *)r, st)
-               : xfer_bcast_weights_as(m->params, table, 0, r->comms.weight_comm, bf16, st);
+  struct fill_cache fc = {.t = r->trainer, .i0 = -1, .i1 = -1};
+  int rc = XFER_OK;
+  if (r->comms.counts.rollout_tp > 1) {  /* each rollout rank gets exactly its shard */
+    if (!r->wsync->rs) r->wsync->rs = reshard_create(r);
+    reshard_sync(r, r->wsync->rs, tp ? tp_fill : NULL, &fc, st);
+  } else if (r->comms.counts.train_tp > 1) {  /* every member: the same broadcasts, tensor by tensor */
+    rc = xfer_bcast_weights_each(m->params, table, 0, r->comms.weight_comm, tp ? tp_fill : NULL, &fc, st);
+  } else {
+    rc = xfer_bcast_weights_as(m->params, table, 0, r->comms.weight_comm, bf16, st);
+  }
+  free(fc.buf);
   if (rc != XFER_OK) die_local("weight broadcast failed: %s", xfer_strerror(rc));
   if (r->is_rollout && r->is_train) {  /* both ends here: the rollout's copy as a receiver gets it */
     memcpy(r->rmodel->params, m->params, sizeof(float) * table->total);
@@ -190,6 +217,7 @@ void run_sync_free(struct run *r) {
 #ifdef RLPT_HAVE_CUDA
   if (r->wsync && r->wsync->nccl) nccl_comm_free(&r->wsync->nc);
 #endif
+  if (r->wsync) reshard_free(r->wsync->rs);
   free(r->wsync);
   r->wsync = NULL;
 }

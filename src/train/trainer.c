@@ -376,6 +376,12 @@ void trainer_tensor_full(const struct trainer *t, const float *local, int i, flo
   else memcpy(out, local + le->offset, sizeof(float) * le->numel);
 }
 
+void trainer_range_full(const struct trainer *t, const float *local, int i0, int i1, float *out) {
+  const struct param_table *lt = &t->policy.table;
+  if (trainer_tp(t)) tp_gather_range(&t->tp, &t->full_table, i0, i1, out, lt, local);
+  else memcpy(out, local + lt->e[i0].offset, sizeof(float) * (lt->e[i1 - 1].offset + lt->e[i1 - 1].numel - lt->e[i0].offset));
+}
+
 void trainer_tensor_local(const struct trainer *t, int i, const float *full, float *local) {
   const struct param_entry *le = &t->policy.table.e[i];
   if (trainer_tp(t)) tp_scatter_tensor(&t->tp, &t->full_table.e[i], full, le, local + le->offset);

@@ -116,6 +116,10 @@ const struct param_table *trainer_full_table(const struct trainer *t);
  * table (weights, AdamW moments, the reference): with tp gathered over the group (collective:
  * every rank of it calls with the same i), else copied. */
 void trainer_tensor_full(const struct trainer *t, const float *local, int i, float *out);
+/* The same for the consecutive tensors [i0, i1) into out (laid out from tensor i0 as in the
+ * full table), with tp gathered to the group's rank 0 only (tp_gather_range: out is not
+ * written on the others). */
+void trainer_range_full(const struct trainer *t, const float *local, int i0, int i1, float *out);
 /* This rank's shard of full tensor i (full: its e[i].numel floats) into local, a vector
  * laid out by the policy's table (no communication). */
 void trainer_tensor_local(const struct trainer *t, int i, const float *full, float *local);

@@ -33,6 +33,18 @@ run() {
   $RLPT_MPIEXEC "$np" $RLPT_MPI_FLAGS "$rlpt" run "$deck" log.metrics_path="$name.jsonl" \
     checkpoint.dir="$name" "$@" >> "$name.log" 2>&1 || fail "$name: rlpt run exited $?"
 }
+# halved A B: each rollout rank of B (rollout_tp = 2) received about half of A's sync_mb
+# (its shard; the replicated norms whole), then the field is dropped from both for CMP
+halved() {
+  python3 - "$1" "$2" <<'PY' || fail "sync_mb of rollout_tp = 2 is not half of one rank's"
+import json, sys
+col = lambda f: [json.loads(l).get("sync_mb") for l in open(f)]
+pairs = [(x, y) for x, y in zip(col(sys.argv[1]), col(sys.argv[2])) if x]
+print("sync_mb one rank / TP 2 shard:", pairs[:1])
+sys.exit(0 if pairs and all(0.49 < y / x < 0.51 for x, y in pairs) else 1)
+PY
+  sed -i 's/"sync_mb":[^,}]*,\{0,1\}//' "$1" "$2"
+}
 case $mode in
   sft)
     S="sft.steps=4 sft.checkpoint_every=3 run.steps=0"
@@ -84,15 +96,18 @@ case $mode in
     run 4 one
     run 5 tp ranks.rollout=2 ranks.rollout_tp=2
     grep -q '"phase":"rl"' tp.jsonl || fail "no RL step logged"
+    halved one.jsonl tp.jsonl
     "$cmp" one.jsonl tp.jsonl one/step_00000003.h5 tp/step_00000003.h5 || fail "rollout TP 2 differs"
     run 4 one_rl algo.old_logprobs=rollout
     run 5 tp_rl algo.old_logprobs=rollout ranks.rollout=2 ranks.rollout_tp=2
     grep -q '"logprob_diff_max":[0-9]' tp_rl.jsonl || fail "no logprob_diff_max measured"
+    halved one_rl.jsonl tp_rl.jsonl
     "$cmp" one_rl.jsonl tp_rl.jsonl || fail "rollout TP 2 with old_logprobs = rollout differs" ;;
   rollout_train)
     run 4 one
     # shellcheck disable=SC2086
     run 6 tp ranks.rollout=2 ranks.rollout_tp=2 $TP2
+    halved one.jsonl tp.jsonl
     "$cmp" one.jsonl tp.jsonl one/step_00000003.h5 tp/step_00000003.h5 || fail "train TP 2 x rollout TP 2 differs" ;;
   *) fail "unknown mode $mode" ;;
 esac

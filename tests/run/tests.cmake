@@ -1018,3 +1018,13 @@ run_fail_test(deck_rtp_bf16 5 2 "${RTP_MSG}\\[run\\] weight_sync_dtype must be f
   ${TP_DECK} ${RTP2} run.weight_sync_dtype=bf16)
 run_fail_test(deck_tp_pp 7 2 "rlpt: run: \\[ranks\\] train_pp = 2: rlpt run needs 1.*RLPT_MESSAGES=1"
   ${TP_DECK} ranks.train=4 ranks.train_tp=2 ranks.train_pp=2)
+
+# The weight sync from train TP 1 / 2 to rollout TP 1 / 2: bytes per rollout rank and GB/s
+# beside a raw MPI_Bcast of the same bytes (label bench: prints figures, asserts nothing;
+# ctest -L bench -R bench_weight_sync -V; README "Ranks and layouts").
+add_test_program(bench_bcast bench/bench_bcast.c)
+add_test(NAME bench_weight_sync
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/bench/bench_weight_sync.sh $<TARGET_FILE:rlpt>
+          $<TARGET_FILE:bench_bcast> ${CMAKE_CURRENT_SOURCE_DIR}/decks/tp_tiny.ini)
+set_tests_properties(bench_weight_sync PROPERTIES LABELS bench ENVIRONMENT "${RLPT_E2E_ENV}" PROCESSORS 6
+  TIMEOUT 900)
